@@ -1,0 +1,1 @@
+"""airport_codegen: contracts.yaml → generated/airport_contracts (load, model, render)."""

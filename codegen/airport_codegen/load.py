@@ -1,0 +1,723 @@
+"""contracts.yaml → Contract, strictly.
+
+Every unknown key, missing key, wrong type, duplicate name and dangling reference is a
+ContractError whose one-line message names the path in the YAML (e.g.
+``errors[3].code: unknown gRPC status code 'NOPE'``). Nothing is generated from a broken
+contract, so the generated package can trust every reference it follows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .model import (
+    ARROW_TYPES,
+    GENERICS,
+    PRIMITIVES,
+    STATUS_CODES,
+    Contract,
+    Deviation,
+    EnumValue,
+    ErrorRow,
+    Field,
+    GoHome,
+    Header,
+    Helper,
+    Interface,
+    MatrixRow,
+    Method,
+    Operation,
+    Param,
+    Payload,
+    ProtocolDef,
+    Returns,
+    Rowid,
+    Spec,
+    Transition,
+    TypeDef,
+    TypeRef,
+    ValidationRule,
+)
+
+
+class ContractError(ValueError):
+    """A contract that cannot be loaded; str() is one line naming the YAML path."""
+
+
+# Closed vocabularies of the operation model; the dispatch template has a branch for each.
+CAPABILITY_CHECKS = {"", "before_read", "after_read", "after_rowid_check"}
+ROWID_SOURCES = {"", "none", "input_rowid_column", "descriptor_row_ids"}
+OUTPUT_SCHEMAS = {"", "input", "table_projected_to_returning_columns"}
+TOTALS = {"", "input_rows", "affected_rows_or_input_rows_with_returning"}
+HEADER_ROLES = {"operation", "returning", "path", "transaction_id"}
+TABLE_ERRORS = {"wrap", "pass_contract_errors"}
+TYPE_KINDS = {"struct", "enum", "error_type"}
+ENCODINGS = {"json", "msgpack"}
+KEY_ORDERS = {"declared", "any"}
+STREAM_RESPONSE = "exchange_stream"
+
+
+class _Node:
+    """A YAML mapping with its path; reads keys and remembers which were read."""
+
+    def __init__(self, value: Any, path: str) -> None:
+        if not isinstance(value, dict):
+            raise ContractError(f"{path}: expected a mapping, got {_kind(value)}")
+        for key in value:
+            if not isinstance(key, str):
+                raise ContractError(f"{path}: keys must be strings, got {key!r}")
+        self.value = value
+        self.path = path
+        self.seen: set[str] = set()
+
+    def _get(self, key: str, required: bool) -> Any:
+        self.seen.add(key)
+        if key not in self.value:
+            if required:
+                raise ContractError(f"{self.path}: missing key '{key}'")
+            return None
+        return self.value[key]
+
+    def str(self, key: str, default: str | None = None) -> str:
+        value = self._get(key, default is None)
+        if value is None:
+            assert default is not None
+            return default
+        if not isinstance(value, str):
+            raise ContractError(f"{self.sub(key)}: expected a string, got {_kind(value)}")
+        return value
+
+    def int(self, key: str) -> int:
+        value = self._get(key, True)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ContractError(f"{self.sub(key)}: expected an integer, got {_kind(value)}")
+        return value
+
+    def bool(self, key: str, default: bool) -> bool:
+        value = self._get(key, False)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise ContractError(f"{self.sub(key)}: expected true or false, got {_kind(value)}")
+        return value
+
+    def optional_str(self, key: str) -> str | None:
+        """A string that may be absent or null (e.g. a matrix cell with no interface)."""
+        value = self._get(key, False)
+        if value is not None and not isinstance(value, str):
+            raise ContractError(f"{self.sub(key)}: expected a string or null, got {_kind(value)}")
+        return value
+
+    def strs(self, key: str, required: bool = False) -> tuple[str, ...]:
+        value = self._get(key, required)
+        if value is None:
+            return ()
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ContractError(f"{self.sub(key)}: expected a list of strings")
+        return tuple(value)
+
+    def nodes(self, key: str, required: bool = False) -> list[_Node]:
+        value = self._get(key, required)
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise ContractError(f"{self.sub(key)}: expected a list, got {_kind(value)}")
+        return [_Node(item, f"{self.sub(key)}[{i}]") for i, item in enumerate(value)]
+
+    def node(self, key: str, required: bool = True) -> _Node | None:
+        value = self._get(key, required)
+        return None if value is None else _Node(value, self.sub(key))
+
+    def str_map(self, key: str) -> dict[str, str]:
+        value = self._get(key, False)
+        if value is None:
+            return {}
+        node = _Node(value, self.sub(key))
+        result = {}
+        for k in value:
+            result[k] = node.str(k)
+        return result
+
+    def sub(self, key: str) -> str:
+        return f"{self.path}.{key}" if self.path else key
+
+    def done(self) -> None:
+        unknown = sorted(set(self.value) - self.seen)
+        if unknown:
+            raise ContractError(f"{self.sub(unknown[0])}: unknown key")
+
+
+def _kind(value: Any) -> str:
+    return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def load_contract(path: Path) -> Contract:
+    """Load and check a contract file; raises ContractError on the first problem."""
+    raw = path.read_bytes()
+    try:
+        data = yaml.safe_load(raw)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "cannot parse YAML"
+        raise ContractError(f"{path.name}{where}: {problem}") from None
+    contract = build_contract(data)
+    return _with_hash(contract, hashlib.sha256(raw).hexdigest())
+
+
+def _with_hash(contract: Contract, digest: str) -> Contract:
+    from dataclasses import replace
+
+    return replace(contract, content_hash=digest)
+
+
+def build_contract(data: Any) -> Contract:
+    root = _Node(data, "")
+    meta = root.node("contract")
+    assert meta is not None
+    upstream = meta.node("upstream")
+    assert upstream is not None
+    specs = tuple(_spec(n) for n in meta.nodes("specs", required=True))
+    contract = Contract(
+        name=meta.str("name"),
+        version=meta.int("version"),
+        doc=meta.str("doc"),
+        upstream_module=upstream.str("module"),
+        upstream_ref=upstream.str("ref"),
+        specs=specs,
+        rowid=_rowid(root.node("rowid")),
+        types=tuple(_typedef(n) for n in root.nodes("types", required=True)),
+        interfaces=tuple(_interface(n) for n in root.nodes("interfaces", required=True)),
+        requirements=root.str_map("requirements"),
+        helpers=tuple(_helper(n) for n in root.nodes("helpers", required=True)),
+        payloads=tuple(_payload(n) for n in root.nodes("payloads", required=True)),
+        errors=tuple(_error(n) for n in root.nodes("errors", required=True)),
+        validation_rules=tuple(_rule(n) for n in root.nodes("validation_rules", required=True)),
+        matrix=(),
+        matrix_sources=(),
+        protocols=tuple(_protocol(n) for n in root.nodes("protocols", required=True)),
+        operations=tuple(_operation(n) for n in root.nodes("operations", required=True)),
+        deviations=tuple(_deviation(n) for n in root.nodes("deviations", required=True)),
+    )
+    matrix = root.node("compatibility_matrix")
+    assert matrix is not None
+    from dataclasses import replace
+
+    contract = replace(
+        contract,
+        matrix=tuple(_matrix_row(n) for n in matrix.nodes("rows", required=True)),
+        matrix_sources=matrix.strs("sources", required=True),
+    )
+    matrix.done()
+    for node in (meta, upstream, root):
+        node.done()
+    _check_references(contract)
+    return contract
+
+
+# --- sections -----------------------------------------------------------------------------
+
+
+def _spec(n: _Node) -> Spec:
+    spec = Spec(id=n.str("id"), file=n.str("file"), title=n.str("title"))
+    n.done()
+    return spec
+
+
+def _go(n: _Node, key: str = "go") -> GoHome:
+    node = n.node(key, required=False)
+    if node is None:
+        return GoHome()
+    home = GoHome(
+        package=node.str("package", ""),
+        file=node.str("file", ""),
+        ident=node.str("ident", ""),
+        format=node.str("format", ""),
+    )
+    node.done()
+    return home
+
+
+def _rowid(n: _Node | None) -> Rowid:
+    assert n is not None
+    rowid = Rowid(
+        name=n.str("name"),
+        metadata_key=n.str("metadata_key"),
+        accepted_types=n.strs("accepted_types", required=True),
+        returning_excludes_metadata_value=n.str("returning_excludes_metadata_value"),
+        doc=n.str("doc"),
+        sources=n.strs("sources", required=True),
+    )
+    n.done()
+    return rowid
+
+
+def _field(n: _Node, payload: bool = False) -> Field:
+    f = Field(
+        name=n.str("name"),
+        type=parse_type(n.str("type"), n.sub("type")),
+        doc=n.str("doc"),
+        go=n.str("go", ""),
+        go_type=n.str("go_type", ""),
+        default=n.optional_str("default"),
+        wire=n.str("wire", "") if payload else "",
+        required=n.bool("required", False) if payload else False,
+        omitempty=n.bool("omitempty", False) if payload else False,
+        const=n.optional_str("const") if payload else None,
+        nullable=n.bool("nullable", False) if payload else False,
+        json_bytes=n.str("json_bytes", "") if payload else "",
+    )
+    n.done()
+    return f
+
+
+def _typedef(n: _Node) -> TypeDef:
+    kind = n.str("kind")
+    if kind not in TYPE_KINDS:
+        raise ContractError(f"{n.sub('kind')}: unknown kind '{kind}' (expected {_one_of(TYPE_KINDS)})")
+    values = []
+    for v in n.nodes("values"):
+        values.append(EnumValue(name=v.str("name"), go=v.str("go"), value=v.str("value"), doc=v.str("doc")))
+        v.done()
+    transitions = []
+    for t in n.nodes("transitions"):
+        transitions.append(Transition(source=t.str("from"), target=t.str("to"), by=t.str("by")))
+        t.done()
+    td = TypeDef(
+        name=n.str("name"),
+        kind=kind,
+        doc=n.str("doc"),
+        go=_go(n),
+        sources=n.strs("sources", required=True),
+        fields=tuple(_field(f) for f in n.nodes("fields")),
+        values=tuple(values),
+        transitions=tuple(transitions),
+        message=n.str("message", ""),
+    )
+    if kind == "enum" and not td.values:
+        raise ContractError(f"{n.path}: an enum needs values")
+    if kind == "error_type" and not td.message:
+        raise ContractError(f"{n.path}: an error_type needs a message")
+    n.done()
+    return td
+
+
+def _param(n: _Node) -> Param:
+    p = Param(
+        name=n.str("name"),
+        type=parse_type(n.str("type"), n.sub("type")),
+        doc=n.str("doc", ""),
+        go=n.str("go", ""),
+        default=n.optional_str("default"),
+    )
+    n.done()
+    return p
+
+
+def _returns(n: _Node | None) -> Returns:
+    assert n is not None
+    r = Returns(
+        type=parse_type(n.str("type"), n.sub("type")),
+        doc=n.str("doc", ""),
+        go_name=n.str("go_name", ""),
+        go_type=n.str("go_type", ""),
+    )
+    n.done()
+    return r
+
+
+def _method(n: _Node) -> Method:
+    m = Method(
+        name=n.str("name"),
+        python=n.str("python"),
+        doc=n.str("doc"),
+        params=tuple(_param(p) for p in n.nodes("params", required=True)),
+        returns=_returns(n.node("returns")),
+        raises=n.bool("raises", False),
+        go_params=tuple(sorted(n.str_map("go_params").items())),
+    )
+    n.done()
+    return m
+
+
+def _interface(n: _Node) -> Interface:
+    i = Interface(
+        name=n.str("name"),
+        doc=n.str("doc"),
+        go=_go(n),
+        sources=n.strs("sources", required=True),
+        methods=tuple(_method(m) for m in n.nodes("methods", required=True)),
+        extends=n.strs("extends"),
+        requirements=n.strs("requirements"),
+    )
+    n.done()
+    return i
+
+
+def _helper(n: _Node) -> Helper:
+    h = Helper(
+        name=n.str("name"),
+        python=n.str("python"),
+        doc=n.str("doc"),
+        go=_go(n),
+        sources=n.strs("sources", required=True),
+        params=tuple(_param(p) for p in n.nodes("params", required=True)),
+        returns=_returns(n.node("returns")),
+    )
+    n.done()
+    return h
+
+
+def _payload(n: _Node) -> Payload:
+    encoding = n.str("encoding")
+    if encoding not in ENCODINGS:
+        raise ContractError(f"{n.sub('encoding')}: unknown encoding '{encoding}' (expected {_one_of(ENCODINGS)})")
+    key_order = n.str("key_order", "declared")
+    if key_order not in KEY_ORDERS:
+        raise ContractError(f"{n.sub('key_order')}: unknown key order '{key_order}'")
+    p = Payload(
+        name=n.str("name"),
+        encoding=encoding,
+        doc=n.str("doc"),
+        go=_go(n),
+        sources=n.strs("sources", required=True),
+        fields=tuple(_field(f, payload=True) for f in n.nodes("fields", required=True)),
+        key_order=key_order,
+    )
+    for i, f in enumerate(p.fields):
+        where = f"{n.sub('fields')}[{i}]"
+        if not f.wire:
+            raise ContractError(f"{where}: missing key 'wire'")
+        if not f.required and f.default is None:
+            raise ContractError(f"{where}: an optional field needs a default")
+    n.done()
+    return p
+
+
+_PLACEHOLDER = re.compile(r"{([a-z_]+)}")
+
+
+def _error(n: _Node) -> ErrorRow:
+    code = n.str("code")
+    if code not in STATUS_CODES:
+        raise ContractError(f"{n.sub('code')}: unknown gRPC status code '{code}'")
+    e = ErrorRow(
+        id=n.str("id"),
+        cls=n.str("class"),
+        protocols=n.strs("protocols", required=True),
+        code=code,
+        message=n.str("message"),
+        params=n.strs("params", required=True),
+        condition=n.str("condition"),
+        sources=n.strs("sources", required=True),
+        go=_go(n),
+        note=n.str("note", ""),
+        deviation=n.str("deviation", ""),
+    )
+    placeholders = _PLACEHOLDER.findall(e.message)
+    if sorted(set(placeholders)) != sorted(e.params):
+        raise ContractError(
+            f"{n.sub('params')}: {list(e.params)} do not match the message placeholders {placeholders}"
+        )
+    if not re.fullmatch(r"[A-Z][A-Za-z0-9]+", e.cls):
+        raise ContractError(f"{n.sub('class')}: '{e.cls}' is not a CamelCase class name")
+    n.done()
+    return e
+
+
+def _rule(n: _Node) -> ValidationRule:
+    r = ValidationRule(
+        id=n.str("id"),
+        doc=n.str("doc"),
+        sources=n.strs("sources", required=True),
+        errors=tuple(n.str_map("errors").items()),
+    )
+    n.done()
+    return r
+
+
+def _matrix_row(n: _Node) -> MatrixRow:
+    row = MatrixRow(
+        implements=n.strs("implements", required=True),
+        update=n.optional_str("update"),
+        delete=n.optional_str("delete"),
+    )
+    n.done()
+    return row
+
+
+def _protocol(n: _Node) -> ProtocolDef:
+    headers = []
+    for h in n.nodes("headers"):
+        header = Header(
+            name=h.str("name"),
+            role=h.str("role"),
+            missing=h.str("missing", ""),
+            invalid=h.str("invalid", ""),
+            true_value=h.str("true_value", ""),
+            note=h.str("note", ""),
+        )
+        if header.role not in HEADER_ROLES:
+            raise ContractError(f"{h.sub('role')}: unknown header role '{header.role}'")
+        h.done()
+        headers.append(header)
+    table_errors = n.str("table_errors", "wrap")
+    if table_errors not in TABLE_ERRORS:
+        raise ContractError(f"{n.sub('table_errors')}: expected {_one_of(TABLE_ERRORS)}")
+    p = ProtocolDef(
+        id=n.str("id"),
+        transport=n.str("transport"),
+        doc=n.str("doc"),
+        sources=n.strs("sources", required=True),
+        headers=tuple(headers),
+        go=_go(n),
+        no_metadata=n.str("no_metadata", ""),
+        unknown_operation=n.str("unknown_operation", ""),
+        function_operations=n.strs("function_operations"),
+        function_operation_error=n.str("function_operation_error", ""),
+        unknown_action=n.str("unknown_action", ""),
+        table_errors=table_errors,
+        no_manager=n.str("no_manager", ""),
+    )
+    n.done()
+    return p
+
+
+def _operation(n: _Node) -> Operation:
+    op = Operation(
+        id=n.str("id"),
+        protocol=n.str("protocol"),
+        name=n.str("name"),
+        doc=n.str("doc"),
+        sources=n.strs("sources", required=True),
+        statement=n.str("statement", ""),
+        request=n.str("request", ""),
+        response=n.str("response", ""),
+        interfaces=n.strs("interfaces"),
+        not_supported=n.str("not_supported", ""),
+        capability_check=n.str("capability_check", ""),
+        rowid=n.str("rowid", ""),
+        validation=n.strs("validation"),
+        output_schema=n.str("output_schema", ""),
+        total_changed=n.str("total_changed", ""),
+    )
+    for key, value, allowed in (
+        ("capability_check", op.capability_check, CAPABILITY_CHECKS),
+        ("rowid", op.rowid, ROWID_SOURCES),
+        ("output_schema", op.output_schema, OUTPUT_SCHEMAS),
+        ("total_changed", op.total_changed, TOTALS),
+    ):
+        if value not in allowed:
+            raise ContractError(f"{n.sub(key)}: unknown value '{value}' (expected {_one_of(allowed - {''})})")
+    n.done()
+    return op
+
+
+def _deviation(n: _Node) -> Deviation:
+    d = Deviation(id=n.str("id"), doc=n.str("doc"), sources=n.strs("sources", required=True))
+    n.done()
+    return d
+
+
+# --- types --------------------------------------------------------------------------------
+
+_TOKEN = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*|\[|\]|,)")
+
+
+def parse_type(text: str, path: str) -> TypeRef:
+    """Parse 'optional[list[str]]' into a TypeRef; names are checked later."""
+    tokens: list[str] = []
+    pos = 0
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if not m:
+            raise ContractError(f"{path}: cannot parse type '{text}'")
+        tokens.append(m.group(1))
+        pos = m.end()
+
+    def parse(i: int) -> tuple[TypeRef, int]:
+        if i >= len(tokens) or not re.match(r"[A-Za-z_]", tokens[i]):
+            raise ContractError(f"{path}: cannot parse type '{text}'")
+        name = tokens[i]
+        i += 1
+        if i < len(tokens) and tokens[i] == "[":
+            args = []
+            i += 1
+            while True:
+                arg, i = parse(i)
+                args.append(arg)
+                if i < len(tokens) and tokens[i] == ",":
+                    i += 1
+                    continue
+                if i < len(tokens) and tokens[i] == "]":
+                    return TypeRef(name, tuple(args)), i + 1
+                raise ContractError(f"{path}: cannot parse type '{text}'")
+        return TypeRef(name), i
+
+    ref, end = parse(0)
+    if end != len(tokens):
+        raise ContractError(f"{path}: cannot parse type '{text}'")
+    return ref
+
+
+# --- references ---------------------------------------------------------------------------
+
+
+def _unique(items: Iterable[tuple[str, str]], what: str) -> None:
+    seen: dict[str, str] = {}
+    for name, path in items:
+        if name in seen:
+            raise ContractError(f"{path}: duplicate {what} '{name}' (first at {seen[name]})")
+        seen[name] = path
+
+
+def _check_references(c: Contract) -> None:
+    _unique(((s.id, f"contract.specs[{i}].id") for i, s in enumerate(c.specs)), "spec id")
+    declared = [(t.name, f"types[{i}].name") for i, t in enumerate(c.types)]
+    declared += [(t.name, f"interfaces[{i}].name") for i, t in enumerate(c.interfaces)]
+    declared += [(t.name, f"payloads[{i}].name") for i, t in enumerate(c.payloads)]
+    _unique(declared, "type name")
+    _unique(((h.python, f"helpers[{i}].python") for i, h in enumerate(c.helpers)), "helper")
+    _unique(((e.id, f"errors[{i}].id") for i, e in enumerate(c.errors)), "error id")
+    _unique(((e.cls, f"errors[{i}].class") for i, e in enumerate(c.errors)), "error class")
+    _unique(((r.id, f"validation_rules[{i}].id") for i, r in enumerate(c.validation_rules)), "rule id")
+    _unique(((p.id, f"protocols[{i}].id") for i, p in enumerate(c.protocols)), "protocol id")
+    _unique(((o.id, f"operations[{i}].id") for i, o in enumerate(c.operations)), "operation id")
+    _unique(((d.id, f"deviations[{i}].id") for i, d in enumerate(c.deviations)), "deviation id")
+
+    names = {n for n, _ in declared}
+    spec_ids = {s.id for s in c.specs}
+    error_ids = {e.id for e in c.errors}
+    interfaces = {i.name for i in c.interfaces}
+    protocol_ids = {p.id for p in c.protocols}
+    deviation_ids = {d.id for d in c.deviations}
+    payloads = {p.name for p in c.payloads}
+    rules = {r.id for r in c.validation_rules}
+
+    def check_type(t: TypeRef, path: str) -> None:
+        known = t.name in PRIMITIVES or t.name in ARROW_TYPES or t.name in GENERICS or t.name in names
+        if not known:
+            raise ContractError(f"{path}: unknown type '{t.name}'")
+        arity = {"list": 1, "optional": 1}.get(t.name)
+        if arity is not None and len(t.args) != arity:
+            raise ContractError(f"{path}: {t.name} takes {arity} type argument")
+        if t.name not in GENERICS and t.args:
+            raise ContractError(f"{path}: '{t.name}' takes no type arguments")
+        for a in t.args:
+            check_type(a, path)
+
+    def check_sources(sources: tuple[str, ...], path: str) -> None:
+        for s in sources:
+            if s.split(" ")[0] not in spec_ids:
+                raise ContractError(f"{path}: source '{s}' names no spec in contract.specs")
+
+    def ref(kind: str, value: str, known: set[str], path: str) -> None:
+        if value and value not in known:
+            raise ContractError(f"{path}: unknown {kind} '{value}'")
+
+    check_sources(c.rowid.sources, "rowid.sources")
+    for i, t in enumerate(c.types):
+        check_sources(t.sources, f"types[{i}].sources")
+        _unique(((f.name, f"types[{i}].fields[{j}].name") for j, f in enumerate(t.fields)), "field")
+        for j, f in enumerate(t.fields):
+            check_type(f.type, f"types[{i}].fields[{j}].type")
+        values = {v.name for v in t.values}
+        for j, tr in enumerate(t.transitions):
+            ref("enum value", tr.source, values, f"types[{i}].transitions[{j}].from")
+            ref("enum value", tr.target, values, f"types[{i}].transitions[{j}].to")
+    python_methods: list[tuple[str, str]] = []
+    for i, it in enumerate(c.interfaces):
+        check_sources(it.sources, f"interfaces[{i}].sources")
+        for e in it.extends:
+            ref("interface", e, interfaces, f"interfaces[{i}].extends")
+        for r in it.requirements:
+            ref("requirement", r, set(c.requirements), f"interfaces[{i}].requirements")
+        _unique(((m.python, f"interfaces[{i}].methods[{j}].python") for j, m in enumerate(it.methods)), "method")
+        for j, m in enumerate(it.methods):
+            if "Table" in it.extends:
+                python_methods.append((m.python, f"interfaces[{i}].methods[{j}].python"))
+            for k, p in enumerate(m.params):
+                check_type(p.type, f"interfaces[{i}].methods[{j}].params[{k}].type")
+            check_type(m.returns.type, f"interfaces[{i}].methods[{j}].returns.type")
+    # One class may implement every capability interface: their Python names must differ.
+    _unique(python_methods, "capability method name")
+    for i, h in enumerate(c.helpers):
+        check_sources(h.sources, f"helpers[{i}].sources")
+        for k, p in enumerate(h.params):
+            check_type(p.type, f"helpers[{i}].params[{k}].type")
+        check_type(h.returns.type, f"helpers[{i}].returns.type")
+    for i, p in enumerate(c.payloads):
+        check_sources(p.sources, f"payloads[{i}].sources")
+        _unique(((f.wire, f"payloads[{i}].fields[{j}].wire") for j, f in enumerate(p.fields)), "wire key")
+        for j, f in enumerate(p.fields):
+            check_type(f.type, f"payloads[{i}].fields[{j}].type")
+    for i, e in enumerate(c.errors):
+        check_sources(e.sources, f"errors[{i}].sources")
+        for p in e.protocols:
+            ref("protocol", p, protocol_ids | {"any"}, f"errors[{i}].protocols")
+        ref("deviation", e.deviation, deviation_ids, f"errors[{i}].deviation")
+    for i, r in enumerate(c.validation_rules):
+        check_sources(r.sources, f"validation_rules[{i}].sources")
+        for key, err in r.errors:
+            ref("error", err, error_ids, f"validation_rules[{i}].errors.{key}")
+    for i, row in enumerate(c.matrix):
+        for name in row.implements:
+            ref("interface", name, interfaces, f"compatibility_matrix.rows[{i}].implements")
+        for key, value in (("update", row.update), ("delete", row.delete)):
+            if value is not None:
+                ref("interface", value, set(row.implements), f"compatibility_matrix.rows[{i}].{key}")
+    check_sources(c.matrix_sources, "compatibility_matrix.sources")
+    for i, p in enumerate(c.protocols):
+        check_sources(p.sources, f"protocols[{i}].sources")
+        for key, value in (
+            ("no_metadata", p.no_metadata),
+            ("unknown_operation", p.unknown_operation),
+            ("function_operation_error", p.function_operation_error),
+            ("unknown_action", p.unknown_action),
+            ("no_manager", p.no_manager),
+        ):
+            ref("error", value, error_ids, f"protocols[{i}].{key}")
+        for j, h in enumerate(p.headers):
+            ref("error", h.missing, error_ids, f"protocols[{i}].headers[{j}].missing")
+            ref("error", h.invalid, error_ids, f"protocols[{i}].headers[{j}].invalid")
+    for i, o in enumerate(c.operations):
+        path = f"operations[{i}]"
+        check_sources(o.sources, f"{path}.sources")
+        ref("protocol", o.protocol, protocol_ids, f"{path}.protocol")
+        for name in o.interfaces:
+            ref("interface", name, interfaces, f"{path}.interfaces")
+        ref("error", o.not_supported, error_ids, f"{path}.not_supported")
+        ref("payload", o.request, payloads, f"{path}.request")
+        ref("payload", o.response, payloads | {STREAM_RESPONSE}, f"{path}.response")
+        for rule in o.validation:
+            ref("validation rule", rule, rules, f"{path}.validation")
+        if o.interfaces and not o.not_supported:
+            raise ContractError(f"{path}: an operation with interfaces needs 'not_supported'")
+    _check_names(c)
+
+
+_IDENT = re.compile(r"[a-z_][a-z0-9_]*")
+
+
+def _check_names(c: Contract) -> None:
+    checks: list[tuple[str, str, Callable[[str], bool]]] = []
+    for i, h in enumerate(c.helpers):
+        checks.append((h.python, f"helpers[{i}].python", lambda s: bool(_IDENT.fullmatch(s))))
+    for i, it in enumerate(c.interfaces):
+        for j, m in enumerate(it.methods):
+            checks.append((m.python, f"interfaces[{i}].methods[{j}].python", lambda s: bool(_IDENT.fullmatch(s))))
+    for value, path, ok in checks:
+        if not ok(value):
+            raise ContractError(f"{path}: '{value}' is not a snake_case Python name")
+
+
+def _one_of(values: set[str]) -> str:
+    return ", ".join(sorted(values))

@@ -1,0 +1,371 @@
+"""The intermediate model: what contracts.yaml says, typed and cross-referenced.
+
+The loader builds it, the templates read it, and the upstream extractor (goextract) builds the
+same shapes from Go so the two can be diffed. Nothing here knows YAML or Jinja.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# gRPC status codes by name (google.rpc.Code); the contract may use any of them.
+STATUS_CODES: dict[str, int] = {
+    "OK": 0,
+    "CANCELLED": 1,
+    "UNKNOWN": 2,
+    "INVALID_ARGUMENT": 3,
+    "DEADLINE_EXCEEDED": 4,
+    "NOT_FOUND": 5,
+    "ALREADY_EXISTS": 6,
+    "PERMISSION_DENIED": 7,
+    "RESOURCE_EXHAUSTED": 8,
+    "FAILED_PRECONDITION": 9,
+    "ABORTED": 10,
+    "OUT_OF_RANGE": 11,
+    "UNIMPLEMENTED": 12,
+    "INTERNAL": 13,
+    "UNAVAILABLE": 14,
+    "DATA_LOSS": 15,
+    "UNAUTHENTICATED": 16,
+}
+
+# Type vocabulary: contract name -> (Python annotation, Go type).
+PRIMITIVES: dict[str, tuple[str, str]] = {
+    "bool": ("bool", "bool"),
+    "int64": ("int", "int64"),
+    "uint64": ("int", "uint64"),
+    "str": ("str", "string"),
+    "bytes": ("bytes", "[]byte"),
+    "none": ("None", ""),
+    "error": ("BaseException", "error"),
+}
+ARROW_TYPES: dict[str, tuple[str, str]] = {
+    "RecordBatchReader": ("pa.RecordBatchReader", "array.RecordReader"),
+    "RecordBatch": ("pa.RecordBatch", "arrow.RecordBatch"),
+    "ArrowSchema": ("pa.Schema", "*arrow.Schema"),
+    "Int64Array": ("pa.Int64Array", "[]int64"),
+    "Context": ("Context", "context.Context"),
+}
+GENERICS = ("list", "optional", "tuple")
+
+
+@dataclass(frozen=True)
+class TypeRef:
+    """A parsed type expression such as optional[list[str]]."""
+
+    name: str
+    args: tuple[TypeRef, ...] = ()
+
+    def __str__(self) -> str:
+        if not self.args:
+            return self.name
+        return f"{self.name}[{', '.join(str(a) for a in self.args)}]"
+
+    @property
+    def is_optional(self) -> bool:
+        return self.name == "optional"
+
+    def python(self) -> str:
+        """The Python annotation (modules import pyarrow as pa)."""
+        if self.name == "optional":
+            return f"{self.args[0].python()} | None"
+        if self.name in ("list", "tuple"):
+            return f"{self.name}[{', '.join(a.python() for a in self.args)}]"
+        if self.name in PRIMITIVES:
+            return PRIMITIVES[self.name][0]
+        if self.name in ARROW_TYPES:
+            return ARROW_TYPES[self.name][0]
+        return self.name
+
+    def go(self) -> str:
+        """The Go type the contract expects upstream, for the drift report."""
+        if self.name == "optional":
+            inner = self.args[0]
+            if inner.name in PRIMITIVES or inner.name in ARROW_TYPES or inner.name == "list":
+                return inner.go()
+            return "*" + inner.go().lstrip("*")
+        if self.name == "list":
+            return "[]" + self.args[0].go()
+        if self.name == "tuple":
+            return "(" + ", ".join(a.go() for a in self.args) + ")"
+        if self.name in PRIMITIVES:
+            return PRIMITIVES[self.name][1]
+        if self.name in ARROW_TYPES:
+            return ARROW_TYPES[self.name][1]
+        return self.name
+
+
+@dataclass(frozen=True)
+class GoHome:
+    """Where an item lives upstream."""
+
+    package: str = ""
+    file: str = ""
+    ident: str = ""
+    format: str = ""
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    type: TypeRef
+    doc: str
+    go: str = ""
+    go_type: str = ""
+    default: str | None = None
+    # payload-only attributes
+    wire: str = ""
+    required: bool = False
+    omitempty: bool = False
+    const: str | None = None
+    nullable: bool = False
+    json_bytes: str = ""
+
+
+@dataclass(frozen=True)
+class EnumValue:
+    name: str
+    go: str
+    value: str
+    doc: str
+
+
+@dataclass(frozen=True)
+class Transition:
+    source: str
+    target: str
+    by: str
+
+
+@dataclass(frozen=True)
+class TypeDef:
+    name: str
+    kind: str  # struct | enum | error_type
+    doc: str
+    go: GoHome
+    sources: tuple[str, ...]
+    fields: tuple[Field, ...] = ()
+    values: tuple[EnumValue, ...] = ()
+    transitions: tuple[Transition, ...] = ()
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type: TypeRef
+    doc: str
+    go: str = ""
+    default: str | None = None
+
+
+@dataclass(frozen=True)
+class Returns:
+    type: TypeRef
+    doc: str = ""
+    go_name: str = ""
+    go_type: str = ""
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str  # Go name
+    python: str
+    doc: str
+    params: tuple[Param, ...]
+    returns: Returns
+    raises: bool = False
+    go_params: tuple[tuple[str, str], ...] = ()  # Go type where upstream differs from the spec
+
+
+@dataclass(frozen=True)
+class Interface:
+    name: str
+    doc: str
+    go: GoHome
+    sources: tuple[str, ...]
+    methods: tuple[Method, ...]
+    extends: tuple[str, ...] = ()
+    requirements: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Helper:
+    name: str
+    python: str
+    doc: str
+    go: GoHome
+    sources: tuple[str, ...]
+    params: tuple[Param, ...]
+    returns: Returns
+
+
+@dataclass(frozen=True)
+class Payload:
+    name: str
+    encoding: str  # json | msgpack
+    doc: str
+    go: GoHome
+    sources: tuple[str, ...]
+    fields: tuple[Field, ...]
+    key_order: str = "declared"
+
+
+@dataclass(frozen=True)
+class ErrorRow:
+    id: str
+    cls: str
+    protocols: tuple[str, ...]
+    code: str
+    message: str
+    params: tuple[str, ...]
+    condition: str
+    sources: tuple[str, ...]
+    go: GoHome = GoHome()
+    note: str = ""
+    deviation: str = ""
+
+    @property
+    def code_value(self) -> int:
+        return STATUS_CODES[self.code]
+
+
+@dataclass(frozen=True)
+class Header:
+    name: str
+    role: str
+    missing: str = ""
+    invalid: str = ""
+    true_value: str = ""
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class ProtocolDef:
+    id: str
+    transport: str
+    doc: str
+    sources: tuple[str, ...]
+    headers: tuple[Header, ...]
+    go: GoHome = GoHome()
+    no_metadata: str = ""
+    unknown_operation: str = ""
+    function_operations: tuple[str, ...] = ()
+    function_operation_error: str = ""
+    unknown_action: str = ""
+    table_errors: str = "wrap"  # wrap | pass_contract_errors
+    no_manager: str = ""
+
+
+@dataclass(frozen=True)
+class Operation:
+    id: str
+    protocol: str
+    name: str
+    doc: str
+    sources: tuple[str, ...]
+    statement: str = ""
+    request: str = ""
+    response: str = ""
+    interfaces: tuple[str, ...] = ()
+    not_supported: str = ""
+    capability_check: str = ""
+    rowid: str = ""
+    validation: tuple[str, ...] = ()
+    output_schema: str = ""
+    total_changed: str = ""
+
+
+@dataclass(frozen=True)
+class ValidationRule:
+    id: str
+    doc: str
+    sources: tuple[str, ...]
+    errors: tuple[tuple[str, str], ...]  # (operation name, error id)
+
+
+@dataclass(frozen=True)
+class MatrixRow:
+    implements: tuple[str, ...]
+    update: str | None
+    delete: str | None
+
+
+@dataclass(frozen=True)
+class Deviation:
+    id: str
+    doc: str
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Rowid:
+    name: str
+    metadata_key: str
+    accepted_types: tuple[str, ...]
+    returning_excludes_metadata_value: str
+    doc: str
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Spec:
+    id: str
+    file: str
+    title: str
+
+
+@dataclass(frozen=True)
+class Contract:
+    name: str
+    version: int
+    doc: str
+    upstream_module: str
+    upstream_ref: str
+    specs: tuple[Spec, ...]
+    rowid: Rowid
+    types: tuple[TypeDef, ...]
+    interfaces: tuple[Interface, ...]
+    requirements: dict[str, str]
+    helpers: tuple[Helper, ...]
+    payloads: tuple[Payload, ...]
+    errors: tuple[ErrorRow, ...]
+    validation_rules: tuple[ValidationRule, ...]
+    matrix: tuple[MatrixRow, ...]
+    matrix_sources: tuple[str, ...]
+    protocols: tuple[ProtocolDef, ...]
+    operations: tuple[Operation, ...]
+    deviations: tuple[Deviation, ...]
+    content_hash: str = field(default="", compare=False)
+
+    # Look-ups the templates use; each raises KeyError on a name the loader let through,
+    # which cannot happen because the loader checks every reference.
+    def error(self, error_id: str) -> ErrorRow:
+        return next(e for e in self.errors if e.id == error_id)
+
+    def interface(self, name: str) -> Interface:
+        return next(i for i in self.interfaces if i.name == name)
+
+    def method_of(self, interface_name: str) -> Method:
+        """The single DML method of a capability interface."""
+        (method,) = self.interface(interface_name).methods
+        return method
+
+    def protocol(self, protocol_id: str) -> ProtocolDef:
+        return next(p for p in self.protocols if p.id == protocol_id)
+
+    def payload(self, name: str) -> Payload:
+        return next(p for p in self.payloads if p.name == name)
+
+    def rule(self, rule_id: str) -> ValidationRule:
+        return next(r for r in self.validation_rules if r.id == rule_id)
+
+    def rule_error(self, rule_id: str, operation: str) -> ErrorRow | None:
+        errors = dict(self.rule(rule_id).errors)
+        return self.error(errors[operation]) if operation in errors else None
+
+    def operations_of(self, protocol_id: str) -> tuple[Operation, ...]:
+        return tuple(o for o in self.operations if o.protocol == protocol_id)
+
+    def operation(self, operation_id: str) -> Operation:
+        return next(o for o in self.operations if o.id == operation_id)
