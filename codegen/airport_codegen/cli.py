@@ -24,7 +24,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="airport_codegen", description=__doc__)
     parser.add_argument("command", choices=["generate", "check"])
     parser.add_argument("--root", default=".", help="project root holding contracts.yaml")
-    parser.add_argument("--out", default="", help="target package folder (default generated/airport_contracts)")
+    parser.add_argument(
+        "--out", default="", help="target package folder (default generated/airport_contracts)"
+    )
     args = parser.parse_args(argv)
     contract_path, templates, proto, out = _paths(args)
     try:
@@ -33,7 +35,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"contracts.yaml: {exc}", file=sys.stderr)
         return 2
     try:
-        files = render_package(contract, templates, proto, inputs_hash(contract_path, templates, proto))
+        files = render_package(
+            contract, templates, proto, inputs_hash(contract_path, templates, proto)
+        )
     except RenderError as exc:
         print(f"templates: {exc}", file=sys.stderr)
         return 2
@@ -43,7 +47,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     problems = diff_package(files, out)
     if problems:
-        print(f"{out} does not match contracts.yaml + templates (run `make generate`):", file=sys.stderr)
+        print(
+            f"{out} does not match contracts.yaml + templates (run `make generate`):",
+            file=sys.stderr,
+        )
         for problem in problems:
             print(f"  {problem}", file=sys.stderr)
         return 1

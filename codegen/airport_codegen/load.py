@@ -282,10 +282,14 @@ def _field(n: _Node, payload: bool = False) -> Field:
 def _typedef(n: _Node) -> TypeDef:
     kind = n.str("kind")
     if kind not in TYPE_KINDS:
-        raise ContractError(f"{n.sub('kind')}: unknown kind '{kind}' (expected {_one_of(TYPE_KINDS)})")
+        raise ContractError(
+            f"{n.sub('kind')}: unknown kind '{kind}' (expected {_one_of(TYPE_KINDS)})"
+        )
     values = []
     for v in n.nodes("values"):
-        values.append(EnumValue(name=v.str("name"), go=v.str("go"), value=v.str("value"), doc=v.str("doc")))
+        values.append(
+            EnumValue(name=v.str("name"), go=v.str("go"), value=v.str("value"), doc=v.str("doc"))
+        )
         v.done()
     transitions = []
     for t in n.nodes("transitions"):
@@ -379,7 +383,9 @@ def _helper(n: _Node) -> Helper:
 def _payload(n: _Node) -> Payload:
     encoding = n.str("encoding")
     if encoding not in ENCODINGS:
-        raise ContractError(f"{n.sub('encoding')}: unknown encoding '{encoding}' (expected {_one_of(ENCODINGS)})")
+        raise ContractError(
+            f"{n.sub('encoding')}: unknown encoding '{encoding}' (expected {_one_of(ENCODINGS)})"
+        )
     key_order = n.str("key_order", "declared")
     if key_order not in KEY_ORDERS:
         raise ContractError(f"{n.sub('key_order')}: unknown key order '{key_order}'")
@@ -516,7 +522,9 @@ def _operation(n: _Node) -> Operation:
         ("total_changed", op.total_changed, TOTALS),
     ):
         if value not in allowed:
-            raise ContractError(f"{n.sub(key)}: unknown value '{value}' (expected {_one_of(allowed - {''})})")
+            raise ContractError(
+                f"{n.sub(key)}: unknown value '{value}' (expected {_one_of(allowed - {''})})"
+            )
     n.done()
     return op
 
@@ -588,7 +596,9 @@ def _check_references(c: Contract) -> None:
     _unique(((h.python, f"helpers[{i}].python") for i, h in enumerate(c.helpers)), "helper")
     _unique(((e.id, f"errors[{i}].id") for i, e in enumerate(c.errors)), "error id")
     _unique(((e.cls, f"errors[{i}].class") for i, e in enumerate(c.errors)), "error class")
-    _unique(((r.id, f"validation_rules[{i}].id") for i, r in enumerate(c.validation_rules)), "rule id")
+    _unique(
+        ((r.id, f"validation_rules[{i}].id") for i, r in enumerate(c.validation_rules)), "rule id"
+    )
     _unique(((p.id, f"protocols[{i}].id") for i, p in enumerate(c.protocols)), "protocol id")
     _unique(((o.id, f"operations[{i}].id") for i, o in enumerate(c.operations)), "operation id")
     _unique(((d.id, f"deviations[{i}].id") for i, d in enumerate(c.deviations)), "deviation id")
@@ -603,7 +613,9 @@ def _check_references(c: Contract) -> None:
     rules = {r.id for r in c.validation_rules}
 
     def check_type(t: TypeRef, path: str) -> None:
-        known = t.name in PRIMITIVES or t.name in ARROW_TYPES or t.name in GENERICS or t.name in names
+        known = (
+            t.name in PRIMITIVES or t.name in ARROW_TYPES or t.name in GENERICS or t.name in names
+        )
         if not known:
             raise ContractError(f"{path}: unknown type '{t.name}'")
         arity = {"list": 1, "optional": 1}.get(t.name)
@@ -640,7 +652,10 @@ def _check_references(c: Contract) -> None:
             ref("interface", e, interfaces, f"interfaces[{i}].extends")
         for r in it.requirements:
             ref("requirement", r, set(c.requirements), f"interfaces[{i}].requirements")
-        _unique(((m.python, f"interfaces[{i}].methods[{j}].python") for j, m in enumerate(it.methods)), "method")
+        _unique(
+            ((m.python, f"interfaces[{i}].methods[{j}].python") for j, m in enumerate(it.methods)),
+            "method",
+        )
         for j, m in enumerate(it.methods):
             if "Table" in it.extends:
                 python_methods.append((m.python, f"interfaces[{i}].methods[{j}].python"))
@@ -656,7 +671,10 @@ def _check_references(c: Contract) -> None:
         check_type(h.returns.type, f"helpers[{i}].returns.type")
     for i, p in enumerate(c.payloads):
         check_sources(p.sources, f"payloads[{i}].sources")
-        _unique(((f.wire, f"payloads[{i}].fields[{j}].wire") for j, f in enumerate(p.fields)), "wire key")
+        _unique(
+            ((f.wire, f"payloads[{i}].fields[{j}].wire") for j, f in enumerate(p.fields)),
+            "wire key",
+        )
         for j, f in enumerate(p.fields):
             check_type(f.type, f"payloads[{i}].fields[{j}].type")
     for i, e in enumerate(c.errors):
@@ -673,7 +691,9 @@ def _check_references(c: Contract) -> None:
             ref("interface", name, interfaces, f"compatibility_matrix.rows[{i}].implements")
         for key, value in (("update", row.update), ("delete", row.delete)):
             if value is not None:
-                ref("interface", value, set(row.implements), f"compatibility_matrix.rows[{i}].{key}")
+                ref(
+                    "interface", value, set(row.implements), f"compatibility_matrix.rows[{i}].{key}"
+                )
     check_sources(c.matrix_sources, "compatibility_matrix.sources")
     for i, p in enumerate(c.protocols):
         check_sources(p.sources, f"protocols[{i}].sources")
@@ -713,7 +733,13 @@ def _check_names(c: Contract) -> None:
         checks.append((h.python, f"helpers[{i}].python", lambda s: bool(_IDENT.fullmatch(s))))
     for i, it in enumerate(c.interfaces):
         for j, m in enumerate(it.methods):
-            checks.append((m.python, f"interfaces[{i}].methods[{j}].python", lambda s: bool(_IDENT.fullmatch(s))))
+            checks.append(
+                (
+                    m.python,
+                    f"interfaces[{i}].methods[{j}].python",
+                    lambda s: bool(_IDENT.fullmatch(s)),
+                )
+            )
     for value, path, ok in checks:
         if not ok(value):
             raise ContractError(f"{path}: '{value}' is not a snake_case Python name")

@@ -112,7 +112,9 @@ def header(contract: Contract, source_hash: str, via: str) -> str:
     )
 
 
-def render_package(contract: Contract, templates: Path, proto: Path, source_hash: str) -> dict[str, str]:
+def render_package(
+    contract: Contract, templates: Path, proto: Path, source_hash: str
+) -> dict[str, str]:
     env = _environment(templates)
     rendered: dict[str, str] = {}
     for template, module in sorted(MODULES.items()):
@@ -169,8 +171,12 @@ def _flight_stubs(proto: Path, contract: Contract, source_hash: str) -> dict[str
         for path in sorted(out.iterdir()):
             text = path.read_text()
             # Inside a package the stubs must import each other relatively.
-            text = text.replace(f"import {PROTO_MODULE}_pb2 as", f"from . import {PROTO_MODULE}_pb2 as")
-            stubs[path.name] = header(contract, source_hash, "proto/Flight.proto and grpcio-tools") + text
+            text = text.replace(
+                f"import {PROTO_MODULE}_pb2 as", f"from . import {PROTO_MODULE}_pb2 as"
+            )
+            stubs[path.name] = (
+                header(contract, source_hash, "proto/Flight.proto and grpcio-tools") + text
+            )
         return stubs
 
 

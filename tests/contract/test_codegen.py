@@ -1,0 +1,177 @@
+"""The generator: strict loading, deterministic output, and `check` catching drift."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from airport_codegen.load import ContractError, build_contract, load_contract
+from airport_codegen.render import inputs_hash, render_package
+
+ROOT = Path(__file__).resolve().parents[2]
+CONTRACT = ROOT / "contracts.yaml"
+
+
+def _data() -> dict:
+    return yaml.safe_load(CONTRACT.read_text())
+
+
+def _mutated(mutate) -> str:
+    data = _data()
+    mutate(data)
+    with pytest.raises(ContractError) as err:
+        build_contract(data)
+    message = str(err.value)
+    assert "\n" not in message
+    return message
+
+
+def test_the_contract_loads() -> None:
+    contract = load_contract(CONTRACT)
+    assert contract.upstream_module == "github.com/hugr-lab/airport-go"
+    assert len(contract.content_hash) == 64
+
+
+def test_unknown_key_names_its_path() -> None:
+    message = _mutated(lambda d: d["types"][0]["fields"][0].update(colour="red"))
+    assert message == "types[0].fields[0].colour: unknown key"
+
+
+def test_missing_key_names_its_path() -> None:
+    message = _mutated(lambda d: d["errors"][2].pop("code"))
+    assert message == "errors[2]: missing key 'code'"
+
+
+def test_wrong_type_names_its_path() -> None:
+    message = _mutated(lambda d: d["contract"].update(version="one"))
+    assert message == "contract.version: expected an integer, got a string"
+
+
+def test_unknown_status_code() -> None:
+    message = _mutated(lambda d: d["errors"][0].update(code="NOPE"))
+    assert message == "errors[0].code: unknown gRPC status code 'NOPE'"
+
+
+def test_dangling_error_reference() -> None:
+    message = _mutated(lambda d: d["operations"][0].update(not_supported="no_such_error"))
+    assert message == "operations[0].not_supported: unknown error 'no_such_error'"
+
+
+def test_dangling_type_reference() -> None:
+    message = _mutated(lambda d: d["types"][0]["fields"][0].update(type="list[Nothing]"))
+    assert message == "types[0].fields[0].type: unknown type 'Nothing'"
+
+
+def test_duplicate_error_id() -> None:
+    def dup(d: dict) -> None:
+        d["errors"].append(dict(d["errors"][0], **{"class": "Another"}))
+
+    message = _mutated(dup)
+    assert message.startswith(
+        f"errors[{len(_data()['errors'])}].id: duplicate error id 'missing_metadata'"
+    )
+
+
+def test_duplicate_capability_method_names_are_refused() -> None:
+    def clash(d: dict) -> None:
+        batch = next(i for i in d["interfaces"] if i["name"] == "UpdatableBatchTable")
+        batch["methods"][0]["python"] = "update_by_row_ids"
+
+    assert "duplicate capability method name 'update_by_row_ids'" in _mutated(clash)
+
+
+def test_message_placeholders_must_match_params() -> None:
+    message = _mutated(lambda d: d["errors"][3].update(params=[]))
+    assert message.startswith("errors[3].params: [] do not match the message placeholders ['path']")
+
+
+def test_yaml_syntax_error_is_one_line(tmp_path: Path) -> None:
+    broken = tmp_path / "contracts.yaml"
+    broken.write_text("types: [\n")
+    with pytest.raises(ContractError) as err:
+        load_contract(broken)
+    assert "\n" not in str(err.value) and "contracts.yaml" in str(err.value)
+
+
+def _render() -> dict[str, str]:
+    contract = load_contract(CONTRACT)
+    proto = ROOT / "proto" / "Flight.proto"
+    templates = ROOT / "templates"
+    return render_package(contract, templates, proto, inputs_hash(CONTRACT, templates, proto))
+
+
+def test_generation_is_deterministic_and_matches_the_checked_in_package() -> None:
+    first, second = _render(), _render()
+    assert first == second
+    generated = ROOT / "generated" / "airport_contracts"
+    for name, text in first.items():
+        assert (generated / name).read_text() == text, f"{name} is stale: run make generate"
+
+
+def test_every_generated_module_has_the_do_not_edit_header() -> None:
+    for name, text in _render().items():
+        if name.endswith((".py", ".pyi")):
+            assert "DO NOT EDIT" in text.splitlines()[3], name
+            assert "source sha256: " in text
+
+
+def _check(out: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "airport_codegen", "check", "--root", str(ROOT), "--out", str(out)],
+        capture_output=True,
+        text=True,
+    )
+
+
+def test_check_fails_on_a_hand_edit(tmp_path: Path) -> None:
+    copy = tmp_path / "airport_contracts"
+    shutil.copytree(
+        ROOT / "generated" / "airport_contracts", copy, ignore=shutil.ignore_patterns("__pycache__")
+    )
+    assert _check(copy).returncode == 0
+    errors = copy / "errors.py"
+    errors.write_text(errors.read_text().replace("missing metadata", "no metadata"))
+    done = _check(copy)
+    assert done.returncode == 1 and "changed: errors.py" in done.stderr
+
+
+def test_check_fails_on_an_extra_file(tmp_path: Path) -> None:
+    copy = tmp_path / "airport_contracts"
+    shutil.copytree(
+        ROOT / "generated" / "airport_contracts", copy, ignore=shutil.ignore_patterns("__pycache__")
+    )
+    (copy / "handwritten.py").write_text("x = 1\n")
+    done = _check(copy)
+    assert done.returncode == 1 and "unexpected: handwritten.py" in done.stderr
+
+
+def test_broken_contract_generates_nothing(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    shutil.copytree(ROOT / "templates", root / "templates")
+    shutil.copytree(ROOT / "proto", root / "proto")
+    (root / "contracts.yaml").write_text(
+        CONTRACT.read_text().replace("code: INTERNAL", "code: INTERNAAL", 1)
+    )
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "airport_codegen",
+            "generate",
+            "--root",
+            str(root),
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().startswith("contracts.yaml: errors[")
+    assert not out.exists()

@@ -1,0 +1,257 @@
+"""DoExchange rules of protocol §1 and the deliberate differences, through the dispatcher."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from airport_contracts import (
+    Context,
+    DMLOptions,
+    DMLResult,
+    InsertNotSupported,
+    InvalidRowidType,
+    NullRowid,
+    OperationFailed,
+    ReturningTypeMismatch,
+    SchemaNotFound,
+    StaticInput,
+    TableNotFound,
+    statement_from_context,
+)
+from airport_contracts.dispatch import ExchangeRequest
+
+from .dispatch_helpers import batch, dispatcher_for, exchange
+from .tables import BaseTable, make_table, seed
+
+
+def test_insert_assigns_rowids_and_counts_affected_rows() -> None:
+    table = make_table("InsertableTable")
+    schema, out, total = exchange(
+        dispatcher_for(table),
+        "insert",
+        [batch({"id": [None, 7], "name": ["a", "b"], "email": ["x", "y"]})],
+    )
+    assert total == 2 and out == []
+    assert schema is not None and schema.names == [
+        "rowid",
+        "id",
+        "name",
+        "email",
+    ]  # full table schema
+    assert table.rows == {
+        1: {"id": 1, "name": "a", "email": "x"},
+        2: {"id": 7, "name": "b", "email": "y"},
+    }
+    assert table.options[0] == DMLOptions(returning=False, returning_columns=[])
+
+
+def test_insert_returning_answers_each_batch_and_counts_input_rows() -> None:
+    table = make_table("InsertableTable")
+    batches = [
+        batch({"id": [1], "name": ["a"], "email": ["x"]}),
+        batch({"id": [2, 3], "name": ["b", "c"], "email": ["y", "z"]}),
+    ]
+    schema, out, total = exchange(dispatcher_for(table), "insert", batches, returning=True)
+    assert schema is not None and schema.names == ["id", "name", "email"]
+    assert [b.num_rows for b in out] == [1, 2] and total == 3
+    assert table.calls == ["insert", "insert"]  # one call per input batch, for lock-step
+
+
+def test_empty_stream_sends_only_final_metadata() -> None:
+    table = make_table("InsertableTable")
+    request = ExchangeRequest("insert", "s", "users", False, "")
+    events = list(dispatcher_for(table).exchange(Context.background(), request, StaticInput(None)))
+    assert len(events) == 1 and events[0].app_metadata == b"\x81\xadtotal_changed\xcf" + bytes(8)
+
+
+def test_lookup_errors() -> None:
+    dispatcher = dispatcher_for(make_table("InsertableTable"))
+    with pytest.raises(SchemaNotFound, match=r"^schema 'nope' not found$"):
+        list(
+            dispatcher.exchange(
+                Context.background(),
+                ExchangeRequest("insert", "nope", "users", False, ""),
+                StaticInput(None),
+            )
+        )
+    with pytest.raises(TableNotFound, match=r"^table 's.nope' not found$"):
+        list(
+            dispatcher.exchange(
+                Context.background(),
+                ExchangeRequest("insert", "s", "nope", False, ""),
+                StaticInput(None),
+            )
+        )
+
+
+def test_insert_capability_is_checked_before_reading() -> None:
+    table = make_table("UpdatableTable")
+    request = ExchangeRequest("insert", "s", "users", False, "")
+    with pytest.raises(
+        InsertNotSupported, match=r"^table 'users' does not support INSERT operations$"
+    ):
+        list(dispatcher_for(table).exchange(Context.background(), request, StaticInput(None)))
+
+
+@pytest.mark.parametrize("interface", ["UpdatableTable", "UpdatableBatchTable"])
+def test_null_rowid_is_invalid_argument_on_both_paths(interface: str) -> None:
+    table = make_table(interface, rows=seed(3))
+    with pytest.raises(NullRowid, match=r"^null rowid value not allowed$"):
+        exchange(dispatcher_for(table), "update", [batch({"name": ["a", "b"], "rowid": [1, None]})])
+    assert table.rows[1]["name"] == "user1"
+
+
+@pytest.mark.parametrize("interface", ["DeletableTable", "DeletableBatchTable"])
+def test_wrong_rowid_type_is_invalid_argument(interface: str) -> None:
+    table = make_table(interface, rows=seed(3))
+    with pytest.raises(InvalidRowidType, match=r"^rowid column must be Int64, Int32, or Uint64$"):
+        exchange(dispatcher_for(table), "delete", [batch({"rowid": ["1"]}, {"rowid": pa.string()})])
+
+
+@pytest.mark.parametrize("rowid_type", [pa.int32(), pa.uint64()])
+def test_legacy_path_widens_rowids_and_strips_the_column(rowid_type: pa.DataType) -> None:
+    table = make_table("UpdatableTable", rows=seed(3))
+    exchange(
+        dispatcher_for(table),
+        "update",
+        [batch({"rowid": [2], "name": ["z"]}, {"rowid": rowid_type})],
+    )
+    assert table.rows[2] == {"id": 2, "name": "z", "email": "user2@example.com"}
+
+
+def test_update_returning_fills_missing_columns_with_nulls() -> None:
+    table = make_table("UpdatableTable", rows=seed(2))
+    schema, out, _ = exchange(
+        dispatcher_for(table), "update", [batch({"name": ["a"], "rowid": [1]})], returning=True
+    )
+    assert out[0].schema.equals(schema) and out[0].column("rowid").to_pylist() == [None]
+
+
+def test_every_batch_gets_an_answer_even_when_nothing_matched() -> None:
+    table = make_table("DeletableBatchTable", rows=seed(2))
+    batches = [batch({"rowid": [99]}), batch({"rowid": [1]})]
+    _, out, total = exchange(dispatcher_for(table), "delete", batches, returning=True)
+    assert [b.num_rows for b in out] == [0, 1] and total == 2
+
+
+class _WrongTypeReturning(BaseTable):
+    def delete_batch(
+        self, ctx: Context, rows: pa.RecordBatchReader, opts: DMLOptions | None
+    ) -> DMLResult:
+        bad = pa.RecordBatch.from_pydict({"id": pa.array(["not-an-int"])})
+        return DMLResult(
+            affected_rows=1, returning_data=pa.RecordBatchReader.from_batches(bad.schema, [bad])
+        )
+
+
+def test_returning_type_mismatch_fails_the_statement() -> None:
+    with pytest.raises(ReturningTypeMismatch) as err:
+        exchange(
+            dispatcher_for(_WrongTypeReturning()), "delete", [batch({"rowid": [1]})], returning=True
+        )
+    assert (
+        str(err.value)
+        == "DELETE failed: column type mismatch and transformation not implemented: string -> int64"
+    )
+
+
+class _Staging(BaseTable):
+    """Applies deletes only when the statement commits: the all-or-nothing pattern."""
+
+    def __init__(self, fail_on: int | None = None) -> None:
+        super().__init__(rows=seed(5))
+        self.fail_on = fail_on
+
+    def delete_batch(
+        self, ctx: Context, rows: pa.RecordBatchReader, opts: DMLOptions | None
+    ) -> DMLResult:
+        statement = statement_from_context(ctx)
+        assert statement is not None
+        pending: set[int] = statement.staged(self, set)
+        if not pending:
+            statement.on_commit(lambda: [self.rows.pop(r, None) for r in pending])
+        for b in rows:
+            ids = b.column(0).to_pylist()
+            if self.fail_on in ids:
+                raise RuntimeError(f"disk full at row {self.fail_on}")
+            pending.update(ids)
+        return DMLResult(affected_rows=0, returning_data=None)
+
+
+def test_failure_mid_statement_commits_nothing_and_is_internal() -> None:
+    table = _Staging(fail_on=4)
+    with pytest.raises(OperationFailed) as err:
+        exchange(
+            dispatcher_for(table),
+            "delete",
+            [batch({"rowid": [1, 2]}), batch({"rowid": [4]})],
+            returning=True,
+        )
+    assert (
+        err.value.code.name == "INTERNAL" and str(err.value) == "DELETE failed: disk full at row 4"
+    )
+    assert sorted(table.rows) == [1, 2, 3, 4, 5]
+
+
+def test_disconnect_mid_statement_commits_nothing() -> None:
+    table = _Staging()
+    request = ExchangeRequest("delete", "s", "users", True, "")
+    events = dispatcher_for(table).exchange(
+        Context.background(),
+        request,
+        StaticInput(batch({"rowid": [1]}).schema, [batch({"rowid": [1]}), batch({"rowid": [2]})]),
+    )
+    next(events), next(events)  # schema and the first answer, then the client goes away
+    events.close()
+    assert sorted(table.rows) == [1, 2, 3, 4, 5]
+
+
+def test_success_commits_once() -> None:
+    table = _Staging()
+    exchange(
+        dispatcher_for(table),
+        "delete",
+        [batch({"rowid": [1, 2]}), batch({"rowid": [4]})],
+        returning=True,
+    )
+    assert sorted(table.rows) == [3, 5]
+
+
+class _Raises(BaseTable):
+    def insert(self, ctx: Context, rows: pa.RecordBatchReader, opts: Any) -> DMLResult:
+        raise KeyError("column 'x'")
+
+
+def test_unexpected_table_error_becomes_operation_failed() -> None:
+    with pytest.raises(OperationFailed) as err:
+        exchange(dispatcher_for(_Raises()), "insert", [batch({"id": [1]})])
+    assert str(err.value) == "INSERT failed: \"column 'x'\""
+
+
+def test_tables_are_called_from_many_threads() -> None:
+    table = make_table("InsertableTable")
+    lock = threading.Lock()
+    original = table.insert
+
+    def locked(ctx: Context, rows: pa.RecordBatchReader, opts: Any) -> DMLResult:
+        with lock:
+            return original(ctx, rows, opts)
+
+    table.insert = locked
+    dispatcher = dispatcher_for(table)
+    threads = [
+        threading.Thread(
+            target=exchange,
+            args=(dispatcher, "insert", [batch({"id": [i], "name": ["n"], "email": ["e"]})]),
+        )
+        for i in range(8)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(table.rows) == 8
