@@ -1,0 +1,1 @@
+"""Table backends: memory (the reference) and spark (Delta tables)."""

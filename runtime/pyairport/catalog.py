@@ -1,0 +1,64 @@
+"""A catalog of schemas of tables that the server serves, whatever backend the tables use."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+
+from airport_contracts import Context, Table
+
+
+class CatalogSchema:
+    """A named group of tables; tables can be added and dropped while serving."""
+
+    def __init__(self, name: str, comment: str = "", tables: Iterable[Table] = ()) -> None:
+        self._name = name
+        self._comment = comment
+        self._tables: dict[str, Table] = {t.name(): t for t in tables}
+        self._lock = threading.Lock()
+
+    def name(self) -> str:
+        return self._name
+
+    def comment(self) -> str:
+        return self._comment
+
+    def tables(self, ctx: Context) -> list[Table]:
+        with self._lock:
+            return list(self._tables.values())
+
+    def table(self, ctx: Context, name: str) -> Table | None:
+        with self._lock:
+            return self._tables.get(name)
+
+    def add(self, table: Table) -> None:
+        with self._lock:
+            self._tables[table.name()] = table
+
+    def drop(self, name: str) -> None:
+        with self._lock:
+            self._tables.pop(name, None)
+
+
+class Catalog:
+    """Schemas by name; the object the server serves (the contract's Catalog)."""
+
+    def __init__(self, name: str = "", schemas: Iterable[CatalogSchema] = ()) -> None:
+        self._name = name
+        self._schemas = {s.name(): s for s in schemas}
+        self._lock = threading.Lock()
+
+    def name(self) -> str:
+        return self._name
+
+    def schemas(self, ctx: Context) -> list[CatalogSchema]:
+        with self._lock:
+            return list(self._schemas.values())
+
+    def schema(self, ctx: Context, name: str) -> CatalogSchema | None:
+        with self._lock:
+            return self._schemas.get(name)
+
+    def add_schema(self, schema: CatalogSchema) -> CatalogSchema:
+        with self._lock:
+            return self._schemas.setdefault(schema.name(), schema)

@@ -1,0 +1,68 @@
+"""`pyairport` command line: serve a catalog over Arrow Flight."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from typing import NoReturn
+
+from .server import AirportServer, ListenError, ServerConfig
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a bad flag in one line (no usage dump)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="pyairport", description="Arrow Flight DML server, contract-identical to airport-go.")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    serve = commands.add_parser("serve", help="serve the demo catalog over Arrow Flight")
+    serve.add_argument("--backend", choices=["memory"], default="memory", help="table storage (default memory)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8815, help="port (default 8815; 0 picks a free one)")
+    serve.add_argument("--workers", type=int, default=32, help="gRPC worker threads (default 32)")
+    serve.add_argument("--max-message-mb", type=int, default=64, help="largest gRPC message in MiB (default 64)")
+    serve.add_argument("--no-transactions", action="store_true", help="serve without a TransactionManager")
+    serve.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    return parser
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from .demo import memory_demo_catalog
+    from .transactions import MemoryTransactionManager
+
+    if not 0 <= args.port <= 65535:
+        print(f"pyairport: error: --port {args.port} is not a port number", file=sys.stderr)
+        return 2
+    catalog = memory_demo_catalog()
+    transactions = None if args.no_transactions else MemoryTransactionManager()
+    config = ServerConfig(args.host, args.port, args.workers, args.max_message_mb * 1024 * 1024)
+    try:
+        server = AirportServer(catalog, transactions, config)
+    except ListenError as exc:
+        print(f"pyairport: error: {exc}", file=sys.stderr)
+        return 1
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    server.start()
+    print(f"pyairport serving on {server.location} (backend {args.backend})", flush=True)
+    stop.wait()
+    print("pyairport: shutting down", flush=True)
+    server.stop(grace=2.0)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=getattr(args, "log_level", "INFO"), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.command == "serve":
+        return _serve(args)
+    return 2

@@ -1,0 +1,224 @@
+"""AirportClient: INSERT, UPDATE and DELETE over Flight the way DuckDB sends them.
+
+Built on the generated gRPC stubs rather than pyarrow.flight so that callers (tests,
+benchmarks, scripts) see the server's exact status code, message and final-metadata bytes.
+With RETURNING it works in lock-step like DuckDB: one batch out, one answer back.
+"""
+
+from __future__ import annotations
+
+import queue
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from urllib.parse import urlparse
+
+import grpc
+import pyarrow as pa
+
+from airport_contracts import FinalMetadata, flight_pb2, flight_pb2_grpc
+
+from .ipc import batch_message, read_message, schema_message
+
+_END = object()
+
+
+class RemoteError(Exception):
+    """The server answered with a gRPC error status."""
+
+    def __init__(self, code: grpc.StatusCode, message: str) -> None:
+        super().__init__(f"{code.name}: {message}")
+        self.code = code
+        self.message = message
+
+
+class InvalidArgument(RemoteError):
+    pass
+
+
+class NotFound(RemoteError):
+    pass
+
+
+class FailedPrecondition(RemoteError):
+    pass
+
+
+class Internal(RemoteError):
+    pass
+
+
+class Unimplemented(RemoteError):
+    pass
+
+
+class Unauthenticated(RemoteError):
+    pass
+
+
+_BY_CODE: dict[grpc.StatusCode, type[RemoteError]] = {
+    grpc.StatusCode.INVALID_ARGUMENT: InvalidArgument,
+    grpc.StatusCode.NOT_FOUND: NotFound,
+    grpc.StatusCode.FAILED_PRECONDITION: FailedPrecondition,
+    grpc.StatusCode.INTERNAL: Internal,
+    grpc.StatusCode.UNIMPLEMENTED: Unimplemented,
+    grpc.StatusCode.UNAUTHENTICATED: Unauthenticated,
+}
+
+
+def remote_error(error: grpc.RpcError) -> RemoteError:
+    code = error.code()  # type: ignore[attr-defined]
+    return _BY_CODE.get(code, RemoteError)(code, error.details() or "")  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class DMLAnswer:
+    """What the server answered: the output schema, RETURNING rows, the changed-row count and
+    the raw final metadata."""
+
+    schema: pa.Schema | None
+    returning: pa.Table | None
+    total_changed: int
+    final_metadata: bytes
+
+
+def _batches(data: pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch], max_rows: int | None) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+    if isinstance(data, pa.RecordBatch):
+        data = pa.Table.from_batches([data])
+    if isinstance(data, pa.Table):
+        return data.schema, iter(data.to_batches(max_chunksize=max_rows))
+    if isinstance(data, pa.RecordBatchReader):
+        return data.schema, iter(data)
+    items = list(data)
+    if not items:
+        raise ValueError("no batches and no schema: pass a pa.Table to send an empty input")
+    return items[0].schema, iter(items)
+
+
+class AirportClient:
+    """A Flight client for pyairport and airport-go servers.
+
+    location: "grpc://host:port". token: sent as "authorization: Bearer <token>".
+    """
+
+    def __init__(self, location: str, token: str | None = None, max_message_bytes: int = 64 * 1024 * 1024) -> None:
+        parsed = urlparse(location)
+        if parsed.scheme not in ("grpc", "grpc+tcp") or not parsed.hostname or not parsed.port:
+            raise ValueError(f"expected grpc://host:port, got {location!r}")
+        options = [
+            ("grpc.max_receive_message_length", max_message_bytes),
+            ("grpc.max_send_message_length", max_message_bytes),
+        ]
+        self._channel = grpc.insecure_channel(f"{parsed.hostname}:{parsed.port}", options=options)
+        self.stub = flight_pb2_grpc.FlightServiceStub(self._channel)
+        self._token = token
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> AirportClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def metadata(self, extra: dict[str, str] | None = None) -> list[tuple[str, str]]:
+        headers = dict(extra or {})
+        if self._token:
+            headers["authorization"] = f"Bearer {self._token}"
+        return sorted(headers.items())
+
+    # --- DoExchange DML ------------------------------------------------------------------------
+
+    def insert(self, schema: str, table: str, data: pa.Table | pa.RecordBatchReader | Iterable[pa.RecordBatch], *,
+               returning: bool = False, transaction_id: str | None = None, batch_rows: int | None = None) -> DMLAnswer:
+        """INSERT the rows of data (every user-visible column, no rowid)."""
+        return self.exchange("insert", schema, table, data, returning=returning, transaction_id=transaction_id, batch_rows=batch_rows)
+
+    def update(self, schema: str, table: str, data: pa.Table | pa.RecordBatchReader | Iterable[pa.RecordBatch], *,
+               returning: bool = False, transaction_id: str | None = None, batch_rows: int | None = None) -> DMLAnswer:
+        """UPDATE: data holds the new values and a rowid column (DuckDB puts it last)."""
+        return self.exchange("update", schema, table, data, returning=returning, transaction_id=transaction_id, batch_rows=batch_rows)
+
+    def delete(self, schema: str, table: str, rowids: pa.Array | pa.Table | list[int], *,
+               returning: bool = False, transaction_id: str | None = None, batch_rows: int | None = None,
+               rowid_type: pa.DataType = pa.int64()) -> DMLAnswer:
+        """DELETE the rows with these rowids (sent as one column named rowid)."""
+        if not isinstance(rowids, pa.Table):
+            rowids = pa.table({"rowid": pa.array(rowids, type=rowid_type)})
+        return self.exchange("delete", schema, table, rowids, returning=returning, transaction_id=transaction_id, batch_rows=batch_rows)
+
+    def exchange(self, operation: str, schema: str, table: str,
+                 data: pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch], *,
+                 returning: bool = False, transaction_id: str | None = None, batch_rows: int | None = None,
+                 headers: dict[str, str] | None = None) -> DMLAnswer:
+        """One DoExchange DML call with DuckDB's headers and message order."""
+        input_schema, batches = _batches(data, batch_rows)
+        call_headers = {"airport-operation": operation, "airport-flight-path": f"{schema}/{table}"}
+        if returning:
+            call_headers["return-chunks"] = "1"
+        if transaction_id:
+            call_headers["airport-transaction-id"] = transaction_id
+        call_headers.update(headers or {})
+        descriptor = flight_pb2.FlightDescriptor(type=flight_pb2.FlightDescriptor.PATH, path=[schema, table])
+        first = schema_message(input_schema)
+        first.flight_descriptor.CopyFrom(descriptor)
+        outbox: queue.Queue[object] = queue.Queue()
+
+        def requests() -> Iterator[flight_pb2.FlightData]:
+            while (item := outbox.get()) is not _END:
+                assert isinstance(item, flight_pb2.FlightData)
+                yield item
+
+        outbox.put(first)
+        try:
+            responses = self.stub.DoExchange(requests(), metadata=self.metadata(call_headers))
+            if returning:
+                return self._lock_step(responses, outbox, batches)
+            for batch in batches:
+                outbox.put(batch_message(batch))
+            outbox.put(_END)
+            return _collect(responses)
+        except grpc.RpcError as error:
+            raise remote_error(error) from None
+        finally:
+            outbox.put(_END)
+
+    def _lock_step(self, responses: Iterator[flight_pb2.FlightData], outbox: queue.Queue[object], batches: Iterator[pa.RecordBatch]) -> DMLAnswer:
+        first = next(responses)
+        out_schema = pa.ipc.read_schema(read_message(first))
+        returned = []
+        for batch in batches:
+            outbox.put(batch_message(batch))
+            message = read_message(next(responses))
+            returned.append(pa.ipc.read_record_batch(message, out_schema))
+        outbox.put(_END)
+        answer = _collect(responses, out_schema)
+        table = pa.Table.from_batches(returned + (answer.returning.to_batches() if answer.returning else []), schema=out_schema)
+        return DMLAnswer(out_schema, table, answer.total_changed, answer.final_metadata)
+
+    # --- DoAction ------------------------------------------------------------------------------
+
+    def action(self, action_type: str, body: bytes = b"", headers: dict[str, str] | None = None) -> list[bytes]:
+        try:
+            results = self.stub.DoAction(flight_pb2.Action(type=action_type, body=body), metadata=self.metadata(headers))
+            return [r.body for r in results]
+        except grpc.RpcError as error:
+            raise remote_error(error) from None
+
+
+def _collect(responses: Iterator[flight_pb2.FlightData], schema: pa.Schema | None = None) -> DMLAnswer:
+    """Read the rest of a DoExchange answer: schema (if not yet read), batches, final metadata."""
+    batches = []
+    final = b""
+    for data in responses:
+        if data.data_header:
+            message = read_message(data)
+            if message.type == "schema":
+                schema = pa.ipc.read_schema(message)
+            else:
+                batches.append(pa.ipc.read_record_batch(message, schema))
+        if data.app_metadata:
+            final = data.app_metadata
+    total = FinalMetadata.from_msgpack(final).total_changed if final else 0
+    table = pa.Table.from_batches(batches, schema=schema) if batches and schema is not None else None
+    return DMLAnswer(schema, table, total, final)

@@ -1,0 +1,57 @@
+"""The demo catalog: the fixtures of protocol.md §4.0, so the same scenarios run against
+pyairport and airport-go.
+
+- dml_schema.users   INSERT + legacy UPDATE/DELETE (UpdatableTable, DeletableTable)
+- batch_schema.users INSERT + batch UPDATE/DELETE (UpdatableBatchTable, DeletableBatchTable)
+- demo_schema.readonly  no DML at all (three rows to read)
+Columns: rowid (int64, is_rowid), id int64, name utf8, email utf8. An INSERT whose id is
+null gets the new rowid as its id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import pyarrow as pa
+
+from airport_contracts import Table
+
+from .catalog import Catalog, CatalogSchema
+
+USERS_COLUMNS = pa.schema([pa.field("id", pa.int64()), pa.field("name", pa.string()), pa.field("email", pa.string())])
+
+LEGACY = ("InsertableTable", "UpdatableTable", "DeletableTable")
+BATCH = ("InsertableTable", "UpdatableBatchTable", "DeletableBatchTable")
+
+READONLY_ROWS = pa.table(
+    {"id": [1, 2, 3], "name": ["Alice", "Bob", "Carol"], "email": ["alice@example.com", "bob@example.com", "carol@example.com"]},
+    schema=USERS_COLUMNS,
+)
+
+# (schema, table, comment, capabilities, initial rows)
+DEMO_TABLES: tuple[tuple[str, str, str, Sequence[str], pa.Table | None], ...] = (
+    ("dml_schema", "users", "users served through the legacy UPDATE/DELETE interfaces", LEGACY, None),
+    ("batch_schema", "users", "users served through the batch UPDATE/DELETE interfaces", BATCH, None),
+    ("demo_schema", "readonly", "a table that accepts no DML", (), READONLY_ROWS),
+)
+
+TableFactory = Callable[[str, str, pa.Schema, Sequence[str], str, "pa.Table | None"], Table]
+
+
+def demo_catalog(make_table: TableFactory, name: str = "") -> Catalog:
+    """The demo catalog with tables made by make_table(schema, table, columns, capabilities,
+    comment, rows); each backend supplies its own factory."""
+    catalog = Catalog(name)
+    for schema_name, table_name, comment, capabilities, rows in DEMO_TABLES:
+        schema = catalog.add_schema(CatalogSchema(schema_name))
+        schema.add(make_table(schema_name, table_name, USERS_COLUMNS, capabilities, comment, rows))
+    return catalog
+
+
+def memory_demo_catalog(name: str = "") -> Catalog:
+    from .backends.memory import memory_table
+
+    def make(schema: str, table: str, columns: pa.Schema, caps: Sequence[str], comment: str, rows: pa.Table | None) -> Table:
+        return memory_table(table, columns, caps, comment=comment, rows=rows, id_from_rowid="id")  # type: ignore[return-value]
+
+    return demo_catalog(make, name)

@@ -1,0 +1,113 @@
+"""Arrow IPC framing for Flight: FlightData messages ↔ pyarrow schemas and batches.
+
+A FlightData carries one IPC message split in two: data_header (the flatbuffer Message) and
+data_body. pyarrow reads a message from its encapsulated form (continuation marker, length,
+metadata padded to 8 bytes, body), so incoming messages are re-framed that way and outgoing
+ones are cut out of pyarrow's serialization. pyarrow parses every flatbuffer.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+
+import pyarrow as pa
+
+from airport_contracts import flight_pb2
+
+_CONTINUATION = b"\xff\xff\xff\xff"
+
+
+class StreamError(Exception):
+    """The client's IPC stream is not what Flight promises (message order or content)."""
+
+
+def read_message(data: flight_pb2.FlightData) -> pa.ipc.Message:
+    header = data.data_header
+    padding = -len(header) % 8
+    framed = b"".join((_CONTINUATION, struct.pack("<i", len(header) + padding), header, b"\0" * padding, data.data_body))
+    return pa.ipc.read_message(pa.py_buffer(framed))
+
+
+def _split(serialized: pa.Buffer) -> tuple[bytes, bytes]:
+    """(metadata, body) of one encapsulated IPC message as pyarrow serializes it."""
+    view = memoryview(serialized)
+    offset = 8 if bytes(view[:4]) == _CONTINUATION else 4
+    length = struct.unpack_from("<i", view, offset - 4)[0]
+    return bytes(view[offset : offset + length]), bytes(view[offset + length :])
+
+
+def schema_message(schema: pa.Schema) -> flight_pb2.FlightData:
+    header, _ = _split(schema.serialize())
+    return flight_pb2.FlightData(data_header=header)
+
+
+def batch_message(batch: pa.RecordBatch, app_metadata: bytes = b"") -> flight_pb2.FlightData:
+    header, body = _split(batch.serialize())
+    return flight_pb2.FlightData(data_header=header, data_body=body, app_metadata=app_metadata)
+
+
+def serialize_schema(schema: pa.Schema) -> bytes:
+    """A complete IPC stream holding only schema (schema message + end-of-stream marker)."""
+    sink = pa.BufferOutputStream()
+    pa.ipc.new_stream(sink, schema).close()
+    return bytes(sink.getvalue().to_pybytes())
+
+
+class FlightDataInput:
+    """The client side of DoExchange/DoPut as an ExchangeInput: descriptor, schema, batches.
+
+    Messages without a data_header (a descriptor-only first message, app_metadata-only
+    messages) carry no data and are skipped. A dictionary batch or a second schema is a
+    StreamError: Airport DML never sends them.
+    """
+
+    def __init__(self, messages: Iterator[flight_pb2.FlightData]) -> None:
+        self._messages = messages
+        self._schema: pa.Schema | None = None
+        self._schema_read = False
+        self.descriptor: flight_pb2.FlightDescriptor | None = None
+        self._pending: pa.ipc.Message | None = None
+
+    def _next_message(self) -> pa.ipc.Message | None:
+        for data in self._messages:
+            if self.descriptor is None and data.HasField("flight_descriptor"):
+                self.descriptor = data.flight_descriptor
+            if data.data_header:
+                return read_message(data)
+        return None
+
+    def read_descriptor(self) -> flight_pb2.FlightDescriptor | None:
+        """The descriptor of the first message (DoPut), reading at most one message."""
+        if self.descriptor is None and not self._schema_read:
+            first = next(self._messages, None)
+            if first is None:
+                self._schema_read = True
+                return None
+            if first.HasField("flight_descriptor"):
+                self.descriptor = first.flight_descriptor
+            if first.data_header:
+                self._pending = read_message(first)
+        return self.descriptor
+
+    def read_schema(self) -> pa.Schema | None:
+        if self._schema_read:
+            return self._schema
+        self._schema_read = True
+        message = self._pending if self._pending is not None else self._next_message()
+        self._pending = None
+        if message is None:
+            return None
+        if message.type != "schema":
+            raise StreamError(f"expected a schema message first, got {message.type}")
+        self._schema = pa.ipc.read_schema(message)
+        return self._schema
+
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        schema = self.read_schema()
+        if schema is None:
+            return
+        while (message := self._next_message()) is not None:
+            if message.type != "record batch":
+                raise StreamError(f"unexpected {message.type} message in the input stream")
+            yield pa.ipc.read_record_batch(message, schema)

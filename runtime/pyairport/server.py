@@ -1,0 +1,84 @@
+"""Start and stop a pyairport Flight server around a catalog."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from concurrent import futures
+from dataclasses import dataclass
+
+import grpc
+
+from airport_contracts import Catalog, Dispatcher, TransactionManager, flight_pb2_grpc
+
+from .transport import FlightService
+
+log = logging.getLogger("pyairport.server")
+
+
+class ListenError(RuntimeError):
+    """The server could not listen on the address it was given."""
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    host: str = "127.0.0.1"
+    port: int = 8815  # 0 picks a free port
+    max_workers: int = 32  # each open DoExchange/DoPut holds one worker for its duration
+    max_message_bytes: int = 64 * 1024 * 1024
+
+
+class AirportServer:
+    """A running Flight server: `with AirportServer(catalog) as server: server.location`."""
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        transactions: TransactionManager | None = None,
+        config: ServerConfig = ServerConfig(),
+        extra_actions: dict[str, Callable[..., list[bytes]]] | None = None,
+        interceptors: tuple[grpc.ServerInterceptor, ...] = (),
+    ) -> None:
+        self.config = config
+        self.dispatcher = Dispatcher(catalog, transactions)
+        options = [
+            ("grpc.max_receive_message_length", config.max_message_bytes),
+            ("grpc.max_send_message_length", config.max_message_bytes),
+            # Without this, Linux lets a second server bind the same port silently.
+            ("grpc.so_reuseport", 0),
+        ]
+        self._server = grpc.server(
+            futures.ThreadPoolExecutor(max_workers=config.max_workers, thread_name_prefix="pyairport"),
+            options=options,
+            interceptors=interceptors,
+        )
+        flight_pb2_grpc.add_FlightServiceServicer_to_server(FlightService(self.dispatcher, extra_actions), self._server)
+        address = f"{config.host}:{config.port}"
+        try:
+            self.port = self._server.add_insecure_port(address)
+        except RuntimeError as exc:
+            raise ListenError(f"cannot listen on {address}: address in use or not available") from exc
+        if not self.port:
+            raise ListenError(f"cannot listen on {address}: address in use or not available")
+
+    @property
+    def location(self) -> str:
+        host = self.config.host if ":" not in self.config.host else f"[{self.config.host}]"
+        return f"grpc://{host}:{self.port}"
+
+    def start(self) -> AirportServer:
+        self._server.start()
+        log.info("serving on %s", self.location)
+        return self
+
+    def stop(self, grace: float | None = 2.0) -> None:
+        self._server.stop(grace).wait()
+
+    def wait(self) -> None:
+        self._server.wait_for_termination()
+
+    def __enter__(self) -> AirportServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop(0)

@@ -1,0 +1,129 @@
+"""The Flight gRPC service: decodes calls, hands them to the generated dispatcher, and
+turns the contract's errors into gRPC statuses.
+
+It knows nothing of tables. A contract error becomes its code and exact message; any other
+exception is logged with its traceback here and the client gets INTERNAL with a short
+message: never a traceback or a file path.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from typing import TypeVar
+
+import grpc
+
+from airport_contracts import (
+    AirportError,
+    Dispatcher,
+    MissingDescriptor,
+    OutputBatch,
+    OutputFinal,
+    OutputSchema,
+    StatusCode,
+    flight_pb2,
+    flight_pb2_grpc,
+    parse_exchange_headers,
+)
+from airport_contracts.dispatch import transaction_id_from_headers
+
+from .context import call_context, call_headers
+from .ipc import FlightDataInput, batch_message, schema_message
+
+log = logging.getLogger("pyairport.transport")
+
+T = TypeVar("T")
+
+# Actions the dispatcher serves, with ListActions' descriptions.
+ACTION_DESCRIPTIONS = {
+    "delete": "DELETE rows by rowid (spec 002): JSON DeleteAction body, JSON result",
+    "create_transaction": "Start a transaction: msgpack {catalog_name}, returns {identifier}",
+    "get_transaction_status": "A transaction's state: msgpack {transaction_id}, returns {status, exists}",
+}
+
+
+def _abort(grpc_context: grpc.ServicerContext, error: AirportError) -> None:
+    grpc_context.abort(grpc.StatusCode[StatusCode(error.code).name], error.message)
+
+
+def _unexpected(grpc_context: grpc.ServicerContext, what: str, exc: BaseException) -> None:
+    log.error("%s failed unexpectedly", what, exc_info=exc)
+    grpc_context.abort(grpc.StatusCode.INTERNAL, f"{what} failed: internal server error")
+
+
+class FlightService(flight_pb2_grpc.FlightServiceServicer):
+    """Arrow Flight over grpcio, serving the contract's DoExchange, DoPut and DoAction."""
+
+    def __init__(self, dispatcher: Dispatcher, extra_actions: dict[str, Callable[..., list[bytes]]] | None = None) -> None:
+        self.dispatcher = dispatcher
+        self.extra_actions = extra_actions or {}
+
+    def _guard(self, grpc_context: grpc.ServicerContext, what: str, fn: Callable[[], T]) -> T:
+        try:
+            return fn()
+        except AirportError as error:
+            _abort(grpc_context, error)  # raises: grpc ends the call with this status
+        except Exception as exc:
+            _unexpected(grpc_context, what, exc)
+        raise AssertionError("unreachable: abort raises")
+
+    def DoExchange(
+        self, request_iterator: Iterator[flight_pb2.FlightData], context: grpc.ServicerContext
+    ) -> Iterator[flight_pb2.FlightData]:
+        ctx = call_context(context)
+        headers = call_headers(context)
+        request = self._guard(context, "DoExchange", lambda: parse_exchange_headers(headers))
+        events = self._guard(
+            context,
+            "DoExchange",
+            lambda: self.dispatcher.exchange(ctx, request, FlightDataInput(request_iterator)),
+        )
+        try:
+            while True:
+                event = self._guard(context, request.operation.upper(), lambda: next(events, None))
+                if event is None:
+                    return
+                if isinstance(event, OutputSchema):
+                    yield schema_message(event.schema)
+                elif isinstance(event, OutputBatch):
+                    yield batch_message(event.batch)
+                elif isinstance(event, OutputFinal):
+                    yield flight_pb2.FlightData(app_metadata=event.app_metadata)
+        finally:
+            # A client that goes away while we wait to send leaves the dispatcher suspended;
+            # closing it rolls the statement back now rather than at garbage collection.
+            events.close()
+
+    def DoPut(
+        self, request_iterator: Iterator[flight_pb2.FlightData], context: grpc.ServicerContext
+    ) -> Iterator[flight_pb2.PutResult]:
+        ctx = call_context(context)
+        headers = call_headers(context)
+        stream = FlightDataInput(request_iterator)
+
+        def put() -> bytes:
+            descriptor = stream.read_descriptor()
+            if descriptor is None or descriptor.type != flight_pb2.FlightDescriptor.CMD:
+                raise MissingDescriptor()
+            return self.dispatcher.put(ctx, descriptor.cmd, transaction_id_from_headers("doput", headers), stream)
+
+        metadata = self._guard(context, "DoPut", put)
+        yield flight_pb2.PutResult(app_metadata=metadata)
+
+    def DoAction(self, request: flight_pb2.Action, context: grpc.ServicerContext) -> Iterator[flight_pb2.Result]:
+        ctx = call_context(context)
+        headers = call_headers(context)
+        extra = self.extra_actions.get(request.type)
+        if extra is not None:
+            bodies = self._guard(context, request.type, lambda: extra(ctx, request.body, headers))
+        else:
+            tx_id = transaction_id_from_headers("doaction", headers)
+            bodies = self._guard(context, request.type, lambda: self.dispatcher.action(ctx, request.type, request.body, tx_id))
+        for body in bodies:
+            yield flight_pb2.Result(body=body)
+
+    def ListActions(self, request: flight_pb2.Empty, context: grpc.ServicerContext) -> Iterator[flight_pb2.ActionType]:
+        for name, description in sorted(ACTION_DESCRIPTIONS.items()):
+            yield flight_pb2.ActionType(type=name, description=description)
+
