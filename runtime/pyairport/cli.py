@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
 from collections.abc import Sequence
 from typing import NoReturn
 
-from .server import AirportServer, ListenError, ServerConfig
+# gRPC's C core prints its own lines to stderr (e.g. a failed bind) before Python sees the
+# error; the CLI reports errors itself, in one line. Set before grpc is first imported.
+os.environ.setdefault("GRPC_VERBOSITY", "NONE")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -21,21 +24,34 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="pyairport", description="Arrow Flight DML server, contract-identical to airport-go.")
+    parser = _Parser(
+        prog="pyairport", description="Arrow Flight DML server, contract-identical to airport-go."
+    )
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     serve = commands.add_parser("serve", help="serve the demo catalog over Arrow Flight")
-    serve.add_argument("--backend", choices=["memory"], default="memory", help="table storage (default memory)")
-    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8815, help="port (default 8815; 0 picks a free one)")
+    serve.add_argument(
+        "--backend", choices=["memory"], default="memory", help="table storage (default memory)"
+    )
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
+    )
+    serve.add_argument(
+        "--port", type=int, default=8815, help="port (default 8815; 0 picks a free one)"
+    )
     serve.add_argument("--workers", type=int, default=32, help="gRPC worker threads (default 32)")
-    serve.add_argument("--max-message-mb", type=int, default=64, help="largest gRPC message in MiB (default 64)")
-    serve.add_argument("--no-transactions", action="store_true", help="serve without a TransactionManager")
+    serve.add_argument(
+        "--max-message-mb", type=int, default=64, help="largest gRPC message in MiB (default 64)"
+    )
+    serve.add_argument(
+        "--no-transactions", action="store_true", help="serve without a TransactionManager"
+    )
     serve.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     return parser
 
 
 def _serve(args: argparse.Namespace) -> int:
     from .demo import memory_demo_catalog
+    from .server import AirportServer, ListenError, ServerConfig
     from .transactions import MemoryTransactionManager
 
     if not 0 <= args.port <= 65535:
@@ -62,7 +78,10 @@ def _serve(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=getattr(args, "log_level", "INFO"), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=getattr(args, "log_level", "INFO"),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     if args.command == "serve":
         return _serve(args)
     return 2

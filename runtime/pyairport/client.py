@@ -81,7 +81,10 @@ class DMLAnswer:
     final_metadata: bytes
 
 
-def _batches(data: pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch], max_rows: int | None) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+def _batches(
+    data: pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch],
+    max_rows: int | None,
+) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
     if isinstance(data, pa.RecordBatch):
         data = pa.Table.from_batches([data])
     if isinstance(data, pa.Table):
@@ -100,7 +103,9 @@ class AirportClient:
     location: "grpc://host:port". token: sent as "authorization: Bearer <token>".
     """
 
-    def __init__(self, location: str, token: str | None = None, max_message_bytes: int = 64 * 1024 * 1024) -> None:
+    def __init__(
+        self, location: str, token: str | None = None, max_message_bytes: int = 64 * 1024 * 1024
+    ) -> None:
         parsed = urlparse(location)
         if parsed.scheme not in ("grpc", "grpc+tcp") or not parsed.hostname or not parsed.port:
             raise ValueError(f"expected grpc://host:port, got {location!r}")
@@ -129,28 +134,84 @@ class AirportClient:
 
     # --- DoExchange DML ------------------------------------------------------------------------
 
-    def insert(self, schema: str, table: str, data: pa.Table | pa.RecordBatchReader | Iterable[pa.RecordBatch], *,
-               returning: bool = False, transaction_id: str | None = None, batch_rows: int | None = None) -> DMLAnswer:
+    def insert(
+        self,
+        schema: str,
+        table: str,
+        data: pa.Table | pa.RecordBatchReader | Iterable[pa.RecordBatch],
+        *,
+        returning: bool = False,
+        transaction_id: str | None = None,
+        batch_rows: int | None = None,
+    ) -> DMLAnswer:
         """INSERT the rows of data (every user-visible column, no rowid)."""
-        return self.exchange("insert", schema, table, data, returning=returning, transaction_id=transaction_id, batch_rows=batch_rows)
+        return self.exchange(
+            "insert",
+            schema,
+            table,
+            data,
+            returning=returning,
+            transaction_id=transaction_id,
+            batch_rows=batch_rows,
+        )
 
-    def update(self, schema: str, table: str, data: pa.Table | pa.RecordBatchReader | Iterable[pa.RecordBatch], *,
-               returning: bool = False, transaction_id: str | None = None, batch_rows: int | None = None) -> DMLAnswer:
+    def update(
+        self,
+        schema: str,
+        table: str,
+        data: pa.Table | pa.RecordBatchReader | Iterable[pa.RecordBatch],
+        *,
+        returning: bool = False,
+        transaction_id: str | None = None,
+        batch_rows: int | None = None,
+    ) -> DMLAnswer:
         """UPDATE: data holds the new values and a rowid column (DuckDB puts it last)."""
-        return self.exchange("update", schema, table, data, returning=returning, transaction_id=transaction_id, batch_rows=batch_rows)
+        return self.exchange(
+            "update",
+            schema,
+            table,
+            data,
+            returning=returning,
+            transaction_id=transaction_id,
+            batch_rows=batch_rows,
+        )
 
-    def delete(self, schema: str, table: str, rowids: pa.Array | pa.Table | list[int], *,
-               returning: bool = False, transaction_id: str | None = None, batch_rows: int | None = None,
-               rowid_type: pa.DataType = pa.int64()) -> DMLAnswer:
+    def delete(
+        self,
+        schema: str,
+        table: str,
+        rowids: pa.Array | pa.Table | list[int],
+        *,
+        returning: bool = False,
+        transaction_id: str | None = None,
+        batch_rows: int | None = None,
+        rowid_type: pa.DataType | None = None,
+    ) -> DMLAnswer:
         """DELETE the rows with these rowids (sent as one column named rowid)."""
         if not isinstance(rowids, pa.Table):
-            rowids = pa.table({"rowid": pa.array(rowids, type=rowid_type)})
-        return self.exchange("delete", schema, table, rowids, returning=returning, transaction_id=transaction_id, batch_rows=batch_rows)
+            rowids = pa.table({"rowid": pa.array(rowids, type=rowid_type or pa.int64())})
+        return self.exchange(
+            "delete",
+            schema,
+            table,
+            rowids,
+            returning=returning,
+            transaction_id=transaction_id,
+            batch_rows=batch_rows,
+        )
 
-    def exchange(self, operation: str, schema: str, table: str,
-                 data: pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch], *,
-                 returning: bool = False, transaction_id: str | None = None, batch_rows: int | None = None,
-                 headers: dict[str, str] | None = None) -> DMLAnswer:
+    def exchange(
+        self,
+        operation: str,
+        schema: str,
+        table: str,
+        data: pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch],
+        *,
+        returning: bool = False,
+        transaction_id: str | None = None,
+        batch_rows: int | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> DMLAnswer:
         """One DoExchange DML call with DuckDB's headers and message order."""
         input_schema, batches = _batches(data, batch_rows)
         call_headers = {"airport-operation": operation, "airport-flight-path": f"{schema}/{table}"}
@@ -159,7 +220,9 @@ class AirportClient:
         if transaction_id:
             call_headers["airport-transaction-id"] = transaction_id
         call_headers.update(headers or {})
-        descriptor = flight_pb2.FlightDescriptor(type=flight_pb2.FlightDescriptor.PATH, path=[schema, table])
+        descriptor = flight_pb2.FlightDescriptor(
+            type=flight_pb2.FlightDescriptor.PATH, path=[schema, table]
+        )
         first = schema_message(input_schema)
         first.flight_descriptor.CopyFrom(descriptor)
         outbox: queue.Queue[object] = queue.Queue()
@@ -183,7 +246,12 @@ class AirportClient:
         finally:
             outbox.put(_END)
 
-    def _lock_step(self, responses: Iterator[flight_pb2.FlightData], outbox: queue.Queue[object], batches: Iterator[pa.RecordBatch]) -> DMLAnswer:
+    def _lock_step(
+        self,
+        responses: Iterator[flight_pb2.FlightData],
+        outbox: queue.Queue[object],
+        batches: Iterator[pa.RecordBatch],
+    ) -> DMLAnswer:
         first = next(responses)
         out_schema = pa.ipc.read_schema(read_message(first))
         returned = []
@@ -193,20 +261,29 @@ class AirportClient:
             returned.append(pa.ipc.read_record_batch(message, out_schema))
         outbox.put(_END)
         answer = _collect(responses, out_schema)
-        table = pa.Table.from_batches(returned + (answer.returning.to_batches() if answer.returning else []), schema=out_schema)
+        table = pa.Table.from_batches(
+            returned + (answer.returning.to_batches() if answer.returning else []),
+            schema=out_schema,
+        )
         return DMLAnswer(out_schema, table, answer.total_changed, answer.final_metadata)
 
     # --- DoAction ------------------------------------------------------------------------------
 
-    def action(self, action_type: str, body: bytes = b"", headers: dict[str, str] | None = None) -> list[bytes]:
+    def action(
+        self, action_type: str, body: bytes = b"", headers: dict[str, str] | None = None
+    ) -> list[bytes]:
         try:
-            results = self.stub.DoAction(flight_pb2.Action(type=action_type, body=body), metadata=self.metadata(headers))
+            results = self.stub.DoAction(
+                flight_pb2.Action(type=action_type, body=body), metadata=self.metadata(headers)
+            )
             return [r.body for r in results]
         except grpc.RpcError as error:
             raise remote_error(error) from None
 
 
-def _collect(responses: Iterator[flight_pb2.FlightData], schema: pa.Schema | None = None) -> DMLAnswer:
+def _collect(
+    responses: Iterator[flight_pb2.FlightData], schema: pa.Schema | None = None
+) -> DMLAnswer:
     """Read the rest of a DoExchange answer: schema (if not yet read), batches, final metadata."""
     batches = []
     final = b""
@@ -220,5 +297,7 @@ def _collect(responses: Iterator[flight_pb2.FlightData], schema: pa.Schema | Non
         if data.app_metadata:
             final = data.app_metadata
     total = FinalMetadata.from_msgpack(final).total_changed if final else 0
-    table = pa.Table.from_batches(batches, schema=schema) if batches and schema is not None else None
+    table = (
+        pa.Table.from_batches(batches, schema=schema) if batches and schema is not None else None
+    )
     return DMLAnswer(schema, table, total, final)

@@ -6,7 +6,6 @@ import grpc
 
 from airport_contracts import Context
 
-
 _NO_DEADLINE = 10 * 365 * 24 * 3600.0
 
 
@@ -33,4 +32,3 @@ def call_headers(grpc_context: grpc.ServicerContext) -> dict[str, str]:
         if isinstance(value, str) and key.lower() not in headers:
             headers[key.lower()] = value
     return headers
-

@@ -18,20 +18,38 @@ from airport_contracts import Table
 
 from .catalog import Catalog, CatalogSchema
 
-USERS_COLUMNS = pa.schema([pa.field("id", pa.int64()), pa.field("name", pa.string()), pa.field("email", pa.string())])
+USERS_COLUMNS = pa.schema(
+    [pa.field("id", pa.int64()), pa.field("name", pa.string()), pa.field("email", pa.string())]
+)
 
 LEGACY = ("InsertableTable", "UpdatableTable", "DeletableTable")
 BATCH = ("InsertableTable", "UpdatableBatchTable", "DeletableBatchTable")
 
 READONLY_ROWS = pa.table(
-    {"id": [1, 2, 3], "name": ["Alice", "Bob", "Carol"], "email": ["alice@example.com", "bob@example.com", "carol@example.com"]},
+    {
+        "id": [1, 2, 3],
+        "name": ["Alice", "Bob", "Carol"],
+        "email": ["alice@example.com", "bob@example.com", "carol@example.com"],
+    },
     schema=USERS_COLUMNS,
 )
 
 # (schema, table, comment, capabilities, initial rows)
 DEMO_TABLES: tuple[tuple[str, str, str, Sequence[str], pa.Table | None], ...] = (
-    ("dml_schema", "users", "users served through the legacy UPDATE/DELETE interfaces", LEGACY, None),
-    ("batch_schema", "users", "users served through the batch UPDATE/DELETE interfaces", BATCH, None),
+    (
+        "dml_schema",
+        "users",
+        "users served through the legacy UPDATE/DELETE interfaces",
+        LEGACY,
+        None,
+    ),
+    (
+        "batch_schema",
+        "users",
+        "users served through the batch UPDATE/DELETE interfaces",
+        BATCH,
+        None,
+    ),
     ("demo_schema", "readonly", "a table that accepts no DML", (), READONLY_ROWS),
 )
 
@@ -51,7 +69,14 @@ def demo_catalog(make_table: TableFactory, name: str = "") -> Catalog:
 def memory_demo_catalog(name: str = "") -> Catalog:
     from .backends.memory import memory_table
 
-    def make(schema: str, table: str, columns: pa.Schema, caps: Sequence[str], comment: str, rows: pa.Table | None) -> Table:
+    def make(
+        schema: str,
+        table: str,
+        columns: pa.Schema,
+        caps: Sequence[str],
+        comment: str,
+        rows: pa.Table | None,
+    ) -> Table:
         return memory_table(table, columns, caps, comment=comment, rows=rows, id_from_rowid="id")  # type: ignore[return-value]
 
     return demo_catalog(make, name)

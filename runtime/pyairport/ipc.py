@@ -25,7 +25,15 @@ class StreamError(Exception):
 def read_message(data: flight_pb2.FlightData) -> pa.ipc.Message:
     header = data.data_header
     padding = -len(header) % 8
-    framed = b"".join((_CONTINUATION, struct.pack("<i", len(header) + padding), header, b"\0" * padding, data.data_body))
+    framed = b"".join(
+        (
+            _CONTINUATION,
+            struct.pack("<i", len(header) + padding),
+            header,
+            b"\0" * padding,
+            data.data_body,
+        )
+    )
     return pa.ipc.read_message(pa.py_buffer(framed))
 
 

@@ -48,16 +48,22 @@ class AirportServer:
             ("grpc.so_reuseport", 0),
         ]
         self._server = grpc.server(
-            futures.ThreadPoolExecutor(max_workers=config.max_workers, thread_name_prefix="pyairport"),
+            futures.ThreadPoolExecutor(
+                max_workers=config.max_workers, thread_name_prefix="pyairport"
+            ),
             options=options,
             interceptors=interceptors,
         )
-        flight_pb2_grpc.add_FlightServiceServicer_to_server(FlightService(self.dispatcher, extra_actions), self._server)
+        flight_pb2_grpc.add_FlightServiceServicer_to_server(
+            FlightService(self.dispatcher, extra_actions), self._server
+        )
         address = f"{config.host}:{config.port}"
         try:
             self.port = self._server.add_insecure_port(address)
         except RuntimeError as exc:
-            raise ListenError(f"cannot listen on {address}: address in use or not available") from exc
+            raise ListenError(
+                f"cannot listen on {address}: address in use or not available"
+            ) from exc
         if not self.port:
             raise ListenError(f"cannot listen on {address}: address in use or not available")
 

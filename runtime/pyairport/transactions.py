@@ -37,7 +37,9 @@ class MemoryTransactionManager:
     def rollback_transaction(self, ctx: Context, tx_id: str) -> None:
         self._finish(tx_id, TransactionState.ABORTED, strict=False)
 
-    def get_transaction_status(self, ctx: Context, tx_id: str) -> tuple[TransactionState | None, bool]:
+    def get_transaction_status(
+        self, ctx: Context, tx_id: str
+    ) -> tuple[TransactionState | None, bool]:
         with self._lock:
             state = self._states.get(tx_id)
         return state, state is not None
@@ -53,7 +55,9 @@ class MemoryTransactionManager:
                 return  # idempotent
             if (state, target) not in TRANSACTION_STATE_TRANSITIONS:
                 if strict:
-                    raise TransactionError(f"transaction {tx_id} is {state.value}, cannot become {target.value}")
+                    raise TransactionError(
+                        f"transaction {tx_id} is {state.value}, cannot become {target.value}"
+                    )
                 return  # a committed transaction stays committed
             self._states[tx_id] = target
             self._states.move_to_end(tx_id)

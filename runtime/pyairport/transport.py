@@ -55,7 +55,11 @@ def _unexpected(grpc_context: grpc.ServicerContext, what: str, exc: BaseExceptio
 class FlightService(flight_pb2_grpc.FlightServiceServicer):
     """Arrow Flight over grpcio, serving the contract's DoExchange, DoPut and DoAction."""
 
-    def __init__(self, dispatcher: Dispatcher, extra_actions: dict[str, Callable[..., list[bytes]]] | None = None) -> None:
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        extra_actions: dict[str, Callable[..., list[bytes]]] | None = None,
+    ) -> None:
         self.dispatcher = dispatcher
         self.extra_actions = extra_actions or {}
 
@@ -106,12 +110,16 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
             descriptor = stream.read_descriptor()
             if descriptor is None or descriptor.type != flight_pb2.FlightDescriptor.CMD:
                 raise MissingDescriptor()
-            return self.dispatcher.put(ctx, descriptor.cmd, transaction_id_from_headers("doput", headers), stream)
+            return self.dispatcher.put(
+                ctx, descriptor.cmd, transaction_id_from_headers("doput", headers), stream
+            )
 
         metadata = self._guard(context, "DoPut", put)
         yield flight_pb2.PutResult(app_metadata=metadata)
 
-    def DoAction(self, request: flight_pb2.Action, context: grpc.ServicerContext) -> Iterator[flight_pb2.Result]:
+    def DoAction(
+        self, request: flight_pb2.Action, context: grpc.ServicerContext
+    ) -> Iterator[flight_pb2.Result]:
         ctx = call_context(context)
         headers = call_headers(context)
         extra = self.extra_actions.get(request.type)
@@ -119,11 +127,16 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
             bodies = self._guard(context, request.type, lambda: extra(ctx, request.body, headers))
         else:
             tx_id = transaction_id_from_headers("doaction", headers)
-            bodies = self._guard(context, request.type, lambda: self.dispatcher.action(ctx, request.type, request.body, tx_id))
+            bodies = self._guard(
+                context,
+                request.type,
+                lambda: self.dispatcher.action(ctx, request.type, request.body, tx_id),
+            )
         for body in bodies:
             yield flight_pb2.Result(body=body)
 
-    def ListActions(self, request: flight_pb2.Empty, context: grpc.ServicerContext) -> Iterator[flight_pb2.ActionType]:
+    def ListActions(
+        self, request: flight_pb2.Empty, context: grpc.ServicerContext
+    ) -> Iterator[flight_pb2.ActionType]:
         for name, description in sorted(ACTION_DESCRIPTIONS.items()):
             yield flight_pb2.ActionType(type=name, description=description)
-

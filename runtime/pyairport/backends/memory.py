@@ -112,7 +112,9 @@ class MemoryTable:
         limit = opts.limit if opts is not None and opts.limit > 0 else None
         if limit is not None:
             data = data.slice(0, limit)
-        return pa.RecordBatchReader.from_batches(self.schema, data.to_batches(max_chunksize=SCAN_BATCH_ROWS))
+        return pa.RecordBatchReader.from_batches(
+            self.schema, data.to_batches(max_chunksize=SCAN_BATCH_ROWS)
+        )
 
     @property
     def num_rows(self) -> int:
@@ -125,10 +127,16 @@ class MemoryTable:
     # --- storage ----------------------------------------------------------------------------
 
     def _seed(self, rows: pa.Table) -> None:
-        ids = rows.column(self.schema[0].name).to_numpy() if self.schema[0].name in rows.column_names else None
+        ids = (
+            rows.column(self.schema[0].name).to_numpy()
+            if self.schema[0].name in rows.column_names
+            else None
+        )
         if ids is None:
             ids = self._allocate(rows.num_rows)
-        batch = self._conform_insert(rows.combine_chunks().to_batches()[0], np.asarray(ids, dtype=np.int64))
+        batch = self._conform_insert(
+            rows.combine_chunks().to_batches()[0], np.asarray(ids, dtype=np.int64)
+        )
         pending = _Pending(inserts=[batch])
         self._apply(pending)
         with self._lock:
@@ -176,7 +184,9 @@ class MemoryTable:
             try:
                 column = column.cast(target.type)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-                raise ValueError(f"column {name}: cannot store {column.type} as {target.type}: {exc}") from None
+                raise ValueError(
+                    f"column {name}: cannot store {column.type} as {target.type}: {exc}"
+                ) from None
         if not target.nullable and column.null_count:
             raise ValueError(f"column {name} does not accept nulls")
         return column
@@ -214,17 +224,24 @@ class MemoryTable:
             values[name] = self._cast(name, column, fields[name])
         return values
 
-    def _returning(self, batches: list[pa.RecordBatch], opts: DMLOptions | None) -> pa.RecordBatchReader | None:
+    def _returning(
+        self, batches: list[pa.RecordBatch], opts: DMLOptions | None
+    ) -> pa.RecordBatchReader | None:
         if opts is None or not opts.returning:
             return None
         names = opts.returning_columns or returning_columns(self.schema)
         schema = project_schema(self.schema, names)
-        out = [pa.RecordBatch.from_arrays([b.column(n) for n in schema.names], schema=schema) for b in batches]
+        out = [
+            pa.RecordBatch.from_arrays([b.column(n) for n in schema.names], schema=schema)
+            for b in batches
+        ]
         return pa.RecordBatchReader.from_batches(schema, out)
 
     # --- the operations the capability mixins expose ------------------------------------------
 
-    def _insert(self, ctx: Context, rows: pa.RecordBatchReader, opts: DMLOptions | None) -> DMLResult:
+    def _insert(
+        self, ctx: Context, rows: pa.RecordBatchReader, opts: DMLOptions | None
+    ) -> DMLResult:
         pending, immediate = self._stage(ctx)
         staged: list[pa.RecordBatch] = []
         for batch in rows:
@@ -233,9 +250,17 @@ class MemoryTable:
         pending.inserts.extend(staged)
         if immediate:
             self._apply(pending)
-        return DMLResult(affected_rows=sum(b.num_rows for b in staged), returning_data=self._returning(staged, opts))
+        return DMLResult(
+            affected_rows=sum(b.num_rows for b in staged),
+            returning_data=self._returning(staged, opts),
+        )
 
-    def _update(self, ctx: Context, chunks: Iterable[tuple[np.ndarray, pa.RecordBatch]], opts: DMLOptions | None) -> DMLResult:
+    def _update(
+        self,
+        ctx: Context,
+        chunks: Iterable[tuple[np.ndarray, pa.RecordBatch]],
+        opts: DMLOptions | None,
+    ) -> DMLResult:
         pending, immediate = self._stage(ctx)
         data, rowids = self._snapshot()
         affected, returned = 0, []
@@ -249,12 +274,18 @@ class MemoryTable:
                 after = _rows_at(data, found.positions)
                 arrays = dict(zip(after.schema.names, after.columns, strict=True))
                 arrays.update({n: c.filter(pa.array(found.valid)) for n, c in columns.items()})
-                returned.append(pa.RecordBatch.from_arrays([arrays[n] for n in self.schema.names], schema=self.schema))
+                returned.append(
+                    pa.RecordBatch.from_arrays(
+                        [arrays[n] for n in self.schema.names], schema=self.schema
+                    )
+                )
         if immediate:
             self._apply(pending)
         return DMLResult(affected_rows=affected, returning_data=self._returning(returned, opts))
 
-    def _delete(self, ctx: Context, id_chunks: Iterable[np.ndarray], opts: DMLOptions | None) -> DMLResult:
+    def _delete(
+        self, ctx: Context, id_chunks: Iterable[np.ndarray], opts: DMLOptions | None
+    ) -> DMLResult:
         pending, immediate = self._stage(ctx)
         data, rowids = self._snapshot()
         affected, returned = 0, []
@@ -277,10 +308,14 @@ class MemoryTable:
 def _rowids_of(column: pa.Array) -> np.ndarray:
     if column.null_count:
         raise NullRowIDError()
-    return np.asarray(column.cast(pa.int64(), safe=False).to_numpy(zero_copy_only=False), dtype=np.int64)
+    return np.asarray(
+        column.cast(pa.int64(), safe=False).to_numpy(zero_copy_only=False), dtype=np.int64
+    )
 
 
-def _batch_chunks(rows: pa.RecordBatchReader, verb: str) -> Iterator[tuple[np.ndarray, pa.RecordBatch]]:
+def _batch_chunks(
+    rows: pa.RecordBatchReader, verb: str
+) -> Iterator[tuple[np.ndarray, pa.RecordBatch]]:
     index = find_rowid_column(rows.schema)
     if index < 0:
         raise ValueError(f"{verb} requires rowid column")
@@ -289,18 +324,26 @@ def _batch_chunks(rows: pa.RecordBatchReader, verb: str) -> Iterator[tuple[np.nd
 
 
 class _Insertable:
-    def insert(self: Any, ctx: Context, rows: pa.RecordBatchReader, opts: DMLOptions | None) -> DMLResult:
+    def insert(
+        self: Any, ctx: Context, rows: pa.RecordBatchReader, opts: DMLOptions | None
+    ) -> DMLResult:
         return self._insert(ctx, rows, opts)
 
 
 class _BatchUpdatable:
-    def update_batch(self: Any, ctx: Context, rows: pa.RecordBatchReader, opts: DMLOptions | None) -> DMLResult:
+    def update_batch(
+        self: Any, ctx: Context, rows: pa.RecordBatchReader, opts: DMLOptions | None
+    ) -> DMLResult:
         return self._update(ctx, _batch_chunks(rows, "UPDATE"), opts)
 
 
 class _LegacyUpdatable:
     def update_by_row_ids(
-        self: Any, ctx: Context, row_ids: pa.Int64Array, rows: pa.RecordBatchReader, opts: DMLOptions | None
+        self: Any,
+        ctx: Context,
+        row_ids: pa.Int64Array,
+        rows: pa.RecordBatchReader,
+        opts: DMLOptions | None,
     ) -> DMLResult:
         ids = _rowids_of(row_ids)
 
@@ -316,12 +359,16 @@ class _LegacyUpdatable:
 
 
 class _BatchDeletable:
-    def delete_batch(self: Any, ctx: Context, rows: pa.RecordBatchReader, opts: DMLOptions | None) -> DMLResult:
+    def delete_batch(
+        self: Any, ctx: Context, rows: pa.RecordBatchReader, opts: DMLOptions | None
+    ) -> DMLResult:
         return self._delete(ctx, (ids for ids, _ in _batch_chunks(rows, "DELETE")), opts)
 
 
 class _LegacyDeletable:
-    def delete_by_row_ids(self: Any, ctx: Context, row_ids: pa.Int64Array, opts: DMLOptions | None) -> DMLResult:
+    def delete_by_row_ids(
+        self: Any, ctx: Context, row_ids: pa.Int64Array, opts: DMLOptions | None
+    ) -> DMLResult:
         return self._delete(ctx, [_rowids_of(row_ids)], opts)
 
 
@@ -367,7 +414,9 @@ class _Found:
 
 def _rows_at(data: pa.Table, positions: np.ndarray) -> pa.RecordBatch:
     taken = data.take(pa.array(positions, type=pa.int64()))
-    return pa.RecordBatch.from_arrays([c.combine_chunks() for c in taken.columns], schema=data.schema)
+    return pa.RecordBatch.from_arrays(
+        [c.combine_chunks() for c in taken.columns], schema=data.schema
+    )
 
 
 def _positions(rowids: np.ndarray, ids: np.ndarray) -> _Found:
@@ -379,7 +428,9 @@ def _positions(rowids: np.ndarray, ids: np.ndarray) -> _Found:
     return _Found(clipped[valid], valid)
 
 
-def _append(data: pa.Table, rowids: np.ndarray, batches: list[pa.RecordBatch], schema: pa.Schema) -> tuple[pa.Table, np.ndarray]:
+def _append(
+    data: pa.Table, rowids: np.ndarray, batches: list[pa.RecordBatch], schema: pa.Schema
+) -> tuple[pa.Table, np.ndarray]:
     added = pa.Table.from_batches(batches, schema=schema)
     new_ids = added.column(0).to_numpy()
     out_of_order = len(new_ids) > 0 and (
@@ -412,7 +463,9 @@ def _merge(group: list[_Update]) -> _Update:
     if len(group) == 1:
         return group[0]
     ids = np.concatenate([u.ids for u in group])
-    columns = {name: pa.concat_arrays([u.columns[name] for u in group]) for name in group[0].columns}
+    columns = {
+        name: pa.concat_arrays([u.columns[name] for u in group]) for name in group[0].columns
+    }
     return _Update(ids, columns)
 
 
@@ -428,7 +481,9 @@ def _replace(data: pa.Table, rowids: np.ndarray, update: _Update) -> pa.Table:
     for name, values in update.columns.items():
         position = data.schema.get_field_index(name)
         current = data.column(position).combine_chunks()
-        data = data.set_column(position, data.schema.field(position), pa.concat_arrays([current, values]).take(take))
+        data = data.set_column(
+            position, data.schema.field(position), pa.concat_arrays([current, values]).take(take)
+        )
     return data
 
 

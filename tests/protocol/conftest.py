@@ -1,0 +1,106 @@
+"""Servers on loopback for the protocol tests: the demo catalog of protocol.md §4.0."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from airport_contracts import Context, DMLOptions
+from pyairport.client import AirportClient
+from pyairport.demo import memory_demo_catalog
+from pyairport.server import AirportServer, ServerConfig
+from pyairport.transactions import MemoryTransactionManager
+
+
+class Running:
+    """A live server, its catalog and a client."""
+
+    def __init__(
+        self, server: AirportServer, catalog: Any, transactions: MemoryTransactionManager | None
+    ) -> None:
+        self.server = server
+        self.catalog = catalog
+        self.transactions = transactions
+        self.client = AirportClient(server.location)
+
+    def table(self, schema: str, name: str = "users") -> Any:
+        return self.catalog.schema(Context.background(), schema).table(Context.background(), name)
+
+    def rows(self, schema: str, name: str = "users") -> list[dict[str, Any]]:
+        return self.table(schema, name).to_table().to_pylist()
+
+    def rowids_where(self, schema: str, **equals: Any) -> list[int]:
+        """The rowids DuckDB's scan would find for WHERE col = value AND ... (stands in for the
+        DoGet scan that precedes a DuckDB UPDATE/DELETE)."""
+        return [r["rowid"] for r in self.rows(schema) if all(r[k] == v for k, v in equals.items())]
+
+    def record_options(self, schema: str) -> list[tuple[str, DMLOptions | None]]:
+        """Wrap the table's DML methods to record the DMLOptions each call received."""
+        table = self.table(schema)
+        seen: list[tuple[str, DMLOptions | None]] = []
+        for method in (
+            "insert",
+            "update_batch",
+            "update_by_row_ids",
+            "delete_batch",
+            "delete_by_row_ids",
+        ):
+            original = getattr(table, method, None)
+            if original is None:
+                continue
+
+            def wrapper(*args: Any, _name: str = method, _original: Any = original) -> Any:
+                seen.append((_name, args[-1]))
+                return _original(*args)
+
+            setattr(table, method, wrapper)
+        return seen
+
+
+def _running(transactions: MemoryTransactionManager | None) -> Iterator[Running]:
+    catalog = memory_demo_catalog()
+    server = AirportServer(catalog, transactions, ServerConfig(port=0)).start()
+    running = Running(server, catalog, transactions)
+    try:
+        yield running
+    finally:
+        running.client.close()
+        server.stop(0)
+
+
+@pytest.fixture
+def srv() -> Iterator[Running]:
+    """The Go fixture's server: no TransactionManager."""
+    yield from _running(None)
+
+
+@pytest.fixture
+def tx_srv() -> Iterator[Running]:
+    """A server with the in-memory TransactionManager."""
+    yield from _running(MemoryTransactionManager())
+
+
+def users(
+    ids: list[int | None], names: list[str] | None = None, emails: list[str] | None = None
+) -> pa.Table:
+    names = names or [f"user_{i}" for i in ids]
+    emails = emails or [f"user_{i}@example.com" for i in ids]
+    return pa.table({"id": pa.array(ids, pa.int64()), "name": names, "email": emails})
+
+
+def generated_users(n: int, start: int = 1) -> pa.Table:
+    """INSERT ... SELECT i, 'user_'||i, 'user_'||i||'@example.com' FROM generate_series(start, n)."""
+    import pyarrow.compute as pc
+
+    ids = pa.array(range(start, start + n), pa.int64())
+    text = pc.cast(ids, pa.string())
+    return pa.table(
+        {
+            "id": ids,
+            "name": pc.binary_join_element_wise("user_", text, ""),
+            "email": pc.binary_join_element_wise("user_", text, "@example.com", ""),
+        }
+    )

@@ -1,0 +1,82 @@
+"""`pyairport serve`: prints where it listens, serves, stops cleanly, fails in one line."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+
+from pyairport.client import AirportClient
+
+PYAIRPORT = [sys.executable, "-m", "pyairport"]
+
+
+def _start(*args: str) -> tuple[subprocess.Popen[str], str]:
+    process = subprocess.Popen(
+        [*PYAIRPORT, "serve", "--port", "0", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    match = re.fullmatch(
+        r"pyairport serving on (grpc://127\.0\.0\.1:\d+) \(backend memory\)\n", line
+    )
+    assert match, line + (process.stderr.read() if process.stderr else "")
+    return process, match.group(1)
+
+
+def test_serve_answers_and_stops_cleanly_on_sigterm() -> None:
+    process, location = _start()
+    try:
+        with AirportClient(location) as client:
+            data = pa.table({"id": pa.array([1], pa.int64()), "name": ["a"], "email": ["b"]})
+            assert client.insert("dml_schema", "users", data).total_changed == 1
+    finally:
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=20)
+    assert process.returncode == 0, err
+    assert "shutting down" in out
+    assert "Traceback" not in err
+
+
+def test_sigint_also_stops_it() -> None:
+    process, _ = _start()
+    process.send_signal(signal.SIGINT)
+    process.communicate(timeout=20)
+    assert process.returncode == 0
+
+
+def test_bad_flag_is_one_line() -> None:
+    done = subprocess.run(
+        [*PYAIRPORT, "serve", "--bogus"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "unrecognized arguments: --bogus" in done.stderr
+
+
+def test_port_in_use_is_one_line() -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = subprocess.run(
+            [*PYAIRPORT, "serve", "--port", str(port)], capture_output=True, text=True, timeout=60
+        )
+    assert done.returncode == 1
+    assert (
+        done.stderr
+        == f"pyairport: error: cannot listen on 127.0.0.1:{port}: address in use or not available\n"
+    )
+
+
+def test_console_script_is_installed() -> None:
+    script = Path(sys.executable).parent / "pyairport"
+    assert script.exists() and os.access(script, os.X_OK)

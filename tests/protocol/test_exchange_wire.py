@@ -1,0 +1,339 @@
+"""DoExchange on the wire: message order and bytes (protocol §1.3-1.5), lock-step, safety
+under disconnects and concurrency, other Flight clients, transactions."""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Iterator
+
+import grpc
+import msgpack
+import pyarrow as pa
+import pyarrow.flight as flight
+import pytest
+
+from airport_contracts import Context, Statement, TransactionState, flight_pb2
+from airport_contracts.contract import COMPATIBILITY_MATRIX, MatrixRow
+from pyairport.backends.memory import memory_table
+from pyairport.catalog import Catalog, CatalogSchema
+from pyairport.demo import USERS_COLUMNS
+from pyairport.ipc import batch_message, read_message, schema_message
+from pyairport.server import AirportServer, ServerConfig
+
+from .conftest import Running, generated_users, users
+
+FINAL_3 = bytes.fromhex("81ad746f74616c5f6368616e676564cf0000000000000003")
+
+
+def _headers(
+    op: str, path: str = "dml_schema/users", returning: bool = False, tx: str = ""
+) -> list[tuple[str, str]]:
+    headers = {"airport-operation": op, "airport-flight-path": path}
+    if returning:
+        headers["return-chunks"] = "1"
+    if tx:
+        headers["airport-transaction-id"] = tx
+    return sorted(headers.items())
+
+
+def test_message_order_and_final_metadata_bytes(srv: Running) -> None:
+    data = users([1, 2, 3])
+    messages = [schema_message(data.schema)] + [
+        batch_message(b) for b in data.to_batches(max_chunksize=2)
+    ]
+    out = list(srv.client.stub.DoExchange(iter(messages), metadata=_headers("insert")))
+    assert len(out) == 2
+    schema_out, final = out
+    assert read_message(schema_out).type == "schema"
+    assert (
+        not schema_out.app_metadata
+        and not schema_out.HasField("flight_descriptor")
+        and not schema_out.data_body
+    )
+    assert final.app_metadata == FINAL_3 and not final.data_header and not final.data_body
+
+
+def test_returning_batch_per_input_batch_then_final(srv: Running) -> None:
+    data = users([1, 2, 3])
+    messages = [schema_message(data.schema)] + [
+        batch_message(b) for b in data.to_batches(max_chunksize=1)
+    ]
+    out = list(
+        srv.client.stub.DoExchange(iter(messages), metadata=_headers("insert", returning=True))
+    )
+    kinds = [read_message(m).type if m.data_header else "final" for m in out]
+    assert kinds == ["schema", "record batch", "record batch", "record batch", "final"]
+    assert not any(m.app_metadata for m in out[:-1]) and out[-1].app_metadata == FINAL_3
+
+
+def test_empty_input_gets_only_final_metadata(srv: Running) -> None:
+    descriptor_only = flight_pb2.FlightData(
+        flight_descriptor=flight_pb2.FlightDescriptor(type=1, path=["dml_schema", "users"])
+    )
+    out = list(srv.client.stub.DoExchange(iter([descriptor_only]), metadata=_headers("update")))
+    assert [m.app_metadata for m in out] == [
+        bytes.fromhex("81ad746f74616c5f6368616e676564cf0000000000000000")
+    ]
+
+
+def test_schema_then_no_batches_is_schema_and_zero(srv: Running) -> None:
+    schema = pa.schema([pa.field("rowid", pa.int64())])
+    out = list(
+        srv.client.stub.DoExchange(
+            iter([schema_message(schema)]), metadata=_headers("delete", returning=True)
+        )
+    )
+    assert (
+        read_message(out[0]).type == "schema"
+        and out[-1].app_metadata.endswith(bytes(8))
+        and len(out) == 2
+    )
+
+
+def _lock_step_call(
+    srv: Running, headers: list[tuple[str, str]], schema: pa.Schema
+) -> tuple[queue.Queue[object], Iterator[flight_pb2.FlightData]]:
+    outbox: queue.Queue[object] = queue.Queue()
+
+    def requests() -> Iterator[flight_pb2.FlightData]:
+        while (item := outbox.get()) is not None:
+            assert isinstance(item, flight_pb2.FlightData)
+            yield item
+
+    outbox.put(schema_message(schema))
+    return outbox, srv.client.stub.DoExchange(requests(), metadata=headers)
+
+
+def test_schema_arrives_before_any_batch_is_sent(srv: Running) -> None:
+    """DuckDB reads the server schema right after Begin(), before writing a batch."""
+    outbox, responses = _lock_step_call(srv, _headers("insert", returning=True), users([1]).schema)
+    first = next(responses)  # would hang if the server waited for input batches
+    assert read_message(first).type == "schema"
+    outbox.put(None)
+    assert list(responses)[-1].app_metadata
+
+
+def test_disconnect_mid_returning_update_leaves_table_unchanged(
+    srv: Running, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rolled_back = threading.Event()
+    original_rollback = Statement.rollback
+
+    def rollback(self: Statement) -> list[BaseException]:
+        errors = original_rollback(self)
+        rolled_back.set()
+        return errors
+
+    monkeypatch.setattr(Statement, "rollback", rollback)
+    srv.client.insert("dml_schema", "users", users([1, 2, 3]))
+    before = srv.rows("dml_schema")
+    data = pa.table({"name": ["X"], "rowid": pa.array([1], pa.int64())})
+    outbox, responses = _lock_step_call(srv, _headers("update", returning=True), data.schema)
+    next(responses)  # schema
+    outbox.put(batch_message(data.to_batches()[0]))
+    assert read_message(next(responses)).type == "record batch"  # the first batch was processed
+    responses.cancel()  # type: ignore[attr-defined]  # the client goes away mid-statement
+    outbox.put(None)
+    assert rolled_back.wait(10), "the server never rolled the statement back"
+    assert srv.rows("dml_schema") == before
+
+
+def test_concurrent_inserts_from_eight_clients_lose_nothing(srv: Running) -> None:
+    errors: list[BaseException] = []
+
+    def worker(k: int) -> None:
+        try:
+            for j in range(10):
+                srv.client.insert(
+                    "batch_schema",
+                    "users",
+                    generated_users(500, start=k * 10_000 + j * 500),
+                    batch_rows=128,
+                )
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    table = srv.table("batch_schema").to_table()
+    assert table.num_rows == 8 * 10 * 500
+    assert len(set(table.column("rowid").to_pylist())) == table.num_rows
+    assert len(set(table.column("id").to_pylist())) == table.num_rows
+
+
+@pytest.fixture
+def matrix_srv() -> Iterator[Running]:
+    schema = CatalogSchema("m")
+    for row in COMPATIBILITY_MATRIX:
+        name = "_".join(row.implements)
+        schema.add(memory_table(name, USERS_COLUMNS, row.implements, rows=users([1, 2])))
+    catalog = Catalog("", [schema])
+    server = AirportServer(catalog, None, ServerConfig(port=0)).start()
+    running = Running(server, catalog, None)
+    yield running
+    running.client.close()
+    server.stop(0)
+
+
+@pytest.mark.parametrize("row", COMPATIBILITY_MATRIX, ids=lambda r: "+".join(r.implements))
+def test_compatibility_matrix_end_to_end(matrix_srv: Running, row: MatrixRow) -> None:
+    name = "_".join(row.implements)
+    table = matrix_srv.table("m", name)
+    called: list[str] = []
+    for method in ("update_batch", "update_by_row_ids", "delete_batch", "delete_by_row_ids"):
+        if hasattr(table, method):
+            original = getattr(table, method)
+            setattr(
+                table, method, lambda *a, _m=method, _o=original: (called.append(_m), _o(*a))[1]
+            )
+    update = pa.table({"name": ["new"], "rowid": pa.array([1], pa.int64())})
+    for op, chosen, data in (
+        ("update", row.update, update),
+        ("delete", row.delete, pa.table({"rowid": pa.array([2], pa.int64())})),
+    ):
+        code = None
+        try:
+            matrix_srv.client.exchange(op, "m", name, data)
+        except Exception as exc:
+            code = getattr(exc, "code", None)
+        if chosen is None:
+            assert code == grpc.StatusCode.FAILED_PRECONDITION
+        else:
+            assert code is None
+    expected = []
+    if row.update:
+        expected.append(
+            {"UpdatableBatchTable": "update_batch", "UpdatableTable": "update_by_row_ids"}[
+                row.update
+            ]
+        )
+    if row.delete:
+        expected.append(
+            {"DeletableBatchTable": "delete_batch", "DeletableTable": "delete_by_row_ids"}[
+                row.delete
+            ]
+        )
+    assert called == expected
+
+
+def test_pyarrow_flight_client_insert_and_update(srv: Running) -> None:
+    client = flight.connect(srv.server.location)
+    data = users([1, 2])
+    options = flight.FlightCallOptions(
+        headers=[
+            (b"airport-operation", b"insert"),
+            (b"airport-flight-path", b"batch_schema/users"),
+            (b"return-chunks", b"1"),
+        ]
+    )
+    writer, reader = client.do_exchange(
+        flight.FlightDescriptor.for_path("batch_schema", "users"), options
+    )
+    writer.begin(data.schema)
+    returned = []
+    for batch in data.to_batches(max_chunksize=1):
+        writer.write_batch(batch)
+        returned.append(reader.read_chunk().data)  # lock-step, as DuckDB does
+    writer.done_writing()
+    tail = list(reader)
+    writer.close()
+    assert [b.num_rows for b in returned] == [1, 1]
+    assert tail[-1].app_metadata.to_pybytes() == bytes.fromhex(
+        "81ad746f74616c5f6368616e676564cf0000000000000002"
+    )
+    # Arrow C++ (so also DuckDB) reports FAILED_PRECONDITION this way (protocol §1.11).
+    options = flight.FlightCallOptions(
+        headers=[
+            (b"airport-operation", b"insert"),
+            (b"airport-flight-path", b"demo_schema/readonly"),
+        ]
+    )
+    writer, reader = client.do_exchange(flight.FlightDescriptor.for_path("x"), options)
+    expected = "gRPC returned precondition failed error, with message: table 'readonly' does not support INSERT operations"
+    with pytest.raises(pa.ArrowInvalid, match=expected):
+        writer.begin(data.schema)
+        writer.write_table(data)
+        writer.done_writing()
+        list(reader)
+    with pytest.raises(pa.ArrowInvalid):
+        writer.close()  # the stream already failed; closing reports it again
+    client.close()
+
+
+# --- transactions on DoExchange (protocol §1.10, §2.2-2.3, deviation transaction_validated) ---
+
+
+def _begin(srv: Running) -> str:
+    (body,) = srv.client.action("create_transaction", msgpack.packb({"catalog_name": ""}))
+    identifier = msgpack.unpackb(body)["identifier"]
+    assert isinstance(identifier, str) and len(identifier) == 36
+    return identifier
+
+
+def _status(srv: Running, tx: str) -> dict[str, object]:
+    (body,) = srv.client.action("get_transaction_status", msgpack.packb({"transaction_id": tx}))
+    return msgpack.unpackb(body)
+
+
+def test_dml_in_a_transaction_commits_it(tx_srv: Running) -> None:
+    tx = _begin(tx_srv)
+    assert _status(tx_srv, tx) == {"status": "active", "exists": True}
+    tx_srv.client.insert("dml_schema", "users", users([1]), transaction_id=tx)
+    assert _status(tx_srv, tx) == {"status": "committed", "exists": True}
+    assert len(tx_srv.rows("dml_schema")) == 1
+
+
+def test_failed_dml_in_a_transaction_aborts_it_and_leaves_no_trace(tx_srv: Running) -> None:
+    tx = _begin(tx_srv)
+    bad = pa.table({"id": pa.array([1, 2], pa.int64()), "nickname": ["a", "b"]})
+    with pytest.raises(Exception, match="column nickname not found"):
+        tx_srv.client.insert("dml_schema", "users", bad, transaction_id=tx)
+    assert _status(tx_srv, tx) == {"status": "aborted", "exists": True}
+    assert tx_srv.rows("dml_schema") == []
+
+
+def test_finished_transaction_is_refused(tx_srv: Running) -> None:
+    tx = _begin(tx_srv)
+    tx_srv.client.insert("dml_schema", "users", users([1]), transaction_id=tx)
+    with pytest.raises(Exception) as err:
+        tx_srv.client.insert("dml_schema", "users", users([2]), transaction_id=tx)
+    assert err.value.code == grpc.StatusCode.FAILED_PRECONDITION  # type: ignore[attr-defined]
+    assert err.value.message == f"transaction {tx} is not active (state: committed)"  # type: ignore[attr-defined]
+    assert len(tx_srv.rows("dml_schema")) == 1
+
+
+def test_unknown_transaction_is_not_found(tx_srv: Running) -> None:
+    with pytest.raises(Exception) as err:
+        tx_srv.client.insert("dml_schema", "users", users([1]), transaction_id="non-existent-tx-id")
+    assert err.value.code == grpc.StatusCode.NOT_FOUND  # type: ignore[attr-defined]
+    assert err.value.message == "transaction non-existent-tx-id not found"  # type: ignore[attr-defined]
+
+
+def test_x_transaction_id_header_is_read_too(tx_srv: Running) -> None:
+    tx = _begin(tx_srv)
+    tx_srv.client.exchange(
+        "insert", "dml_schema", "users", users([1]), headers={"x-transaction-id": tx}
+    )
+    assert tx_srv.transactions is not None
+    assert tx_srv.transactions.get_transaction_status(Context.background(), tx) == (
+        TransactionState.COMMITTED,
+        True,
+    )
+
+
+def test_without_a_manager_create_transaction_is_nil_and_dml_ignores_the_header(
+    srv: Running,
+) -> None:
+    (body,) = srv.client.action("create_transaction", msgpack.packb({"catalog_name": ""}))
+    assert body == bytes.fromhex("81aa6964656e746966696572c0")
+    (body,) = srv.client.action("get_transaction_status", msgpack.packb({"transaction_id": "x"}))
+    assert msgpack.unpackb(body) == {"status": "", "exists": False}
+    srv.client.insert(
+        "dml_schema", "users", users([1]), transaction_id="anything"
+    )  # Go runs it without one
+    assert len(srv.rows("dml_schema")) == 1
