@@ -35,7 +35,8 @@ from airport_contracts import (
 )
 
 SCAN_BATCH_ROWS = 65_536
-_MAX_CHUNKS = 64  # combine the table's chunks beyond this many appended inserts
+_MAX_CHUNKS = 256  # compact the table once this many statements have appended chunks
+_SMALL_BATCH_ROWS = 16_384  # input batches smaller than this on average are coalesced
 
 ALL_CAPABILITIES = (
     "InsertableTable",
@@ -54,8 +55,24 @@ class NullRowIDError(ValueError):
 
 
 @dataclass
-class _Update:
+class _Found:
+    positions: np.ndarray  # positions of the rowids that exist
+    valid: np.ndarray  # mask over the input rowids: which exist
+
+
+@dataclass
+class _Lookup:
+    """Rowids and where they were found in the data version `version` (reused at commit
+    when nothing else committed in between, so each rowid is looked up once)."""
+
     ids: np.ndarray
+    found: _Found
+    version: int
+
+
+@dataclass
+class _Update:
+    lookup: _Lookup
     columns: dict[str, pa.Array]
 
 
@@ -65,7 +82,7 @@ class _Pending:
 
     inserts: list[pa.RecordBatch] = field(default_factory=list)
     updates: list[_Update] = field(default_factory=list)
-    deletes: list[np.ndarray] = field(default_factory=list)
+    deletes: list[_Lookup] = field(default_factory=list)
     registered: bool = False
 
 
@@ -90,7 +107,11 @@ class MemoryTable:
         self.schema = pa.schema([rowid_field(), *columns], metadata=columns.metadata)
         self._lock = threading.Lock()
         self._data = self.schema.empty_table()
-        self._rowids = np.empty(0, dtype=np.int64)
+        # numpy copy of the rowid column for lookups: built on first need after an INSERT
+        # (inserts do not pay for it; UPDATE/DELETE look rows up with it)
+        self._rowids: np.ndarray | None = np.empty(0, dtype=np.int64)
+        self._last_rowid = 0  # the largest committed rowid (the rowid column is sorted)
+        self._version = 0  # bumped whenever committed data changes
         self._next_rowid = 1
         if rows is not None and rows.num_rows:
             self._seed(rows)
@@ -108,7 +129,7 @@ class MemoryTable:
 
     def scan(self, ctx: Context, opts: ScanOptions | None = None) -> pa.RecordBatchReader:
         ctx.raise_if_done()
-        data, _ = self._snapshot()
+        data = self._snapshot()
         limit = opts.limit if opts is not None and opts.limit > 0 else None
         if limit is not None:
             data = data.slice(0, limit)
@@ -122,7 +143,7 @@ class MemoryTable:
 
     def to_table(self) -> pa.Table:
         """The committed rows (rowid first), for tests and tools."""
-        return self._snapshot()[0]
+        return self._snapshot()
 
     # --- storage ----------------------------------------------------------------------------
 
@@ -140,11 +161,22 @@ class MemoryTable:
         pending = _Pending(inserts=[batch])
         self._apply(pending)
         with self._lock:
-            self._next_rowid = max(self._next_rowid, int(self._rowids.max()) + 1)
+            self._next_rowid = max(self._next_rowid, self._last_rowid + 1)
 
-    def _snapshot(self) -> tuple[pa.Table, np.ndarray]:
+    def _snapshot(self) -> pa.Table:
         with self._lock:
-            return self._data, self._rowids
+            return self._data
+
+    def _index(self) -> np.ndarray:
+        """The rowid column as a sorted numpy array (call with the lock held)."""
+        if self._rowids is None:
+            self._rowids = _rowid_array(self._data)
+        return self._rowids
+
+    def _lookup(self, ids: np.ndarray) -> tuple[pa.Table, _Lookup]:
+        with self._lock:
+            data, rowids, version = self._data, self._index(), self._version
+        return data, _Lookup(ids, _positions(rowids, ids), version)
 
     def _allocate(self, count: int) -> np.ndarray:
         with self._lock:
@@ -165,14 +197,21 @@ class MemoryTable:
 
     def _apply(self, pending: _Pending) -> None:
         with self._lock:
-            data, rowids = self._data, self._rowids
+            data, rowids, version = self._data, self._rowids, self._version
             if pending.inserts:
-                data, rowids = _append(data, rowids, pending.inserts, self.schema)
+                data, self._last_rowid = _append(data, self._last_rowid, pending.inserts, self.schema)
+                rowids = None
+                version += 1
+            if rowids is None and (pending.updates or pending.deletes):
+                rowids = _rowid_array(data)
             for group in _group_updates(pending.updates):
-                data = _replace(data, rowids, group)
+                data = _replace(data, _found(rowids, version, group.lookup), group.columns)
+                version += 1
             if pending.deletes:
-                data, rowids = _remove(data, rowids, np.concatenate(pending.deletes))
-            self._data, self._rowids = data, rowids
+                data, rowids = _remove(data, rowids, _found(rowids, version, _merge_lookups(pending.deletes)))
+                version += 1
+            assert rowids is not None or not (pending.updates or pending.deletes)
+            self._data, self._rowids, self._version = data, rowids, version
 
     # --- shaping input ----------------------------------------------------------------------
 
@@ -262,13 +301,13 @@ class MemoryTable:
         opts: DMLOptions | None,
     ) -> DMLResult:
         pending, immediate = self._stage(ctx)
-        data, rowids = self._snapshot()
         affected, returned = 0, []
         for ids, values in chunks:
             ctx.raise_if_done()
             columns = self._conform_update(values)
-            found = _positions(rowids, ids)
-            pending.updates.append(_Update(ids, columns))
+            data, lookup = self._lookup(ids)
+            found = lookup.found
+            pending.updates.append(_Update(lookup, columns))
             affected += int(found.valid.sum())
             if opts is not None and opts.returning:
                 after = _rows_at(data, found.positions)
@@ -287,14 +326,13 @@ class MemoryTable:
         self, ctx: Context, id_chunks: Iterable[np.ndarray], opts: DMLOptions | None
     ) -> DMLResult:
         pending, immediate = self._stage(ctx)
-        data, rowids = self._snapshot()
         affected, returned = 0, []
         for ids in id_chunks:
             ctx.raise_if_done()
-            found = _positions(rowids, ids)
-            hit = ids[found.valid]
-            pending.deletes.append(hit)
-            affected += len(np.unique(hit))
+            data, lookup = self._lookup(ids)
+            found = lookup.found
+            pending.deletes.append(lookup)
+            affected += _distinct(found.positions)
             if opts is not None and opts.returning:
                 returned.append(_rows_at(data, found.positions))
         if immediate:
@@ -406,12 +444,6 @@ def memory_table(
 # --- vectorised storage operations ---------------------------------------------------------
 
 
-@dataclass
-class _Found:
-    positions: np.ndarray  # positions of the rowids that exist
-    valid: np.ndarray  # mask over the input rowids: which exist
-
-
 def _rows_at(data: pa.Table, positions: np.ndarray) -> pa.RecordBatch:
     taken = data.take(pa.array(positions, type=pa.int64()))
     return pa.RecordBatch.from_arrays(
@@ -428,23 +460,56 @@ def _positions(rowids: np.ndarray, ids: np.ndarray) -> _Found:
     return _Found(clipped[valid], valid)
 
 
-def _append(
-    data: pa.Table, rowids: np.ndarray, batches: list[pa.RecordBatch], schema: pa.Schema
-) -> tuple[pa.Table, np.ndarray]:
+def _rowid_array(data: pa.Table) -> np.ndarray:
+    return np.asarray(data.column(0).to_numpy(), dtype=np.int64)
+
+
+def _append(data: pa.Table, last_rowid: int, batches: list[pa.RecordBatch], schema: pa.Schema) -> tuple[pa.Table, int]:
+    """data with batches appended, kept sorted by rowid; returns it and its last rowid."""
     added = pa.Table.from_batches(batches, schema=schema)
-    new_ids = added.column(0).to_numpy()
-    out_of_order = len(new_ids) > 0 and (
-        bool(np.any(np.diff(new_ids) < 0)) or (len(rowids) > 0 and new_ids[0] < rowids[-1])
-    )
-    data = pa.concat_tables([data, added])
-    rowids = np.concatenate([rowids, new_ids])
+    if not added.num_rows:
+        return data, last_rowid
+    if added.num_rows < _SMALL_BATCH_ROWS * len(batches):
+        # DuckDB sends 2048-row batches: coalesce them (O(new rows)) so chunks stay large.
+        added = added.combine_chunks()
+    # One statement's rowids increase (allocation is monotonic and batches keep their
+    # order), so only the boundary with what is committed can be out of order: that happens
+    # when concurrent statements commit in another order than they allocated.
+    ids = added.column(0)
+    out_of_order = data.num_rows > 0 and ids[0].as_py() < last_rowid
+    data = pa.concat_tables([data, added]) if data.num_rows else added
     if out_of_order:
-        # Concurrent statements committed out of rowid order: restore the sort lookups need.
-        order = np.argsort(rowids, kind="stable")
-        data, rowids = data.take(pa.array(order)), rowids[order]
+        data = data.sort_by(schema[0].name)
     if data.column(0).num_chunks > _MAX_CHUNKS:
-        data = data.combine_chunks()
-    return data, rowids
+        data = data.combine_chunks()  # many small statements: compact, amortised O(n)
+    return data, max(last_rowid, ids[len(ids) - 1].as_py())
+
+
+def _distinct(positions: np.ndarray) -> int:
+    """How many different rows positions name (a client may repeat a rowid)."""
+    if len(positions) < 2 or bool(np.all(positions[1:] > positions[:-1])):
+        return len(positions)
+    return len(np.unique(positions))
+
+
+def _found(rowids: np.ndarray, version: int, lookup: _Lookup) -> _Found:
+    """Where lookup's rowids are in the current data: its cached answer if it was made
+    against this version, else a fresh search."""
+    return lookup.found if lookup.version == version else _positions(rowids, lookup.ids)
+
+
+def _merge_lookups(lookups: list[_Lookup]) -> _Lookup:
+    if len(lookups) == 1:
+        return lookups[0]
+    ids = np.concatenate([lookup.ids for lookup in lookups])
+    versions = {lookup.version for lookup in lookups}
+    if len(versions) > 1:  # made against different data: search again at commit
+        return _Lookup(ids, _Found(np.empty(0, dtype=np.int64), np.zeros(0, dtype=bool)), -1)
+    found = _Found(
+        np.concatenate([lookup.found.positions for lookup in lookups]),
+        np.concatenate([lookup.found.valid for lookup in lookups]),
+    )
+    return _Lookup(ids, found, versions.pop())
 
 
 def _group_updates(updates: list[_Update]) -> Iterator[_Update]:
@@ -462,23 +527,19 @@ def _group_updates(updates: list[_Update]) -> Iterator[_Update]:
 def _merge(group: list[_Update]) -> _Update:
     if len(group) == 1:
         return group[0]
-    ids = np.concatenate([u.ids for u in group])
-    columns = {
-        name: pa.concat_arrays([u.columns[name] for u in group]) for name in group[0].columns
-    }
-    return _Update(ids, columns)
+    columns = {name: pa.concat_arrays([u.columns[name] for u in group]) for name in group[0].columns}
+    return _Update(_merge_lookups([u.lookup for u in group]), columns)
 
 
-def _replace(data: pa.Table, rowids: np.ndarray, update: _Update) -> pa.Table:
-    """Rows of update.ids take update.columns' values (the last value wins for a repeated id)."""
-    found = _positions(rowids, update.ids)
+def _replace(data: pa.Table, found: _Found, columns: dict[str, pa.Array]) -> pa.Table:
+    """The found rows take columns' values (the last value wins for a repeated rowid)."""
     if not found.valid.any():
         return data
     n = data.num_rows
     index = np.arange(n, dtype=np.int64)
     index[found.positions] = n + np.flatnonzero(found.valid)
     take = pa.array(index)
-    for name, values in update.columns.items():
+    for name, values in columns.items():
         position = data.schema.get_field_index(name)
         current = data.column(position).combine_chunks()
         data = data.set_column(
@@ -487,8 +548,7 @@ def _replace(data: pa.Table, rowids: np.ndarray, update: _Update) -> pa.Table:
     return data
 
 
-def _remove(data: pa.Table, rowids: np.ndarray, ids: np.ndarray) -> tuple[pa.Table, np.ndarray]:
-    found = _positions(rowids, ids)
+def _remove(data: pa.Table, rowids: np.ndarray, found: _Found) -> tuple[pa.Table, np.ndarray]:
     if not len(found.positions):
         return data, rowids
     keep = np.ones(len(rowids), dtype=bool)

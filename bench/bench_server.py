@@ -1,0 +1,69 @@
+"""The server the benchmarks talk to, in its own process: a no-op sink (the transport's
+ceiling) beside memory tables, plus a `bench_reset` action that refills a table."""
+
+from __future__ import annotations
+
+import sys
+
+import pyarrow as pa
+
+from airport_contracts import Context, DMLOptions, DMLResult, project_schema
+from pyairport.backends.memory import memory_table
+from pyairport.catalog import Catalog, CatalogSchema
+from pyairport.server import AirportServer, ServerConfig
+
+COLUMNS = pa.schema([("id", pa.int64()), ("value", pa.float64()), ("category", pa.int32()), ("name", pa.string())])
+
+
+def rows(n: int, start: int = 0) -> pa.Table:
+    import pyarrow.compute as pc
+
+    ids = pa.array(range(start, start + n), pa.int64())
+    return pa.table(
+        {
+            "id": ids,
+            "value": pc.multiply(ids.cast(pa.float64()), 1.5),
+            "category": pc.cast(pc.bit_wise_and(ids, 127), pa.int32()),
+            "name": pc.binary_join_element_wise("item_", pc.cast(ids, pa.string()), ""),
+        },
+        schema=COLUMNS,
+    )
+
+
+class Sink:
+    """Reads every batch and keeps nothing: what the transport costs without a table."""
+
+    def name(self) -> str:
+        return "sink"
+
+    def comment(self) -> str:
+        return ""
+
+    def arrow_schema(self, columns: list[str] | None = None) -> pa.Schema:
+        return project_schema(COLUMNS, columns or [])
+
+    def scan(self, ctx: Context, opts: object = None) -> pa.RecordBatchReader:
+        return pa.RecordBatchReader.from_batches(COLUMNS, [])
+
+    def insert(self, ctx: Context, rows: pa.RecordBatchReader, opts: DMLOptions | None) -> DMLResult:
+        return DMLResult(affected_rows=sum(b.num_rows for b in rows))
+
+
+def main() -> None:
+    schema = CatalogSchema("bench", tables=[Sink(), memory_table("target", COLUMNS)])  # type: ignore[list-item]
+    catalog = Catalog("", [schema])
+
+    def reset(ctx: Context, body: bytes, headers: dict[str, str]) -> list[bytes]:
+        name, count = body.decode().split(":")
+        schema.add(memory_table(name, COLUMNS, rows=rows(int(count))))
+        return [b"ok"]
+
+    config = ServerConfig(port=0, max_message_bytes=256 * 1024 * 1024)
+    server = AirportServer(catalog, None, config, extra_actions={"bench_reset": reset}).start()
+    print(server.location, flush=True)
+    sys.stdin.read()  # run until the benchmark closes our stdin
+    server.stop(0)
+
+
+if __name__ == "__main__":
+    main()

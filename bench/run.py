@@ -1,0 +1,115 @@
+"""pyairport benchmarks: every figure is printed with a ratio against a baseline measured in
+the same run. `make bench` runs them; the README shows the latest output.
+
+1. INSERT 10M rows (4 columns, 64k-row batches) through DoExchange into the memory backend,
+   against the same INSERT into a no-op sink on the same transport. Target ratio >= 0.9.
+2. UPDATE and DELETE of 100k rowids in a 1M-row memory table: rows/s (target >= 5M rows/s),
+   and RETURNING on vs off in DuckDB's lock-step shape (2048-row batches): ratio, target <= 1.2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_server import rows  # noqa: E402
+
+from pyairport.client import AirportClient  # noqa: E402
+
+
+def best_of(repeats: int, run: Callable[[], None], before: Callable[[], None] | None = None) -> float:
+    times = []
+    for _ in range(repeats):
+        if before:
+            before()
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def start_server() -> tuple[subprocess.Popen[str], str]:
+    env = dict(os.environ, GRPC_VERBOSITY="NONE")
+    process = subprocess.Popen(
+        [sys.executable, str(Path(__file__).parent / "bench_server.py")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+    )
+    assert process.stdout is not None
+    return process, process.stdout.readline().strip()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    process, location = start_server()
+    client = AirportClient(location, max_message_bytes=256 * 1024 * 1024)
+    try:
+        insert_bench(client, args.rows, args.repeats)
+        update_delete_bench(client, args.repeats)
+    finally:
+        client.close()
+        assert process.stdin is not None
+        process.stdin.close()
+        process.wait(timeout=30)
+
+
+def insert_bench(client: AirportClient, n: int, repeats: int) -> None:
+    data = rows(n)
+    megabytes = data.nbytes / 1e6
+    # gRPC grows a new channel's flow-control window during its first transfers: warm up.
+    client.insert("bench", "sink", data, batch_rows=65_536)
+    sink = best_of(repeats, lambda: client.insert("bench", "sink", data, batch_rows=65_536))
+    memory = best_of(
+        repeats,
+        lambda: client.insert("bench", "target", data, batch_rows=65_536),
+        before=lambda: client.action("bench_reset", b"target:0"),
+    )
+    print(f"INSERT {n:,} rows ({megabytes:,.0f} MB, 64k-row batches) through DoExchange")
+    print(f"  no-op sink (baseline)  {n / sink / 1e6:6.2f} M rows/s  {megabytes / sink:7.0f} MB/s")
+    print(f"  memory backend         {n / memory / 1e6:6.2f} M rows/s  {megabytes / memory:7.0f} MB/s")
+    print(f"  ratio memory/sink      {sink / memory:6.2f}   (target >= 0.90)")
+
+
+def update_delete_bench(client: AirportClient, repeats: int) -> None:
+    table_rows, k = 1_000_000, 100_000
+    rng = np.random.default_rng(42)
+    rowids = pa.array(np.sort(rng.choice(np.arange(1, table_rows + 1), size=k, replace=False)), pa.int64())
+    update = pa.table({"value": pa.array(rng.random(k)), "rowid": rowids})
+    reset = lambda: client.action("bench_reset", f"target:{table_rows}".encode())  # noqa: E731
+    print(f"UPDATE / DELETE of {k:,} rowids in a {table_rows:,}-row memory table")
+    results = {}
+    for op in ("update", "delete"):
+        for batch_rows, returning in ((65_536, False), (65_536, True), (2048, False), (2048, True)):
+            if op == "update":
+                call = lambda b=batch_rows, r=returning: client.update("bench", "target", update, batch_rows=b, returning=r)  # noqa: E731
+            else:
+                call = lambda b=batch_rows, r=returning: client.delete("bench", "target", rowids, batch_rows=b, returning=r)  # noqa: E731
+            seconds = best_of(repeats, call, before=reset)
+            results[(op, batch_rows, returning)] = seconds
+            shape = f"{batch_rows:>6}-row batches" + (", RETURNING (lock-step)" if returning else "")
+            print(f"  {op.upper():6} {shape:40} {k / seconds / 1e6:6.2f} M rows/s  ({seconds * 1000:6.1f} ms)")
+    for op in ("update", "delete"):
+        for batch_rows in (65_536, 2048):
+            ratio = results[(op, batch_rows, True)] / results[(op, batch_rows, False)]
+            print(f"  {op.upper():6} RETURNING on/off ratio, {batch_rows:>6}-row batches  {ratio:5.2f}   (target <= 1.20)")
+    # The same lock-step through a table that does nothing: what the round trips alone cost.
+    data = rows(k)
+    plain = best_of(repeats, lambda: client.insert("bench", "sink", data, batch_rows=2048))
+    lock_step = best_of(repeats, lambda: client.insert("bench", "sink", data, batch_rows=2048, returning=True))
+    trips = -(-k // 2048)
+    print(f"  transport floor: no-op table, {trips} lock-step round trips cost {(lock_step - plain) * 1e6 / trips:5.0f} us each;"
+          f" RETURNING on/off ratio {lock_step / plain:5.2f}")
+
+
+if __name__ == "__main__":
+    main()
