@@ -12,7 +12,9 @@ from pyairport.backends.memory import memory_table
 from pyairport.catalog import Catalog, CatalogSchema
 from pyairport.server import AirportServer, ServerConfig
 
-COLUMNS = pa.schema([("id", pa.int64()), ("value", pa.float64()), ("category", pa.int32()), ("name", pa.string())])
+COLUMNS = pa.schema(
+    [("id", pa.int64()), ("value", pa.float64()), ("category", pa.int32()), ("name", pa.string())]
+)
 
 
 def rows(n: int, start: int = 0) -> pa.Table:
@@ -45,7 +47,9 @@ class Sink:
     def scan(self, ctx: Context, opts: object = None) -> pa.RecordBatchReader:
         return pa.RecordBatchReader.from_batches(COLUMNS, [])
 
-    def insert(self, ctx: Context, rows: pa.RecordBatchReader, opts: DMLOptions | None) -> DMLResult:
+    def insert(
+        self, ctx: Context, rows: pa.RecordBatchReader, opts: DMLOptions | None
+    ) -> DMLResult:
         return DMLResult(affected_rows=sum(b.num_rows for b in rows))
 
 

@@ -26,7 +26,9 @@ from bench_server import rows  # noqa: E402
 from pyairport.client import AirportClient  # noqa: E402
 
 
-def best_of(repeats: int, run: Callable[[], None], before: Callable[[], None] | None = None) -> float:
+def best_of(
+    repeats: int, run: Callable[[], None], before: Callable[[], None] | None = None
+) -> float:
     times = []
     for _ in range(repeats):
         if before:
@@ -40,7 +42,11 @@ def best_of(repeats: int, run: Callable[[], None], before: Callable[[], None] | 
 def start_server() -> tuple[subprocess.Popen[str], str]:
     env = dict(os.environ, GRPC_VERBOSITY="NONE")
     process = subprocess.Popen(
-        [sys.executable, str(Path(__file__).parent / "bench_server.py")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+        [sys.executable, str(Path(__file__).parent / "bench_server.py")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
     )
     assert process.stdout is not None
     return process, process.stdout.readline().strip()
@@ -76,14 +82,18 @@ def insert_bench(client: AirportClient, n: int, repeats: int) -> None:
     )
     print(f"INSERT {n:,} rows ({megabytes:,.0f} MB, 64k-row batches) through DoExchange")
     print(f"  no-op sink (baseline)  {n / sink / 1e6:6.2f} M rows/s  {megabytes / sink:7.0f} MB/s")
-    print(f"  memory backend         {n / memory / 1e6:6.2f} M rows/s  {megabytes / memory:7.0f} MB/s")
+    print(
+        f"  memory backend         {n / memory / 1e6:6.2f} M rows/s  {megabytes / memory:7.0f} MB/s"
+    )
     print(f"  ratio memory/sink      {sink / memory:6.2f}   (target >= 0.90)")
 
 
 def update_delete_bench(client: AirportClient, repeats: int) -> None:
     table_rows, k = 1_000_000, 100_000
     rng = np.random.default_rng(42)
-    rowids = pa.array(np.sort(rng.choice(np.arange(1, table_rows + 1), size=k, replace=False)), pa.int64())
+    rowids = pa.array(
+        np.sort(rng.choice(np.arange(1, table_rows + 1), size=k, replace=False)), pa.int64()
+    )
     update = pa.table({"value": pa.array(rng.random(k)), "rowid": rowids})
     reset = lambda: client.action("bench_reset", f"target:{table_rows}".encode())  # noqa: E731
     print(f"UPDATE / DELETE of {k:,} rowids in a {table_rows:,}-row memory table")
@@ -91,24 +101,38 @@ def update_delete_bench(client: AirportClient, repeats: int) -> None:
     for op in ("update", "delete"):
         for batch_rows, returning in ((65_536, False), (65_536, True), (2048, False), (2048, True)):
             if op == "update":
-                call = lambda b=batch_rows, r=returning: client.update("bench", "target", update, batch_rows=b, returning=r)  # noqa: E731
+                call = lambda b=batch_rows, r=returning: client.update(
+                    "bench", "target", update, batch_rows=b, returning=r
+                )  # noqa: E731
             else:
-                call = lambda b=batch_rows, r=returning: client.delete("bench", "target", rowids, batch_rows=b, returning=r)  # noqa: E731
+                call = lambda b=batch_rows, r=returning: client.delete(
+                    "bench", "target", rowids, batch_rows=b, returning=r
+                )  # noqa: E731
             seconds = best_of(repeats, call, before=reset)
             results[(op, batch_rows, returning)] = seconds
-            shape = f"{batch_rows:>6}-row batches" + (", RETURNING (lock-step)" if returning else "")
-            print(f"  {op.upper():6} {shape:40} {k / seconds / 1e6:6.2f} M rows/s  ({seconds * 1000:6.1f} ms)")
+            shape = f"{batch_rows:>6}-row batches" + (
+                ", RETURNING (lock-step)" if returning else ""
+            )
+            print(
+                f"  {op.upper():6} {shape:40} {k / seconds / 1e6:6.2f} M rows/s  ({seconds * 1000:6.1f} ms)"
+            )
     for op in ("update", "delete"):
         for batch_rows in (65_536, 2048):
             ratio = results[(op, batch_rows, True)] / results[(op, batch_rows, False)]
-            print(f"  {op.upper():6} RETURNING on/off ratio, {batch_rows:>6}-row batches  {ratio:5.2f}   (target <= 1.20)")
+            print(
+                f"  {op.upper():6} RETURNING on/off ratio, {batch_rows:>6}-row batches  {ratio:5.2f}   (target <= 1.20)"
+            )
     # The same lock-step through a table that does nothing: what the round trips alone cost.
     data = rows(k)
     plain = best_of(repeats, lambda: client.insert("bench", "sink", data, batch_rows=2048))
-    lock_step = best_of(repeats, lambda: client.insert("bench", "sink", data, batch_rows=2048, returning=True))
+    lock_step = best_of(
+        repeats, lambda: client.insert("bench", "sink", data, batch_rows=2048, returning=True)
+    )
     trips = -(-k // 2048)
-    print(f"  transport floor: no-op table, {trips} lock-step round trips cost {(lock_step - plain) * 1e6 / trips:5.0f} us each;"
-          f" RETURNING on/off ratio {lock_step / plain:5.2f}")
+    print(
+        f"  transport floor: no-op table, {trips} lock-step round trips cost {(lock_step - plain) * 1e6 / trips:5.0f} us each;"
+        f" RETURNING on/off ratio {lock_step / plain:5.2f}"
+    )
 
 
 if __name__ == "__main__":

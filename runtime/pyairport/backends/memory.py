@@ -199,7 +199,9 @@ class MemoryTable:
         with self._lock:
             data, rowids, version = self._data, self._rowids, self._version
             if pending.inserts:
-                data, self._last_rowid = _append(data, self._last_rowid, pending.inserts, self.schema)
+                data, self._last_rowid = _append(
+                    data, self._last_rowid, pending.inserts, self.schema
+                )
                 rowids = None
                 version += 1
             if rowids is None and (pending.updates or pending.deletes):
@@ -208,7 +210,9 @@ class MemoryTable:
                 data = _replace(data, _found(rowids, version, group.lookup), group.columns)
                 version += 1
             if pending.deletes:
-                data, rowids = _remove(data, rowids, _found(rowids, version, _merge_lookups(pending.deletes)))
+                data, rowids = _remove(
+                    data, rowids, _found(rowids, version, _merge_lookups(pending.deletes))
+                )
                 version += 1
             assert rowids is not None or not (pending.updates or pending.deletes)
             self._data, self._rowids, self._version = data, rowids, version
@@ -464,7 +468,9 @@ def _rowid_array(data: pa.Table) -> np.ndarray:
     return np.asarray(data.column(0).to_numpy(), dtype=np.int64)
 
 
-def _append(data: pa.Table, last_rowid: int, batches: list[pa.RecordBatch], schema: pa.Schema) -> tuple[pa.Table, int]:
+def _append(
+    data: pa.Table, last_rowid: int, batches: list[pa.RecordBatch], schema: pa.Schema
+) -> tuple[pa.Table, int]:
     """data with batches appended, kept sorted by rowid; returns it and its last rowid."""
     added = pa.Table.from_batches(batches, schema=schema)
     if not added.num_rows:
@@ -527,7 +533,9 @@ def _group_updates(updates: list[_Update]) -> Iterator[_Update]:
 def _merge(group: list[_Update]) -> _Update:
     if len(group) == 1:
         return group[0]
-    columns = {name: pa.concat_arrays([u.columns[name] for u in group]) for name in group[0].columns}
+    columns = {
+        name: pa.concat_arrays([u.columns[name] for u in group]) for name in group[0].columns
+    }
     return _Update(_merge_lookups([u.lookup for u in group]), columns)
 
 

@@ -1,0 +1,281 @@
+"""The memory backend against a plain-Python model: random statements, same answers.
+
+Hypothesis drives INSERT / UPDATE / DELETE statements (batch and legacy methods, several
+batches per statement, commit or rollback, RETURNING on or off) and compares every result
+and the final table with a dict that does the same thing row by row."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pyarrow as pa
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+
+from airport_contracts import Context, DMLOptions, Statement, with_statement
+from pyairport.backends.memory import memory_table
+
+COLUMNS = pa.schema([("id", pa.int64()), ("name", pa.string())])
+OPTS = DMLOptions(returning=True, returning_columns=["id", "name"])
+
+
+def _reader(table: pa.Table, batch_rows: int) -> pa.RecordBatchReader:
+    return pa.RecordBatchReader.from_batches(
+        table.schema, table.to_batches(max_chunksize=batch_rows)
+    )
+
+
+class MemoryTableModel(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.table = memory_table("t", COLUMNS, id_from_rowid="id")
+        self.model: dict[int, dict[str, Any]] = {}
+        self.next_rowid = 1
+
+    def _statement(self, commit: bool) -> tuple[Context, Statement]:
+        statement = Statement("s")
+        return with_statement(Context.background(), statement), statement
+
+    def _finish(
+        self, statement: Statement, commit: bool, staged: dict[int, dict[str, Any]]
+    ) -> None:
+        if commit:
+            statement.commit()
+            self.model = staged
+        else:
+            statement.rollback()
+
+    @rule(
+        names=st.lists(st.text(max_size=3), min_size=0, max_size=30),
+        with_ids=st.booleans(),
+        batch_rows=st.integers(1, 8),
+        commit=st.booleans(),
+        returning=st.booleans(),
+    )
+    def insert(
+        self, names: list[str], with_ids: bool, batch_rows: int, commit: bool, returning: bool
+    ) -> None:
+        ids = [i * 10 if with_ids else None for i in range(len(names))]
+        data = pa.table({"id": pa.array(ids, pa.int64()), "name": pa.array(names, pa.string())})
+        ctx, statement = self._statement(commit)
+        result = self.table.insert(ctx, _reader(data, batch_rows), OPTS if returning else None)
+        staged = dict(self.model)
+        expected = []
+        for i, name in enumerate(names):
+            rowid = self.next_rowid + i
+            row = {"id": ids[i] if ids[i] is not None else rowid, "name": name}
+            staged[rowid] = row
+            expected.append(row)
+        self.next_rowid += len(names)
+        assert result.affected_rows == len(names)
+        if returning:
+            assert (
+                result.returning_data is not None
+                and result.returning_data.read_all().to_pylist() == expected
+            )
+        self._finish(statement, commit, staged)
+
+    @rule(
+        data=st.data(),
+        batch=st.booleans(),
+        batch_rows=st.integers(1, 8),
+        commit=st.booleans(),
+        returning=st.booleans(),
+    )
+    def update(
+        self, data: st.DataObject, batch: bool, batch_rows: int, commit: bool, returning: bool
+    ) -> None:
+        candidates = sorted(self.model) + [self.next_rowid + 5]  # one rowid that names no row
+        targets = data.draw(st.lists(st.sampled_from(candidates), max_size=12, unique=True))
+        names = [f"u{r}" for r in targets]
+        ctx, statement = self._statement(commit)
+        values = pa.table({"name": pa.array(names, pa.string())})
+        ids = pa.array(targets, pa.int64())
+        if batch:
+            result = self.table.update_batch(
+                ctx,
+                _reader(values.append_column("rowid", ids), batch_rows),
+                OPTS if returning else None,
+            )
+        else:
+            result = self.table.update_by_row_ids(
+                ctx, ids, _reader(values, batch_rows), OPTS if returning else None
+            )
+        staged = {k: dict(v) for k, v in self.model.items()}
+        expected = []
+        for rowid, name in zip(targets, names, strict=True):
+            if rowid in staged:
+                staged[rowid]["name"] = name
+                expected.append(dict(staged[rowid]))
+        assert result.affected_rows == len(expected)
+        if returning:
+            assert (
+                result.returning_data is not None
+                and result.returning_data.read_all().to_pylist() == expected
+            )
+        self._finish(statement, commit, staged)
+
+    @rule(
+        data=st.data(),
+        batch=st.booleans(),
+        batch_rows=st.integers(1, 8),
+        commit=st.booleans(),
+        returning=st.booleans(),
+    )
+    def delete(
+        self, data: st.DataObject, batch: bool, batch_rows: int, commit: bool, returning: bool
+    ) -> None:
+        candidates = sorted(self.model) + [self.next_rowid + 5]
+        targets = data.draw(st.lists(st.sampled_from(candidates), max_size=12, unique=True))
+        ctx, statement = self._statement(commit)
+        ids = pa.array(targets, pa.int64())
+        if batch:
+            result = self.table.delete_batch(
+                ctx, _reader(pa.table({"rowid": ids}), batch_rows), OPTS if returning else None
+            )
+        else:
+            result = self.table.delete_by_row_ids(ctx, ids, OPTS if returning else None)
+        staged = dict(self.model)
+        expected = [staged.pop(r) for r in targets if r in staged]
+        assert result.affected_rows == len(expected)
+        if returning:
+            assert (
+                result.returning_data is not None
+                and result.returning_data.read_all().to_pylist() == expected
+            )
+        self._finish(statement, commit, staged)
+
+    # An open statement that stays pending while others commit: its lookups go stale.
+    @rule(data=st.data(), delete=st.booleans())
+    def open_statement(self, data: st.DataObject, delete: bool) -> None:
+        if getattr(self, "pending", None) is not None:
+            return
+        candidates = sorted(self.model) + [self.next_rowid + 5]
+        targets = data.draw(st.lists(st.sampled_from(candidates), max_size=12, unique=True))
+        ctx, statement = self._statement(True)
+        ids = pa.array(targets, pa.int64())
+        if delete:
+            self.table.delete_by_row_ids(ctx, ids, None)
+        else:
+            self.table.update_by_row_ids(
+                ctx, ids, _reader(pa.table({"name": [f"late{r}" for r in targets]}), 4), None
+            )
+        self.pending = (statement, delete, targets)
+
+    @rule(commit=st.booleans())
+    def close_statement(self, commit: bool) -> None:
+        if getattr(self, "pending", None) is None:
+            return
+        statement, delete, targets = self.pending
+        self.pending = None
+        staged = {k: dict(v) for k, v in self.model.items()}
+        for rowid in targets:  # applied to the rows that exist at commit time
+            if rowid in staged:
+                if delete:
+                    del staged[rowid]
+                else:
+                    staged[rowid]["name"] = f"late{rowid}"
+        self._finish(statement, commit, staged)
+
+    @invariant()
+    def same_rows(self) -> None:
+        rows = self.table.to_table().to_pylist()
+        assert [r["rowid"] for r in rows] == sorted(self.model)
+        assert {r["rowid"]: {"id": r["id"], "name": r["name"]} for r in rows} == self.model
+
+
+MemoryTableModel.TestCase.settings = settings(
+    max_examples=60, stateful_step_count=25, deadline=None
+)
+test_memory_table_matches_the_model = MemoryTableModel.TestCase
+
+
+def test_concurrent_statements_commit_in_any_order() -> None:
+    """Statements that allocate rowids in one order and commit in another stay sorted and
+    findable (the out-of-order commit path)."""
+    table = memory_table("t", COLUMNS)
+    first, second = Statement("a"), Statement("b")
+    ctx_a, ctx_b = (
+        with_statement(Context.background(), first),
+        with_statement(Context.background(), second),
+    )
+    rows = pa.table({"id": pa.array([1, 2], pa.int64()), "name": ["a", "b"]})
+    table.insert(ctx_a, _reader(rows, 1), None)  # rowids 1, 2
+    table.insert(ctx_b, _reader(rows, 1), None)  # rowids 3, 4
+    second.commit()
+    first.commit()
+    assert table.to_table().column("rowid").to_pylist() == [1, 2, 3, 4]
+    table.delete_by_row_ids(Context.background(), pa.array([2, 3], pa.int64()), None)
+    assert table.to_table().column("rowid").to_pylist() == [1, 4]
+
+
+def test_many_small_statements_stay_compact_and_correct() -> None:
+    table = memory_table("t", COLUMNS)
+    for i in range(600):
+        table.insert(
+            Context.background(),
+            _reader(pa.table({"id": pa.array([i], pa.int64()), "name": [str(i)]}), 1),
+            None,
+        )
+    data = table.to_table()
+    assert data.num_rows == 600 and data.column(0).num_chunks <= 256
+    result = table.update_by_row_ids(
+        Context.background(),
+        pa.array([1, 600], pa.int64()),
+        _reader(pa.table({"name": ["x", "y"]}), 1),
+        OPTS,
+    )
+    assert result.returning_data is not None and result.returning_data.read_all().to_pylist() == [
+        {"id": 0, "name": "x"},
+        {"id": 599, "name": "y"},
+    ]
+
+
+def test_parallel_writers_lose_nothing() -> None:
+    table = memory_table("t", COLUMNS)
+
+    def writer(k: int) -> None:
+        for j in range(50):
+            statement = Statement(f"{k}-{j}")
+            ctx = with_statement(Context.background(), statement)
+            table.insert(
+                ctx,
+                _reader(
+                    pa.table({"id": pa.array([k * 1000 + j] * 3, pa.int64()), "name": ["n"] * 3}), 2
+                ),
+                None,
+            )
+            statement.commit()
+
+    threads = [threading.Thread(target=writer, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    data = table.to_table()
+    assert data.num_rows == 8 * 50 * 3
+    assert data.column("rowid").to_pylist() == sorted(set(data.column("rowid").to_pylist()))
+
+
+def test_a_statement_left_open_while_another_deletes_applies_to_the_right_rows() -> None:
+    table = memory_table(
+        "t",
+        COLUMNS,
+        rows=pa.table({"id": pa.array(range(1, 6), pa.int64()), "name": list("abcde")}),
+    )
+    late = Statement("late")
+    ctx = with_statement(Context.background(), late)
+    table.update_by_row_ids(
+        ctx, pa.array([4], pa.int64()), _reader(pa.table({"name": ["D"]}), 1), None
+    )
+    table.delete_by_row_ids(
+        Context.background(), pa.array([1, 2], pa.int64()), None
+    )  # shifts row 4 left
+    late.commit()
+    assert table.to_table().select(["rowid", "name"]).to_pylist() == [
+        {"rowid": 3, "name": "c"},
+        {"rowid": 4, "name": "D"},
+        {"rowid": 5, "name": "e"},
+    ]
