@@ -10,6 +10,7 @@ the same run. `make bench` runs them; the README shows the latest output.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import subprocess
 import sys
@@ -95,19 +96,16 @@ def update_delete_bench(client: AirportClient, repeats: int) -> None:
         np.sort(rng.choice(np.arange(1, table_rows + 1), size=k, replace=False)), pa.int64()
     )
     update = pa.table({"value": pa.array(rng.random(k)), "rowid": rowids})
-    reset = lambda: client.action("bench_reset", f"target:{table_rows}".encode())  # noqa: E731
+    reset = functools.partial(client.action, "bench_reset", f"target:{table_rows}".encode())
     print(f"UPDATE / DELETE of {k:,} rowids in a {table_rows:,}-row memory table")
     results = {}
     for op in ("update", "delete"):
         for batch_rows, returning in ((65_536, False), (65_536, True), (2048, False), (2048, True)):
-            if op == "update":
-                call = lambda b=batch_rows, r=returning: client.update(
-                    "bench", "target", update, batch_rows=b, returning=r
-                )  # noqa: E731
-            else:
-                call = lambda b=batch_rows, r=returning: client.delete(
-                    "bench", "target", rowids, batch_rows=b, returning=r
-                )  # noqa: E731
+            method = client.update if op == "update" else client.delete
+            payload = update if op == "update" else rowids
+            call = functools.partial(
+                method, "bench", "target", payload, batch_rows=batch_rows, returning=returning
+            )
             seconds = best_of(repeats, call, before=reset)
             results[(op, batch_rows, returning)] = seconds
             shape = f"{batch_rows:>6}-row batches" + (
