@@ -21,8 +21,7 @@ help:
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	# compat mode puts the three source roots on sys.path, so new modules need no reinstall
-	$(BIN)/pip install -q -e ".[dev]" --config-settings editable_mode=compat
+	$(BIN)/pip install -q -e ".[dev]"
 	touch $(STAMP)
 
 venv: $(STAMP)

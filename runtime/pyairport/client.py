@@ -8,14 +8,27 @@ With RETURNING it works in lock-step like DuckDB: one batch out, one answer back
 from __future__ import annotations
 
 import queue
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
 import grpc
 import pyarrow as pa
 
-from airport_contracts import FinalMetadata, flight_pb2, flight_pb2_grpc
+from airport_contracts import (
+    CreateTransactionRequest,
+    CreateTransactionResponse,
+    DeleteAction,
+    DeleteActionResult,
+    DMLResponse,
+    FinalMetadata,
+    GetTransactionStatusRequest,
+    GetTransactionStatusResponse,
+    InsertDescriptor,
+    UpdateDescriptor,
+    flight_pb2,
+    flight_pb2_grpc,
+)
 
 from .ipc import batch_message, read_message, schema_message
 
@@ -79,6 +92,20 @@ class DMLAnswer:
     returning: pa.Table | None
     total_changed: int
     final_metadata: bytes
+
+
+@dataclass(frozen=True)
+class PutAnswer:
+    """A spec-002 answer: status, affected rows, RETURNING rows, and the decoded payload."""
+
+    status: str
+    affected_rows: int
+    returning: pa.Table | None
+    payload: DMLResponse | DeleteActionResult
+
+
+def _ipc_table(data: bytes | None) -> pa.Table | None:
+    return pa.ipc.open_stream(data).read_all() if data else None
 
 
 def _batches(
@@ -266,6 +293,104 @@ class AirportClient:
             schema=out_schema,
         )
         return DMLAnswer(out_schema, table, answer.total_changed, answer.final_metadata)
+
+    # --- spec 002: DoPut INSERT/UPDATE, DoAction DELETE -------------------------------------------
+
+    def put_insert(
+        self,
+        schema: str,
+        table: str,
+        data: pa.Table | pa.RecordBatchReader | Iterable[pa.RecordBatch],
+        *,
+        returning: bool = False,
+        transaction_id: str | None = None,
+    ) -> PutAnswer:
+        """INSERT through DoPut with a JSON InsertDescriptor (spec 002)."""
+        descriptor = InsertDescriptor(schema_name=schema, table_name=table, returning=returning)
+        return self._put(descriptor.to_json(), data, transaction_id)
+
+    def put_update(
+        self,
+        schema: str,
+        table: str,
+        row_ids: Sequence[int],
+        data: pa.Table | pa.RecordBatchReader | Iterable[pa.RecordBatch],
+        *,
+        returning: bool = False,
+        transaction_id: str | None = None,
+    ) -> PutAnswer:
+        """UPDATE through DoPut: row i of data replaces the row with rowid row_ids[i] (spec 002)."""
+        descriptor = UpdateDescriptor(
+            schema_name=schema, table_name=table, row_ids=list(row_ids), returning=returning
+        )
+        return self._put(descriptor.to_json(), data, transaction_id)
+
+    def put_command(
+        self,
+        command: bytes,
+        data: pa.Table | pa.RecordBatchReader | Iterable[pa.RecordBatch],
+        *,
+        transaction_id: str | None = None,
+    ) -> PutAnswer:
+        """DoPut with any descriptor command (for clients that build their own JSON)."""
+        return self._put(command, data, transaction_id)
+
+    def _put(
+        self,
+        command: bytes,
+        data: pa.Table | pa.RecordBatchReader | Iterable[pa.RecordBatch],
+        transaction_id: str | None,
+    ) -> PutAnswer:
+        schema, batches = _batches(data, None)
+        first = schema_message(schema)
+        first.flight_descriptor.CopyFrom(
+            flight_pb2.FlightDescriptor(type=flight_pb2.FlightDescriptor.CMD, cmd=command)
+        )
+        messages = [first, *(batch_message(b) for b in batches)]
+        headers = {"x-transaction-id": transaction_id} if transaction_id else {}
+        try:
+            results = list(self.stub.DoPut(iter(messages), metadata=self.metadata(headers)))
+        except grpc.RpcError as error:
+            raise remote_error(error) from None
+        response = DMLResponse.from_msgpack(results[0].app_metadata)
+        return PutAnswer(
+            response.status, response.affected_rows, _ipc_table(response.returning_data), response
+        )
+
+    def action_delete(
+        self,
+        schema: str,
+        table: str,
+        row_ids: Sequence[int],
+        *,
+        returning: bool = False,
+        transaction_id: str | None = None,
+    ) -> PutAnswer:
+        """DELETE through the DoAction "delete" with a JSON DeleteAction body (spec 002)."""
+        body = DeleteAction(
+            schema_name=schema, table_name=table, row_ids=list(row_ids), returning=returning
+        ).to_json()
+        headers = {"x-transaction-id": transaction_id} if transaction_id else {}
+        (result,) = self.action("delete", body, headers)
+        response = DeleteActionResult.from_json(result)
+        return PutAnswer(
+            response.status, response.affected_rows, _ipc_table(response.returning_data), response
+        )
+
+    # --- transactions ------------------------------------------------------------------------
+
+    def begin_transaction(self, catalog_name: str = "") -> str | None:
+        """create_transaction: the new transaction id, or None when the server has no manager."""
+        body = CreateTransactionRequest(catalog_name=catalog_name).to_msgpack()
+        (result,) = self.action("create_transaction", body)
+        return CreateTransactionResponse.from_msgpack(result).identifier
+
+    def transaction_status(self, transaction_id: str) -> tuple[str, bool]:
+        """get_transaction_status: (state or "", exists)."""
+        body = GetTransactionStatusRequest(transaction_id=transaction_id).to_msgpack()
+        (result,) = self.action("get_transaction_status", body)
+        response = GetTransactionStatusResponse.from_msgpack(result)
+        return response.status, response.exists
 
     # --- DoAction ------------------------------------------------------------------------------
 

@@ -75,9 +75,12 @@ class FlightDataInput:
         self._schema: pa.Schema | None = None
         self._schema_read = False
         self.descriptor: flight_pb2.FlightDescriptor | None = None
-        self._pending: pa.ipc.Message | None = None
+        self._pending: flight_pb2.FlightData | None = None
 
     def _next_message(self) -> pa.ipc.Message | None:
+        if self._pending is not None:
+            data, self._pending = self._pending, None
+            return read_message(data)
         for data in self._messages:
             if self.descriptor is None and data.HasField("flight_descriptor"):
                 self.descriptor = data.flight_descriptor
@@ -95,15 +98,14 @@ class FlightDataInput:
             if first.HasField("flight_descriptor"):
                 self.descriptor = first.flight_descriptor
             if first.data_header:
-                self._pending = read_message(first)
+                self._pending = first  # decoded by read_schema, where decoding errors are reported
         return self.descriptor
 
     def read_schema(self) -> pa.Schema | None:
         if self._schema_read:
             return self._schema
         self._schema_read = True
-        message = self._pending if self._pending is not None else self._next_message()
-        self._pending = None
+        message = self._next_message()
         if message is None:
             return None
         if message.type != "schema":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -72,6 +73,7 @@ class _Raising:
         return _Schema()
 
 
+@contextlib.contextmanager
 def _server_with(catalog: Any) -> Iterator[Running]:
     server = AirportServer(catalog, None, ServerConfig(port=0)).start()
     running = Running(server, catalog, None)
@@ -104,20 +106,17 @@ class _BadReturning:
 def _with_bad_returning(**columns: pa.Array) -> tuple[grpc.StatusCode, str]:
     returned = pa.RecordBatch.from_pydict(columns)
     catalog = Catalog("", [CatalogSchema("s", tables=[_BadReturning(returned)])])  # type: ignore[list-item]
-    for running in _server_with(catalog):
+    with _server_with(catalog) as running:
         rowids = pa.table({"rowid": pa.array([1], pa.int64())})
-        code, message, _ = _call(
-            running, {**_dml("delete", "s/users"), "return-chunks": "1"}, _stream(rowids)
-        )
+        headers = {**_dml("delete", "s/users"), "return-chunks": "1"}
+        code, message, _ = _call(running, headers, _stream(rowids))
         return code, message
-    raise AssertionError("unreachable")
 
 
 def _lookup_failure(fail: str) -> tuple[grpc.StatusCode, str]:
-    for running in _server_with(_Raising(fail)):
+    with _server_with(_Raising(fail)) as running:
         code, message, _ = _call(running, _dml("insert"), _stream(USERS))
         return code, message
-    raise AssertionError("unreachable")
 
 
 Trigger = Callable[[Running], tuple[grpc.StatusCode, str]]
