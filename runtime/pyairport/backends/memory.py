@@ -20,18 +20,24 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from airport_contracts import (
     Context,
     DMLOptions,
     DMLResult,
     ScanOptions,
-    find_rowid_column,
     project_schema,
-    returning_columns,
     rowid_field,
     statement_from_context,
+)
+
+from .shaping import (
+    batch_chunks,
+    conform_insert,
+    conform_update,
+    legacy_chunks,
+    returning_reader,
+    rowids_of,
 )
 
 SCAN_BATCH_ROWS = 65_536
@@ -45,13 +51,6 @@ ALL_CAPABILITIES = (
     "DeletableBatchTable",
     "DeletableTable",
 )
-
-
-class NullRowIDError(ValueError):
-    """Go: catalog.ErrNullRowID."""
-
-    def __init__(self) -> None:
-        super().__init__("null rowid value not allowed")
 
 
 @dataclass
@@ -155,8 +154,11 @@ class MemoryTable:
         )
         if ids is None:
             ids = self._allocate(rows.num_rows)
-        batch = self._conform_insert(
-            rows.combine_chunks().to_batches()[0], np.asarray(ids, dtype=np.int64)
+        batch = conform_insert(
+            rows.combine_chunks().to_batches()[0],
+            self.schema,
+            np.asarray(ids, dtype=np.int64),
+            self._id_from_rowid,
         )
         pending = _Pending(inserts=[batch])
         self._apply(pending)
@@ -219,67 +221,6 @@ class MemoryTable:
 
     # --- shaping input ----------------------------------------------------------------------
 
-    def _column_types(self) -> dict[str, pa.Field]:
-        return {f.name: f for f in self.schema if f.name != self.schema[0].name}
-
-    def _cast(self, name: str, column: pa.Array, target: pa.Field) -> pa.Array:
-        if not column.type.equals(target.type):
-            try:
-                column = column.cast(target.type)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-                raise ValueError(
-                    f"column {name}: cannot store {column.type} as {target.type}: {exc}"
-                ) from None
-        if not target.nullable and column.null_count:
-            raise ValueError(f"column {name} does not accept nulls")
-        return column
-
-    def _conform_insert(self, batch: pa.RecordBatch, ids: np.ndarray) -> pa.RecordBatch:
-        """Input columns by name → a batch of the table schema with the given rowids."""
-        fields = self._column_types()
-        rowid_name = self.schema[0].name
-        given: dict[str, pa.Array] = {}
-        for name, column in zip(batch.schema.names, batch.columns, strict=True):
-            if name == rowid_name:
-                continue  # seeding keeps rowids via ids; a client's rowid is never stored
-            if name not in fields:
-                raise ValueError(f"column {name} not found in table schema")
-            given[name] = self._cast(name, column, fields[name])
-        id_array = pa.array(ids, type=pa.int64())
-        columns = [id_array]
-        for name, target in fields.items():
-            column = given.get(name)
-            if column is None:
-                column = pa.nulls(batch.num_rows, target.type)
-            if name == self._id_from_rowid and column.null_count:
-                column = pc.if_else(pc.is_null(column), id_array.cast(target.type), column)
-            if not target.nullable and column.null_count:
-                raise ValueError(f"column {name} does not accept nulls")
-            columns.append(column)
-        return pa.RecordBatch.from_arrays(columns, schema=self.schema)
-
-    def _conform_update(self, batch: pa.RecordBatch) -> dict[str, pa.Array]:
-        fields = self._column_types()
-        values: dict[str, pa.Array] = {}
-        for name, column in zip(batch.schema.names, batch.columns, strict=True):
-            if name not in fields:
-                raise ValueError(f"column {name} not found in table schema")
-            values[name] = self._cast(name, column, fields[name])
-        return values
-
-    def _returning(
-        self, batches: list[pa.RecordBatch], opts: DMLOptions | None
-    ) -> pa.RecordBatchReader | None:
-        if opts is None or not opts.returning:
-            return None
-        names = opts.returning_columns or returning_columns(self.schema)
-        schema = project_schema(self.schema, names)
-        out = [
-            pa.RecordBatch.from_arrays([b.column(n) for n in schema.names], schema=schema)
-            for b in batches
-        ]
-        return pa.RecordBatchReader.from_batches(schema, out)
-
     # --- the operations the capability mixins expose ------------------------------------------
 
     def _insert(
@@ -289,13 +230,17 @@ class MemoryTable:
         staged: list[pa.RecordBatch] = []
         for batch in rows:
             ctx.raise_if_done()
-            staged.append(self._conform_insert(batch, self._allocate(batch.num_rows)))
+            staged.append(
+                conform_insert(
+                    batch, self.schema, self._allocate(batch.num_rows), self._id_from_rowid
+                )
+            )
         pending.inserts.extend(staged)
         if immediate:
             self._apply(pending)
         return DMLResult(
             affected_rows=sum(b.num_rows for b in staged),
-            returning_data=self._returning(staged, opts),
+            returning_data=returning_reader(self.schema, staged, opts),
         )
 
     def _update(
@@ -308,7 +253,7 @@ class MemoryTable:
         affected, returned = 0, []
         for ids, values in chunks:
             ctx.raise_if_done()
-            columns = self._conform_update(values)
+            columns = conform_update(values, self.schema)
             data, lookup = self._lookup(ids)
             found = lookup.found
             pending.updates.append(_Update(lookup, columns))
@@ -324,7 +269,9 @@ class MemoryTable:
                 )
         if immediate:
             self._apply(pending)
-        return DMLResult(affected_rows=affected, returning_data=self._returning(returned, opts))
+        return DMLResult(
+            affected_rows=affected, returning_data=returning_reader(self.schema, returned, opts)
+        )
 
     def _delete(
         self, ctx: Context, id_chunks: Iterable[np.ndarray], opts: DMLOptions | None
@@ -341,28 +288,12 @@ class MemoryTable:
                 returned.append(_rows_at(data, found.positions))
         if immediate:
             self._apply(pending)
-        return DMLResult(affected_rows=affected, returning_data=self._returning(returned, opts))
+        return DMLResult(
+            affected_rows=affected, returning_data=returning_reader(self.schema, returned, opts)
+        )
 
 
 # --- capability mixins: each adds exactly one interface's method --------------------------
-
-
-def _rowids_of(column: pa.Array) -> np.ndarray:
-    if column.null_count:
-        raise NullRowIDError()
-    return np.asarray(
-        column.cast(pa.int64(), safe=False).to_numpy(zero_copy_only=False), dtype=np.int64
-    )
-
-
-def _batch_chunks(
-    rows: pa.RecordBatchReader, verb: str
-) -> Iterator[tuple[np.ndarray, pa.RecordBatch]]:
-    index = find_rowid_column(rows.schema)
-    if index < 0:
-        raise ValueError(f"{verb} requires rowid column")
-    for batch in rows:
-        yield _rowids_of(batch.column(index)), batch.drop_columns([batch.schema.names[index]])
 
 
 class _Insertable:
@@ -376,7 +307,7 @@ class _BatchUpdatable:
     def update_batch(
         self: Any, ctx: Context, rows: pa.RecordBatchReader, opts: DMLOptions | None
     ) -> DMLResult:
-        return self._update(ctx, _batch_chunks(rows, "UPDATE"), opts)
+        return self._update(ctx, batch_chunks(rows, "UPDATE"), opts)
 
 
 class _LegacyUpdatable:
@@ -387,31 +318,21 @@ class _LegacyUpdatable:
         rows: pa.RecordBatchReader,
         opts: DMLOptions | None,
     ) -> DMLResult:
-        ids = _rowids_of(row_ids)
-
-        def chunks() -> Iterator[tuple[np.ndarray, pa.RecordBatch]]:
-            offset = 0
-            for batch in rows:
-                yield ids[offset : offset + batch.num_rows], batch
-                offset += batch.num_rows
-            if offset != len(ids):
-                raise ValueError(f"row_ids count ({len(ids)}) does not match input rows ({offset})")
-
-        return self._update(ctx, chunks(), opts)
+        return self._update(ctx, legacy_chunks(row_ids, rows), opts)
 
 
 class _BatchDeletable:
     def delete_batch(
         self: Any, ctx: Context, rows: pa.RecordBatchReader, opts: DMLOptions | None
     ) -> DMLResult:
-        return self._delete(ctx, (ids for ids, _ in _batch_chunks(rows, "DELETE")), opts)
+        return self._delete(ctx, (ids for ids, _ in batch_chunks(rows, "DELETE")), opts)
 
 
 class _LegacyDeletable:
     def delete_by_row_ids(
         self: Any, ctx: Context, row_ids: pa.Int64Array, opts: DMLOptions | None
     ) -> DMLResult:
-        return self._delete(ctx, [_rowids_of(row_ids)], opts)
+        return self._delete(ctx, [rowids_of(row_ids)], opts)
 
 
 _MIXINS: dict[str, type] = {

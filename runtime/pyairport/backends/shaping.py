@@ -1,0 +1,128 @@
+"""Fitting client input to a table's schema, shared by every backend.
+
+Tables store rows as (rowid, columns...). Clients send columns by name in any order:
+INSERT sends user columns (never the rowid), UPDATE sends the SET columns. These helpers
+cast what was sent to the table's types, fill what was left out with nulls, and refuse
+unknown columns and nulls in NOT NULL columns with messages that name the column.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from airport_contracts import DMLOptions, find_rowid_column, project_schema, returning_columns
+
+
+class NullRowIDError(ValueError):
+    """Go: catalog.ErrNullRowID."""
+
+    def __init__(self) -> None:
+        super().__init__("null rowid value not allowed")
+
+
+def user_fields(schema: pa.Schema) -> dict[str, pa.Field]:
+    """The table's columns except the rowid (its first field)."""
+    return {f.name: f for f in schema if f.name != schema[0].name}
+
+
+def cast_column(name: str, column: pa.Array, target: pa.Field) -> pa.Array:
+    if not column.type.equals(target.type):
+        try:
+            column = column.cast(target.type)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise ValueError(
+                f"column {name}: cannot store {column.type} as {target.type}: {exc}"
+            ) from None
+    if not target.nullable and column.null_count:
+        raise ValueError(f"column {name} does not accept nulls")
+    return column
+
+
+def conform_insert(
+    batch: pa.RecordBatch, schema: pa.Schema, ids: np.ndarray, id_from_rowid: str | None = None
+) -> pa.RecordBatch:
+    """Input columns by name → a batch of the table schema with the given rowids.
+
+    id_from_rowid names a column that gets the row's rowid where the input left it null."""
+    fields = user_fields(schema)
+    given: dict[str, pa.Array] = {}
+    for name, column in zip(batch.schema.names, batch.columns, strict=True):
+        if name == schema[0].name:
+            continue  # the table assigns rowids; a client's rowid is never stored
+        if name not in fields:
+            raise ValueError(f"column {name} not found in table schema")
+        given[name] = cast_column(name, column, fields[name])
+    id_array = pa.array(ids, type=pa.int64())
+    columns = [id_array]
+    for name, target in fields.items():
+        column = given.get(name)
+        if column is None:
+            column = pa.nulls(batch.num_rows, target.type)
+        if name == id_from_rowid and column.null_count:
+            column = pc.if_else(pc.is_null(column), id_array.cast(target.type), column)
+        if not target.nullable and column.null_count:
+            raise ValueError(f"column {name} does not accept nulls")
+        columns.append(column)
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def conform_update(batch: pa.RecordBatch, schema: pa.Schema) -> dict[str, pa.Array]:
+    """The SET columns of an UPDATE batch (rowid already removed), cast to the table's types."""
+    fields = user_fields(schema)
+    values: dict[str, pa.Array] = {}
+    for name, column in zip(batch.schema.names, batch.columns, strict=True):
+        if name not in fields:
+            raise ValueError(f"column {name} not found in table schema")
+        values[name] = cast_column(name, column, fields[name])
+    return values
+
+
+def rowids_of(column: pa.Array) -> np.ndarray:
+    """A rowid column as int64 numpy (uint64 above 2**63-1 wraps, as in Go); nulls refused."""
+    if column.null_count:
+        raise NullRowIDError()
+    return np.asarray(
+        column.cast(pa.int64(), safe=False).to_numpy(zero_copy_only=False), dtype=np.int64
+    )
+
+
+def batch_chunks(
+    rows: pa.RecordBatchReader, verb: str
+) -> Iterator[tuple[np.ndarray, pa.RecordBatch]]:
+    """(rowids, other columns) per batch of a batch-interface input."""
+    index = find_rowid_column(rows.schema)
+    if index < 0:
+        raise ValueError(f"{verb} requires rowid column")
+    for batch in rows:
+        yield rowids_of(batch.column(index)), batch.drop_columns([batch.schema.names[index]])
+
+
+def legacy_chunks(
+    row_ids: pa.Array, rows: pa.RecordBatchReader
+) -> Iterator[tuple[np.ndarray, pa.RecordBatch]]:
+    """(rowids, values) per batch of a legacy UPDATE: row i of the reader has row_ids[i]."""
+    ids = rowids_of(row_ids)
+    offset = 0
+    for batch in rows:
+        yield ids[offset : offset + batch.num_rows], batch
+        offset += batch.num_rows
+    if offset != len(ids):
+        raise ValueError(f"row_ids count ({len(ids)}) does not match input rows ({offset})")
+
+
+def returning_reader(
+    schema: pa.Schema, batches: list[pa.RecordBatch], opts: DMLOptions | None
+) -> pa.RecordBatchReader | None:
+    """RETURNING data: rows of the table schema projected to opts.returning_columns."""
+    if opts is None or not opts.returning:
+        return None
+    projected = project_schema(schema, opts.returning_columns or returning_columns(schema))
+    out = [
+        pa.RecordBatch.from_arrays([b.column(n) for n in projected.names], schema=projected)
+        for b in batches
+    ]
+    return pa.RecordBatchReader.from_batches(projected, out)
