@@ -6,12 +6,18 @@ PY     := $(BIN)/python
 STAMP  := $(VENV)/.installed
 HOST   ?= 127.0.0.1
 PORT   ?= 8815
-BACKEND ?= memory
+BACKEND ?= spark
+WAREHOUSE ?= warehouse
+JARS   := .cache/jars
+# Maven Central serves Delta 4.4.0 built for Spark 4.2 (4.4.1 is not there); keep in step
+# with the delta-spark pin in pyproject.toml.
+DELTA_ARTIFACTS := io.delta:delta-spark_4.2_2.13:4.4.0 io.delta:delta-storage:4.4.0
 
-.PHONY: help venv generate check typecheck lint test test-fast serve bench clean
+.PHONY: help venv jars generate check typecheck lint test serve bench clean
 
 help:
-	@echo "make serve      run the Flight server (BACKEND=memory|spark, HOST, PORT)"
+	@echo "make serve      run the Flight server on local Spark + Delta (BACKEND=spark|memory, HOST, PORT, WAREHOUSE)"
+	@echo "make jars       fetch the Delta Lake jars from Maven Central into .cache/jars"
 	@echo "make test       set up .venv, check generated code, mypy, run every test"
 	@echo "make generate   regenerate generated/airport_contracts from contracts.yaml"
 	@echo "make check      fail if generated/ differs from what contracts.yaml gives"
@@ -21,10 +27,18 @@ help:
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e ".[dev]"
+	$(BIN)/pip install -q -e ".[dev,spark]"
 	touch $(STAMP)
 
 venv: $(STAMP)
+
+$(JARS)/.fetched:
+	@command -v mvn >/dev/null || { echo "make jars: Maven (mvn) is needed to fetch the Delta jars"; exit 1; }
+	mkdir -p $(JARS)
+	for artifact in $(DELTA_ARTIFACTS); do mvn -q dependency:copy -Dartifact=$$artifact -DoutputDirectory=$(JARS) || exit 1; done
+	touch $@
+
+jars: $(JARS)/.fetched
 
 generate: $(STAMP)
 	$(PY) -m airport_codegen generate
@@ -39,11 +53,11 @@ lint: $(STAMP)
 	$(BIN)/ruff check codegen runtime tests bench
 	$(BIN)/ruff format --check codegen runtime tests bench
 
-test: check typecheck
+test: check typecheck jars
 	$(BIN)/pytest -q
 
-serve: $(STAMP)
-	$(BIN)/pyairport serve --backend $(BACKEND) --host $(HOST) --port $(PORT)
+serve: $(STAMP) jars
+	$(BIN)/pyairport serve --backend $(BACKEND) --host $(HOST) --port $(PORT) --warehouse $(WAREHOUSE) --jars-dir $(JARS)
 
 bench: $(STAMP)
 	$(PY) bench/run.py

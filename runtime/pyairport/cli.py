@@ -50,18 +50,21 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from .demo import memory_demo_catalog
     from .server import AirportServer, ListenError, ServerConfig
     from .transactions import MemoryTransactionManager
 
     if not 0 <= args.port <= 65535:
         print(f"pyairport: error: --port {args.port} is not a port number", file=sys.stderr)
         return 2
-    catalog = memory_demo_catalog()
+    try:
+        catalog = _catalog(args)
+    except Exception as exc:  # SparkSetupError and Spark start-up failures: one line
+        print(f"pyairport: error: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 1
     transactions = None if args.no_transactions else MemoryTransactionManager()
     config = ServerConfig(args.host, args.port, args.workers, args.max_message_mb * 1024 * 1024)
     try:
-        server = AirportServer(catalog, transactions, config)
+        server = AirportServer(catalog, transactions, config)  # type: ignore[arg-type]
     except ListenError as exc:
         print(f"pyairport: error: {exc}", file=sys.stderr)
         return 1
@@ -74,6 +77,26 @@ def _serve(args: argparse.Namespace) -> int:
     print("pyairport: shutting down", flush=True)
     server.stop(grace=2.0)
     return 0
+
+
+def _catalog(args: argparse.Namespace) -> object:
+    if args.backend == "memory":
+        from .demo import memory_demo_catalog
+
+        return memory_demo_catalog()
+    from pathlib import Path
+
+    from .backends.spark import SparkBackend, spark_demo_catalog
+    from .backends.spark_session import spark_session
+
+    warehouse = Path(args.warehouse)
+    session = spark_session(
+        master=args.spark_master,
+        remote=args.spark_remote,
+        warehouse=warehouse,
+        jars_dir=Path(args.jars_dir),
+    )
+    return spark_demo_catalog(SparkBackend(session, warehouse))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

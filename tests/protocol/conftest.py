@@ -15,6 +15,9 @@ from pyairport.server import AirportServer, ServerConfig
 from pyairport.transactions import MemoryTransactionManager
 
 
+DML_METHODS = ("insert", "update_batch", "update_by_row_ids", "delete_batch", "delete_by_row_ids")
+
+
 class Running:
     """A live server, its catalog and a client."""
 
@@ -36,6 +39,16 @@ class Running:
         """The rowids DuckDB's scan would find for WHERE col = value AND ... (stands in for the
         DoGet scan that precedes a DuckDB UPDATE/DELETE)."""
         return [r["rowid"] for r in self.rows(schema) if all(r[k] == v for k, v in equals.items())]
+
+    def reset(self) -> None:
+        """Empty the DML tables and undo record_options (for a server shared by many tests)."""
+        for schema in self.catalog.schemas(Context.background()):
+            for table in schema.tables(Context.background()):
+                for method in DML_METHODS:
+                    vars(table).pop(method, None)
+                if hasattr(table, "insert") and table.num_rows:
+                    table.spark.sql(f"DELETE FROM {table.fqn}")
+                table._next_rowid = None
 
     def record_options(self, schema: str) -> list[tuple[str, DMLOptions | None]]:
         """Wrap the table's DML methods to record the DMLOptions each call received."""
@@ -75,6 +88,30 @@ def _running(transactions: MemoryTransactionManager | None) -> Iterator[Running]
 def srv() -> Iterator[Running]:
     """The Go fixture's server: no TransactionManager."""
     yield from _running(None)
+
+
+@pytest.fixture(scope="session")
+def spark_srv(spark_backend: Any) -> Iterator[Running]:
+    """A server over the demo catalog as Delta tables (no TransactionManager, like Go's)."""
+    from pyairport.backends.spark import spark_demo_catalog
+
+    catalog = spark_demo_catalog(spark_backend)
+    server = AirportServer(catalog, None, ServerConfig(port=0)).start()
+    running = Running(server, catalog, None)
+    yield running
+    running.client.close()
+    server.stop(0)
+
+
+@pytest.fixture(params=["memory", pytest.param("spark", marks=pytest.mark.spark)])
+def any_srv(request: pytest.FixtureRequest) -> Iterator[Running]:
+    """The same tests against every backend."""
+    if request.param == "memory":
+        yield from _running(None)
+        return
+    running: Running = request.getfixturevalue("spark_srv")
+    running.reset()
+    yield running
 
 
 @pytest.fixture

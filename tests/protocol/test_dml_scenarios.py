@@ -9,6 +9,12 @@ import pytest
 from .conftest import Running, generated_users, users
 
 DUCKDB_BATCH = 2048
+
+
+@pytest.fixture
+def srv(any_srv: Running) -> Running:
+    """Every scenario runs against the memory and the Spark backend."""
+    return any_srv
 BOTH = pytest.mark.parametrize("schema", ["dml_schema", "batch_schema"])
 
 

@@ -31,26 +31,16 @@ from airport_contracts import (
     statement_from_context,
 )
 
+from .capabilities import ALL_CAPABILITIES, with_capabilities
 from .shaping import (
-    batch_chunks,
     conform_insert,
     conform_update,
-    legacy_chunks,
     returning_reader,
-    rowids_of,
 )
 
 SCAN_BATCH_ROWS = 65_536
 _MAX_CHUNKS = 256  # compact the table once this many statements have appended chunks
 _SMALL_BATCH_ROWS = 16_384  # input batches smaller than this on average are coalesced
-
-ALL_CAPABILITIES = (
-    "InsertableTable",
-    "UpdatableBatchTable",
-    "UpdatableTable",
-    "DeletableBatchTable",
-    "DeletableTable",
-)
 
 
 @dataclass
@@ -293,58 +283,6 @@ class MemoryTable:
         )
 
 
-# --- capability mixins: each adds exactly one interface's method --------------------------
-
-
-class _Insertable:
-    def insert(
-        self: Any, ctx: Context, rows: pa.RecordBatchReader, opts: DMLOptions | None
-    ) -> DMLResult:
-        return self._insert(ctx, rows, opts)
-
-
-class _BatchUpdatable:
-    def update_batch(
-        self: Any, ctx: Context, rows: pa.RecordBatchReader, opts: DMLOptions | None
-    ) -> DMLResult:
-        return self._update(ctx, batch_chunks(rows, "UPDATE"), opts)
-
-
-class _LegacyUpdatable:
-    def update_by_row_ids(
-        self: Any,
-        ctx: Context,
-        row_ids: pa.Int64Array,
-        rows: pa.RecordBatchReader,
-        opts: DMLOptions | None,
-    ) -> DMLResult:
-        return self._update(ctx, legacy_chunks(row_ids, rows), opts)
-
-
-class _BatchDeletable:
-    def delete_batch(
-        self: Any, ctx: Context, rows: pa.RecordBatchReader, opts: DMLOptions | None
-    ) -> DMLResult:
-        return self._delete(ctx, (ids for ids, _ in batch_chunks(rows, "DELETE")), opts)
-
-
-class _LegacyDeletable:
-    def delete_by_row_ids(
-        self: Any, ctx: Context, row_ids: pa.Int64Array, opts: DMLOptions | None
-    ) -> DMLResult:
-        return self._delete(ctx, [rowids_of(row_ids)], opts)
-
-
-_MIXINS: dict[str, type] = {
-    "InsertableTable": _Insertable,
-    "UpdatableBatchTable": _BatchUpdatable,
-    "UpdatableTable": _LegacyUpdatable,
-    "DeletableBatchTable": _BatchDeletable,
-    "DeletableTable": _LegacyDeletable,
-}
-_CLASSES: dict[tuple[str, ...], type] = {}
-
-
 def memory_table(
     name: str,
     columns: pa.Schema,
@@ -353,16 +291,7 @@ def memory_table(
 ) -> MemoryTable:
     """A MemoryTable implementing exactly `capabilities` (interface names); see MemoryTable
     for options."""
-    key = tuple(c for c in ALL_CAPABILITIES if c in capabilities)
-    unknown = set(capabilities) - set(ALL_CAPABILITIES)
-    if unknown:
-        raise ValueError(f"unknown capabilities: {sorted(unknown)}")
-    cls = _CLASSES.get(key)
-    if cls is None:
-        bases = tuple(_MIXINS[c] for c in key) + (MemoryTable,)
-        cls = type("MemoryTable_" + "_".join(key) if key else "ReadOnlyMemoryTable", bases, {})
-        _CLASSES[key] = cls
-    table: MemoryTable = cls(name, columns, **options)
+    table: MemoryTable = with_capabilities(MemoryTable, capabilities)(name, columns, **options)
     return table
 
 

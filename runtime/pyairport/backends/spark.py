@@ -1,0 +1,490 @@
+"""The Spark backend: Delta tables in a warehouse folder, changed by Flight DML.
+
+Layout: `<warehouse>/<schema>/<table>/` is a Delta table; Spark databases are the Airport
+schemas. At start-up every Delta table found there is registered again, so data (and each
+table's capabilities, kept in its TBLPROPERTIES) survive a restart.
+
+rowid: a BIGINT column the backend assigns (max(rowid)+1 at open, then an in-process
+counter). Delta row tracking and identity columns assign their values only when the write
+commits, but INSERT ... RETURNING must hand rowids back before the statement commits (DuckDB
+reads them batch by batch); identity columns also rule out concurrent transactions. The
+assigned rowid never changes, so it is stable across UPDATE and MERGE. One server process
+writes a table (several writer processes would need a shared counter).
+
+Each statement is one Delta commit: INSERT batches are staged as parquet files (memory stays
+bounded however large the input) and appended once at commit; UPDATE and DELETE stage
+rowids and values and commit as one MERGE. A failure, a rollback, a disconnect or a killed
+server commits nothing: staged files are only ever read by the commit.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from airport_contracts import (
+    Context,
+    DMLOptions,
+    DMLResult,
+    ScanOptions,
+    project_schema,
+    rowid_field,
+    statement_from_context,
+)
+
+from ..catalog import Catalog, CatalogSchema
+from .capabilities import ALL_CAPABILITIES, with_capabilities
+from .shaping import conform_insert, conform_update, returning_reader
+from .spark_session import is_connect
+
+log = logging.getLogger("pyairport.spark")
+
+ROWID = "rowid"
+CAPABILITIES_PROPERTY = "pyairport.capabilities"
+ID_FROM_ROWID_PROPERTY = "pyairport.id_from_rowid"
+COMMIT_ATTEMPTS = 4
+SCAN_BATCH_ROWS = 65_536
+STAGE_FILE_ROWS = 65_536  # staged INSERT rows per parquet file (DuckDB sends 2048 at a time)
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _plain(data_type: pa.DataType) -> pa.DataType:
+    """Spark hands strings/binaries back as large types; the table declares the plain ones."""
+    if pa.types.is_large_string(data_type):
+        return pa.string()
+    if pa.types.is_large_binary(data_type):
+        return pa.binary()
+    return data_type
+
+
+@dataclass
+class _Pending:
+    """One statement's staged changes to one table."""
+
+    directory: Path
+    files: int = 0
+    buffer: list[pa.RecordBatch] = field(default_factory=list)  # staged rows not yet in a file
+    buffered_rows: int = 0
+    updates: list[tuple[np.ndarray, dict[str, pa.Array]]] = field(default_factory=list)
+    deletes: list[np.ndarray] = field(default_factory=list)
+    registered: bool = False
+
+
+class SparkTable:
+    """A Delta table; `with_capabilities` adds the DML interfaces it serves."""
+
+    def __init__(
+        self,
+        backend: SparkBackend,
+        schema_name: str,
+        name: str,
+        *,
+        comment: str = "",
+        id_from_rowid: str | None = None,
+    ) -> None:
+        self.backend = backend
+        self.spark = backend.spark
+        self.schema_name = schema_name
+        self._name = name
+        self._comment = comment
+        self._id_from_rowid = id_from_rowid
+        self.fqn = f"{_quote(schema_name)}.{_quote(name)}"
+        spark_schema = self.spark.table(self.fqn).limit(0).toArrow().schema
+        fields = [
+            pa.field(f.name, _plain(f.type), f.nullable) for f in spark_schema if f.name != ROWID
+        ]
+        self.schema = pa.schema([rowid_field(), *fields])
+        self._next_rowid: int | None = None
+        self._lock = threading.Lock()  # rowid allocation and commits of this table
+
+    # --- Table ------------------------------------------------------------------------------
+
+    def name(self) -> str:
+        return self._name
+
+    def comment(self) -> str:
+        return self._comment
+
+    def arrow_schema(self, columns: list[str] | None = None) -> pa.Schema:
+        return project_schema(self.schema, columns or [])
+
+    def scan(self, ctx: Context, opts: ScanOptions | None = None) -> pa.RecordBatchReader:
+        ctx.raise_if_done()
+        frame = self.spark.table(self.fqn).select(*[_quote(n) for n in self.schema.names])
+        if opts is not None and opts.limit > 0:
+            frame = frame.limit(opts.limit)
+        table = frame.toArrow().cast(self.schema)
+        return pa.RecordBatchReader.from_batches(
+            self.schema, table.to_batches(max_chunksize=SCAN_BATCH_ROWS)
+        )
+
+    def to_table(self) -> pa.Table:
+        """The committed rows ordered by rowid (for tests and tools)."""
+        return self.scan(Context.background()).read_all().sort_by(ROWID)
+
+    @property
+    def num_rows(self) -> int:
+        return int(self.spark.table(self.fqn).count())
+
+    # --- rowids and staging --------------------------------------------------------------------
+
+    def _allocate(self, count: int) -> np.ndarray:
+        with self._lock:
+            if self._next_rowid is None:
+                (largest,) = self.spark.sql(f"SELECT max({ROWID}) FROM {self.fqn}").collect()[0]
+                self._next_rowid = (largest or 0) + 1
+            start = self._next_rowid
+            self._next_rowid += count
+        return np.arange(start, start + count, dtype=np.int64)
+
+    def _stage(self, ctx: Context) -> tuple[_Pending, bool]:
+        statement = statement_from_context(ctx)
+        if statement is None:
+            return self._new_pending(), True
+        pending: _Pending = statement.staged(self, self._new_pending)
+        if not pending.registered:
+            pending.registered = True
+            statement.on_commit(lambda: self._commit(pending))
+            statement.on_rollback(lambda: self._discard(pending))
+        return pending, False
+
+    def _new_pending(self) -> _Pending:
+        return _Pending(self.backend.staging / uuid.uuid4().hex)
+
+    def _discard(self, pending: _Pending) -> None:
+        shutil.rmtree(pending.directory, ignore_errors=True)
+
+    def _finish_now(self, pending: _Pending, immediate: bool) -> None:
+        if immediate:
+            try:
+                self._commit(pending)
+            finally:
+                self._discard(pending)
+
+    def _rows_for(self, ids: np.ndarray) -> pa.Table:
+        """The committed rows with these rowids (table schema; order not kept)."""
+        if not len(ids):
+            return self.schema.empty_table()
+        keys = self.spark.createDataFrame(pa.table({ROWID: pa.array(np.unique(ids), pa.int64())}))
+        frame = keys.join(self.spark.table(self.fqn), ROWID).select(
+            *[_quote(n) for n in self.schema.names]
+        )
+        return frame.toArrow().cast(self.schema)
+
+    # --- the operations the capability mixins expose ------------------------------------------
+
+    def _insert(
+        self, ctx: Context, rows: pa.RecordBatchReader, opts: DMLOptions | None
+    ) -> DMLResult:
+        pending, immediate = self._stage(ctx)
+        count, returned = 0, []
+        try:
+            for batch in rows:
+                ctx.raise_if_done()
+                staged = conform_insert(
+                    batch, self.schema, self._allocate(batch.num_rows), self._id_from_rowid
+                )
+                pending.buffer.append(staged)
+                pending.buffered_rows += staged.num_rows
+                if pending.buffered_rows >= STAGE_FILE_ROWS:
+                    _flush(pending)
+                count += staged.num_rows
+                if opts is not None and opts.returning:
+                    returned.append(staged)
+            self._finish_now(pending, immediate)
+        except BaseException:
+            if immediate:
+                self._discard(pending)
+            raise
+        return DMLResult(
+            affected_rows=count, returning_data=returning_reader(self.schema, returned, opts)
+        )
+
+    def _update(
+        self,
+        ctx: Context,
+        chunks: Iterable[tuple[np.ndarray, pa.RecordBatch]],
+        opts: DMLOptions | None,
+    ) -> DMLResult:
+        pending, immediate = self._stage(ctx)
+        affected, returned = 0, []
+        for ids, values in chunks:
+            ctx.raise_if_done()
+            columns = conform_update(values, self.schema)
+            pending.updates.append((ids, columns))
+            current = self._rows_for(ids)
+            affected += current.num_rows
+            if opts is not None and opts.returning and current.num_rows:
+                returned.extend(_overlay(current, ids, columns).to_batches())
+        self._finish_now(pending, immediate)
+        return DMLResult(
+            affected_rows=affected, returning_data=returning_reader(self.schema, returned, opts)
+        )
+
+    def _delete(
+        self, ctx: Context, id_chunks: Iterable[np.ndarray], opts: DMLOptions | None
+    ) -> DMLResult:
+        pending, immediate = self._stage(ctx)
+        affected, returned = 0, []
+        for ids in id_chunks:
+            ctx.raise_if_done()
+            pending.deletes.append(ids)
+            current = self._rows_for(ids)
+            affected += current.num_rows
+            if opts is not None and opts.returning:
+                returned.extend(current.to_batches())
+        self._finish_now(pending, immediate)
+        return DMLResult(
+            affected_rows=affected, returning_data=returning_reader(self.schema, returned, opts)
+        )
+
+    # --- commit: one Delta commit per kind of change (a statement has one kind) --------------
+
+    def _commit(self, pending: _Pending) -> None:
+        _flush(pending)
+        with self._lock:
+            if pending.files:
+                self._retrying(lambda: self._append(pending.directory))
+            if pending.updates:
+                self._retrying(lambda: self._merge_updates(pending.updates))
+            if pending.deletes:
+                self._retrying(lambda: self._merge_deletes(np.concatenate(pending.deletes)))
+
+    def _retrying(self, commit: Callable[[], None]) -> None:
+        """Delta's optimistic concurrency decides; a conflict with another writer is retried."""
+        for attempt in range(1, COMMIT_ATTEMPTS + 1):
+            try:
+                commit()
+                return
+            except Exception as exc:
+                if (
+                    "Concurrent" not in type(exc).__name__ + str(exc)[:200]
+                    or attempt == COMMIT_ATTEMPTS
+                ):
+                    raise
+                log.warning("Delta commit conflict on %s (attempt %d), retrying", self.fqn, attempt)
+                time.sleep(0.05 * attempt)
+
+    def _append(self, directory: Path) -> None:
+        if is_connect(self.spark):
+            frame = self.spark.createDataFrame(pq.read_table(directory))
+        else:
+            frame = self.spark.read.parquet(str(directory))
+        frame.select(*[_quote(n) for n in self.schema.names]).write.format("delta").mode(
+            "append"
+        ).saveAsTable(self.fqn)
+
+    def _merge_updates(self, updates: list[tuple[np.ndarray, dict[str, pa.Array]]]) -> None:
+        changes = _update_frame(updates, self.schema)
+        view = self.backend.view(changes)
+        try:
+            assignments = ", ".join(
+                f"t.{_quote(c)} = CASE WHEN s.{_quote('__set_' + c)} THEN s.{_quote(c)} ELSE t.{_quote(c)} END"
+                for c in changes.column_names
+                if c != ROWID and not c.startswith("__set_")
+            )
+            self.spark.sql(
+                f"MERGE INTO {self.fqn} t USING {view} s ON t.{ROWID} = s.{ROWID} WHEN MATCHED THEN UPDATE SET {assignments}"
+            )
+        finally:
+            self.backend.drop_view(view)
+
+    def _merge_deletes(self, ids: np.ndarray) -> None:
+        view = self.backend.view(pa.table({ROWID: pa.array(np.unique(ids), pa.int64())}))
+        try:
+            self.spark.sql(
+                f"MERGE INTO {self.fqn} t USING {view} s ON t.{ROWID} = s.{ROWID} WHEN MATCHED THEN DELETE"
+            )
+        finally:
+            self.backend.drop_view(view)
+
+
+def _flush(pending: _Pending) -> None:
+    """Write the buffered INSERT rows of a statement to one staged parquet file."""
+    if not pending.buffer:
+        return
+    pending.directory.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_batches(pending.buffer), pending.directory / f"{pending.files:06d}.parquet")
+    pending.files += 1
+    pending.buffer, pending.buffered_rows = [], 0
+
+
+def _overlay(current: pa.Table, ids: np.ndarray, columns: dict[str, pa.Array]) -> pa.Table:
+    """current's rows with the new values of columns (for rowid ids[i], row i of columns)."""
+    order = {
+        int(rowid): i for i, rowid in enumerate(ids)
+    }  # the last value wins for a repeated rowid
+    positions = pa.array([order[int(r)] for r in current.column(ROWID).to_numpy()], pa.int64())
+    for name, values in columns.items():
+        index = current.schema.get_field_index(name)
+        current = current.set_column(index, current.schema.field(index), values.take(positions))
+    return current
+
+
+def _update_frame(
+    updates: list[tuple[np.ndarray, dict[str, pa.Array]]], schema: pa.Schema
+) -> pa.Table:
+    """All staged updates as one table: rowid, each updated column, and a __set_<column> flag
+    saying whether that row sets it; the last update of a rowid wins."""
+    names = [f.name for f in schema if any(f.name in columns for _, columns in updates)]
+    pieces = []
+    for ids, columns in updates:
+        arrays: dict[str, pa.Array] = {ROWID: pa.array(ids, pa.int64())}
+        for name in names:
+            given = columns.get(name)
+            arrays[name] = (
+                given if given is not None else pa.nulls(len(ids), schema.field(name).type)
+            )
+            arrays["__set_" + name] = pa.array(np.full(len(ids), given is not None))
+        pieces.append(pa.table(arrays))
+    table = pa.concat_tables(pieces)
+    rowids = table.column(ROWID).to_numpy()
+    _, last = np.unique(rowids[::-1], return_index=True)
+    keep = np.sort(len(rowids) - 1 - last)
+    return table.take(pa.array(keep, pa.int64()))
+
+
+class SparkBackend:
+    """Delta tables under one warehouse folder, served as a Catalog."""
+
+    def __init__(self, spark: Any, warehouse: Path) -> None:
+        self.spark = spark
+        self.warehouse = warehouse.resolve()
+        self.warehouse.mkdir(parents=True, exist_ok=True)
+        self.staging = self.warehouse / ".pyairport-staging"
+        # Files staged by a server that died are from statements that never committed.
+        shutil.rmtree(self.staging, ignore_errors=True)
+        self.staging.mkdir()
+        self.catalog = Catalog("")
+        self._lock = threading.Lock()
+        self._discover()
+
+    def _location(self, schema_name: str, table_name: str | None = None) -> Path:
+        path = self.warehouse / schema_name
+        return path / table_name if table_name else path
+
+    def _ensure_database(self, schema_name: str) -> CatalogSchema:
+        self.spark.sql(
+            f"CREATE DATABASE IF NOT EXISTS {_quote(schema_name)} LOCATION '{self._location(schema_name)}'"
+        )
+        return self.catalog.add_schema(CatalogSchema(schema_name))
+
+    def _discover(self) -> None:
+        """Register every Delta table of the warehouse (what a previous run created)."""
+        for log_dir in sorted(self.warehouse.glob("*/*/_delta_log")):
+            table_dir = log_dir.parent
+            schema_name, table_name = table_dir.parent.name, table_dir.name
+            if schema_name.startswith("."):
+                continue
+            self._ensure_database(schema_name)
+            fqn = f"{_quote(schema_name)}.{_quote(table_name)}"
+            self.spark.sql(f"CREATE TABLE IF NOT EXISTS {fqn} USING delta LOCATION '{table_dir}'")
+            self._open(schema_name, table_name)
+
+    def _properties(self, fqn: str) -> dict[str, str]:
+        return {row[0]: row[1] for row in self.spark.sql(f"SHOW TBLPROPERTIES {fqn}").collect()}
+
+    def _open(self, schema_name: str, table_name: str) -> SparkTable:
+        fqn = f"{_quote(schema_name)}.{_quote(table_name)}"
+        properties = self._properties(fqn)
+        capabilities = [
+            c
+            for c in properties.get(CAPABILITIES_PROPERTY, ",".join(ALL_CAPABILITIES)).split(",")
+            if c
+        ]
+        table: SparkTable = with_capabilities(SparkTable, capabilities)(
+            self,
+            schema_name,
+            table_name,
+            comment=properties.get("comment", ""),
+            id_from_rowid=properties.get(ID_FROM_ROWID_PROPERTY) or None,
+        )
+        self.catalog.add_schema(CatalogSchema(schema_name)).add(table)
+        return table
+
+    def table(
+        self,
+        schema_name: str,
+        table_name: str,
+        columns: pa.Schema,
+        capabilities: Sequence[str] = ALL_CAPABILITIES,
+        comment: str = "",
+        rows: pa.Table | None = None,
+        id_from_rowid: str | None = None,
+    ) -> SparkTable:
+        """The table schema_name.table_name: opened if it exists, else created (with rows)."""
+        with self._lock:
+            schema = self.catalog.schema(Context.background(), schema_name)
+            existing = (
+                schema.table(Context.background(), table_name) if schema is not None else None
+            )
+            if existing is not None:
+                return existing  # type: ignore[return-value]
+            self._ensure_database(schema_name)
+            location = self._location(schema_name, table_name)
+            fqn = f"{_quote(schema_name)}.{_quote(table_name)}"
+            if not (location / "_delta_log").exists():
+                empty = pa.schema([pa.field(ROWID, pa.int64()), *columns]).empty_table()
+                self.spark.createDataFrame(empty).write.format("delta").option(
+                    "path", str(location)
+                ).saveAsTable(fqn)
+                properties = {
+                    "comment": comment,
+                    CAPABILITIES_PROPERTY: ",".join(capabilities),
+                    ID_FROM_ROWID_PROPERTY: id_from_rowid or "",
+                }
+                settings = ", ".join(
+                    f"'{k}' = '{v.replace(chr(39), '')}'" for k, v in properties.items()
+                )
+                self.spark.sql(f"ALTER TABLE {fqn} SET TBLPROPERTIES ({settings})")
+                table = self._open(schema_name, table_name)
+                if rows is not None and rows.num_rows:
+                    table._insert(
+                        Context.background(),
+                        pa.RecordBatchReader.from_batches(rows.schema, rows.to_batches()),
+                        None,
+                    )
+                return table
+            self.spark.sql(f"CREATE TABLE IF NOT EXISTS {fqn} USING delta LOCATION '{location}'")
+            return self._open(schema_name, table_name)
+
+    def view(self, data: pa.Table) -> str:
+        """A temporary view over Arrow data, for MERGE; drop it with drop_view."""
+        name = f"pyairport_{uuid.uuid4().hex}"
+        self.spark.createDataFrame(data).createOrReplaceTempView(name)
+        return name
+
+    def drop_view(self, name: str) -> None:
+        self.spark.catalog.dropTempView(name)
+
+
+def spark_demo_catalog(backend: SparkBackend) -> Catalog:
+    """The demo catalog (pyairport.demo) as Delta tables; existing tables are reopened."""
+    from ..demo import demo_catalog
+
+    def make(
+        schema: str,
+        table: str,
+        columns: pa.Schema,
+        caps: Sequence[str],
+        comment: str,
+        rows: pa.Table | None,
+    ) -> Any:
+        return backend.table(schema, table, columns, caps, comment, rows, id_from_rowid="id")
+
+    demo_catalog(make)
+    return backend.catalog
