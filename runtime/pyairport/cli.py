@@ -30,7 +30,26 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     serve = commands.add_parser("serve", help="serve the demo catalog over Arrow Flight")
     serve.add_argument(
-        "--backend", choices=["memory"], default="memory", help="table storage (default memory)"
+        "--backend",
+        choices=["memory", "spark"],
+        default="memory",
+        help="table storage (default memory)",
+    )
+    serve.add_argument(
+        "--warehouse",
+        default="warehouse",
+        help="spark: folder of the Delta tables (default ./warehouse)",
+    )
+    serve.add_argument(
+        "--spark-master", default="local[*]", help="spark: master URL (default local[*], embedded)"
+    )
+    serve.add_argument(
+        "--spark-remote",
+        default=None,
+        help="spark: a Spark Connect URL sc://host:port instead of a master",
+    )
+    serve.add_argument(
+        "--jars-dir", default=".cache/jars", help="spark: folder holding the Delta jars (make jars)"
     )
     serve.add_argument(
         "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"

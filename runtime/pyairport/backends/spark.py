@@ -158,7 +158,7 @@ class SparkTable:
         pending: _Pending = statement.staged(self, self._new_pending)
         if not pending.registered:
             pending.registered = True
-            statement.on_commit(lambda: self._commit(pending))
+            statement.on_commit(lambda: self._commit_and_discard(pending))
             statement.on_rollback(lambda: self._discard(pending))
         return pending, False
 
@@ -168,12 +168,15 @@ class SparkTable:
     def _discard(self, pending: _Pending) -> None:
         shutil.rmtree(pending.directory, ignore_errors=True)
 
+    def _commit_and_discard(self, pending: _Pending) -> None:
+        try:
+            self._commit(pending)
+        finally:
+            self._discard(pending)  # committed or failed, the staged files are done with
+
     def _finish_now(self, pending: _Pending, immediate: bool) -> None:
         if immediate:
-            try:
-                self._commit(pending)
-            finally:
-                self._discard(pending)
+            self._commit_and_discard(pending)
 
     def _rows_for(self, ids: np.ndarray) -> pa.Table:
         """The committed rows with these rowids (table schema; order not kept)."""
@@ -184,6 +187,13 @@ class SparkTable:
             *[_quote(n) for n in self.schema.names]
         )
         return frame.toArrow().cast(self.schema)
+
+    def _count_rows(self, ids: np.ndarray) -> int:
+        """How many committed rows have these rowids."""
+        if not len(ids):
+            return 0
+        keys = self.spark.createDataFrame(pa.table({ROWID: pa.array(np.unique(ids), pa.int64())}))
+        return int(keys.join(self.spark.table(self.fqn).select(ROWID), ROWID).count())
 
     # --- the operations the capability mixins expose ------------------------------------------
 
@@ -221,15 +231,19 @@ class SparkTable:
         opts: DMLOptions | None,
     ) -> DMLResult:
         pending, immediate = self._stage(ctx)
-        affected, returned = 0, []
+        returning = opts is not None and opts.returning
+        affected, returned, staged = 0, [], []
         for ids, values in chunks:
             ctx.raise_if_done()
             columns = conform_update(values, self.schema)
             pending.updates.append((ids, columns))
-            current = self._rows_for(ids)
-            affected += current.num_rows
-            if opts is not None and opts.returning and current.num_rows:
+            staged.append(ids)
+            if returning:  # RETURNING needs each batch's rows now; otherwise one look-up below
+                current = self._rows_for(ids)
+                affected += current.num_rows
                 returned.extend(_overlay(current, ids, columns).to_batches())
+        if not returning and staged:
+            affected = self._count_rows(np.concatenate(staged))
         self._finish_now(pending, immediate)
         return DMLResult(
             affected_rows=affected, returning_data=returning_reader(self.schema, returned, opts)
@@ -239,14 +253,18 @@ class SparkTable:
         self, ctx: Context, id_chunks: Iterable[np.ndarray], opts: DMLOptions | None
     ) -> DMLResult:
         pending, immediate = self._stage(ctx)
-        affected, returned = 0, []
+        returning = opts is not None and opts.returning
+        affected, returned, staged = 0, [], []
         for ids in id_chunks:
             ctx.raise_if_done()
             pending.deletes.append(ids)
-            current = self._rows_for(ids)
-            affected += current.num_rows
-            if opts is not None and opts.returning:
+            staged.append(ids)
+            if returning:
+                current = self._rows_for(ids)
+                affected += current.num_rows
                 returned.extend(current.to_batches())
+        if not returning and staged:  # this call's rowids only: a statement may call several times
+            affected = self._count_rows(np.concatenate(staged))
         self._finish_now(pending, immediate)
         return DMLResult(
             affected_rows=affected, returning_data=returning_reader(self.schema, returned, opts)
@@ -318,7 +336,9 @@ def _flush(pending: _Pending) -> None:
     if not pending.buffer:
         return
     pending.directory.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_batches(pending.buffer), pending.directory / f"{pending.files:06d}.parquet")
+    pq.write_table(
+        pa.Table.from_batches(pending.buffer), pending.directory / f"{pending.files:06d}.parquet"
+    )
     pending.files += 1
     pending.buffer, pending.buffered_rows = [], 0
 

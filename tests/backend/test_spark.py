@@ -1,0 +1,119 @@
+"""Spark backend specifics: one Delta commit per statement, rollback commits nothing,
+concurrent writers lose nothing, rowids stay put. (The DML scenarios run on Spark too:
+tests/protocol/test_dml_scenarios.py.)"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from airport_contracts import Context, DMLOptions, Statement, with_statement
+
+pytestmark = pytest.mark.spark
+
+COLUMNS = pa.schema([("id", pa.int64()), ("name", pa.string())])
+
+
+@pytest.fixture
+def table(spark_backend: Any) -> Any:
+    return spark_backend.table("unit", f"t_{uuid.uuid4().hex[:8]}", COLUMNS, id_from_rowid="id")
+
+
+def _versions(table: Any) -> int:
+    return int(table.spark.sql(f"DESCRIBE HISTORY {table.fqn}").count())
+
+
+def _reader(data: pa.Table, batch_rows: int) -> pa.RecordBatchReader:
+    return pa.RecordBatchReader.from_batches(data.schema, data.to_batches(max_chunksize=batch_rows))
+
+
+def _rows(n: int, start: int = 0) -> pa.Table:
+    return pa.table({"id": pa.array(range(start, start + n), pa.int64()), "name": [f"n{i}" for i in range(start, start + n)]})
+
+
+def test_a_multi_batch_statement_is_one_delta_commit(table: Any) -> None:
+    before = _versions(table)
+    statement = Statement("s")
+    ctx = with_statement(Context.background(), statement)
+    result = table.insert(ctx, _reader(_rows(10), 2), DMLOptions(returning=True, returning_columns=["id", "name"]))
+    assert result.affected_rows == 10 and result.returning_data.read_all().num_rows == 10
+    assert _versions(table) == before  # nothing visible before the statement commits
+    statement.commit()
+    assert _versions(table) == before + 1
+    assert table.num_rows == 10
+
+
+def test_rollback_commits_nothing_and_cleans_its_staging(table: Any, spark_backend: Any) -> None:
+    table.insert(Context.background(), _reader(_rows(3), 3), None)
+    before = _versions(table)
+    for change in (
+        lambda ctx: table.insert(ctx, _reader(_rows(5, 100), 2), None),
+        lambda ctx: table.update_batch(ctx, _reader(pa.table({"name": ["x"], "rowid": pa.array([1], pa.int64())}), 1), None),
+        lambda ctx: table.delete_by_row_ids(ctx, pa.array([1, 2], pa.int64()), None),
+    ):
+        statement = Statement("s")
+        change(with_statement(Context.background(), statement))
+        statement.rollback()
+    assert _versions(table) == before
+    assert table.to_table().column("name").to_pylist() == ["n0", "n1", "n2"]
+    assert not any(spark_backend.staging.iterdir())
+
+
+def test_update_and_delete_are_one_merge_each_and_rowids_stay(table: Any) -> None:
+    table.insert(Context.background(), _reader(_rows(6), 6), None)
+    before = _versions(table)
+    statement = Statement("u")
+    ctx = with_statement(Context.background(), statement)
+    updates = pa.table({"name": ["a", "b", "c"], "rowid": pa.array([2, 4, 6], pa.int64())})
+    assert table.update_batch(ctx, _reader(updates, 1), None).affected_rows == 3
+    statement.commit()
+    statement = Statement("d")
+    ctx = with_statement(Context.background(), statement)
+    assert table.delete_batch(ctx, _reader(pa.table({"rowid": pa.array([1, 99], pa.int64())}), 1), None).affected_rows == 1
+    statement.commit()
+    assert _versions(table) == before + 2
+    history = table.spark.sql(f"DESCRIBE HISTORY {table.fqn}").select("operation").limit(2).collect()
+    assert [r[0] for r in history] == ["MERGE", "MERGE"]
+    assert table.to_table().select(["rowid", "name"]).to_pylist() == [
+        {"rowid": 2, "name": "a"},
+        {"rowid": 3, "name": "n2"},
+        {"rowid": 4, "name": "b"},
+        {"rowid": 5, "name": "n4"},
+        {"rowid": 6, "name": "c"},
+    ]
+
+
+def test_concurrent_writers_lose_nothing(table: Any) -> None:
+    errors: list[BaseException] = []
+
+    def writer(k: int) -> None:
+        try:
+            for j in range(3):
+                statement = Statement(f"{k}-{j}")
+                table.insert(with_statement(Context.background(), statement), _reader(_rows(50, k * 1000 + j * 50), 20), None)
+                statement.commit()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    data = table.to_table()
+    assert data.num_rows == 4 * 3 * 50
+    assert len(set(data.column("rowid").to_pylist())) == data.num_rows
+    assert sorted(data.column("id").to_pylist()) == sorted(k * 1000 + j for k in range(4) for j in range(150))
+
+
+def test_schema_declares_the_rowid_and_scans_match_it(table: Any) -> None:
+    schema = table.arrow_schema()
+    assert schema.names == ["rowid", "id", "name"]
+    assert schema.field("rowid").metadata == {b"is_rowid": b"true"}
+    table.insert(Context.background(), _reader(_rows(2), 2), None)
+    assert table.scan(Context.background()).schema.equals(schema, check_metadata=True)

@@ -1,0 +1,100 @@
+"""`pyairport serve --backend spark` as users run it: data survives a restart, and a server
+killed with SIGKILL in the middle of an INSERT comes back at its last commit."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from pyairport.client import AirportClient
+
+from ..conftest import JARS
+
+pytestmark = pytest.mark.spark
+
+
+def _serve(warehouse: Path) -> tuple[subprocess.Popen[str], str]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pyairport", "serve", "--backend", "spark", "--port", "0", "--warehouse", str(warehouse),
+         "--jars-dir", str(JARS), "--spark-master", "local[2]", "--no-transactions"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,  # its own process group: the Spark JVM goes down with it
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    match = re.fullmatch(r"pyairport serving on (grpc://\S+) \(backend spark\)\n", line)
+    if not match:
+        os.killpg(process.pid, signal.SIGKILL)
+        raise AssertionError(f"server did not start: {line!r}")
+    return process, match.group(1)
+
+
+def _users(n: int, start: int = 0) -> pa.Table:
+    ids = pa.array(range(start, start + n), pa.int64())
+    return pa.table({"id": ids, "name": pa.array(["n"] * n), "email": pa.array(["e"] * n)})
+
+
+def test_sigkill_mid_insert_leaves_the_last_commit_and_a_writable_table(tmp_path: Path) -> None:
+    warehouse = tmp_path / "warehouse"
+    process, location = _serve(warehouse)
+    try:
+        with AirportClient(location) as client:
+            assert client.insert("dml_schema", "users", _users(3)).total_changed == 3
+            outcome: list[object] = []
+            streaming = threading.Event()
+
+            def big_insert() -> None:
+                def batches():  # a DuckDB-shaped INSERT that is still streaming when killed
+                    for i in range(2000):
+                        streaming.set()
+                        yield from _users(2048, 1000 + i * 2048).to_batches()
+
+                try:
+                    first = next(iter(_users(1).to_batches()))
+                    outcome.append(client.insert("dml_schema", "users", pa.RecordBatchReader.from_batches(first.schema, batches())))
+                except Exception as exc:
+                    outcome.append(exc)
+
+            worker = threading.Thread(target=big_insert)
+            worker.start()
+            assert streaming.wait(60)
+            threading.Event().wait(2.0)  # let the server stage part of the input
+            os.killpg(process.pid, signal.SIGKILL)
+            worker.join(60)
+            assert outcome and isinstance(outcome[0], Exception), "the insert finished before the kill"
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+    process, location = _serve(warehouse)
+    try:
+        with AirportClient(location) as client:
+            assert client.insert("dml_schema", "users", _users(1, 500)).total_changed == 1
+        staging = warehouse / ".pyairport-staging"
+        assert not any(staging.iterdir()), "files staged by the killed server were not cleared"
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(60)
+
+    process, location = _serve(warehouse)  # a clean restart keeps everything committed
+    try:
+        from pyairport.client import AirportClient as Client
+
+        with Client(location) as client:
+            answer = client.delete("dml_schema", "users", [1, 2, 3, 4], returning=True)
+            assert answer.returning is not None
+            assert sorted(answer.returning.column("id").to_pylist()) == [0, 1, 2, 500]
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(60)
