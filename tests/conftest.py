@@ -24,6 +24,79 @@ def spark_backend(spark_warehouse: Path) -> Iterator[Any]:
     from pyairport.backends.spark import SparkBackend
     from pyairport.backends.spark_session import spark_session
 
-    session = spark_session(master="local[2]", warehouse=spark_warehouse, jars_dir=JARS, app_name="pyairport-tests")
+    session = spark_session(
+        master="local[2]", warehouse=spark_warehouse, jars_dir=JARS, app_name="pyairport-tests"
+    )
     yield SparkBackend(session, spark_warehouse)
     session.stop()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def spark_connect_backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A SparkBackend talking Spark Connect to the server that ships in the pyspark wheel,
+    started here on 127.0.0.1 with Delta configured on the server side."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import pyspark
+
+    from pyairport.backends.spark import SparkBackend
+    from pyairport.backends.spark_session import LOCAL_CONF, delta_jars, spark_session
+
+    warehouse = tmp_path_factory.mktemp("connect-warehouse")
+    port = _free_port()
+    spark_home = Path(pyspark.__file__).parent
+    conf = {
+        **LOCAL_CONF,
+        "spark.connect.grpc.binding.address": "127.0.0.1",
+        "spark.connect.grpc.binding.port": str(port),
+        "spark.sql.warehouse.dir": str(warehouse),
+    }
+    command = [
+        str(spark_home / "bin" / "spark-submit"),
+        "--class",
+        "org.apache.spark.sql.connect.service.SparkConnectServer",
+        "--master",
+        "local[2]",
+        "--jars",
+        ",".join(delta_jars(JARS)),
+    ]
+    for key, value in conf.items():
+        command += ["--conf", f"{key}={value}"]
+    log = (warehouse / "connect-server.log").open("w")
+    env = dict(os.environ, SPARK_HOME=str(spark_home), PYSPARK_PYTHON=sys.executable)
+    server = subprocess.Popen(
+        [*command, "spark-internal"],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while "Spark Connect server started" not in (warehouse / "connect-server.log").read_text():
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(
+                    "the Spark Connect server did not start: see "
+                    + str(warehouse / "connect-server.log")
+                )
+            time.sleep(0.5)
+        url = f"sc://127.0.0.1:{port}"
+        session = spark_session(remote=url)
+        yield SparkBackend(session, warehouse, remote=url)
+        session.stop()
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(60)
+        log.close()

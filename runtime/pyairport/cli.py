@@ -115,7 +115,7 @@ def _catalog(args: argparse.Namespace) -> object:
         warehouse=warehouse,
         jars_dir=Path(args.jars_dir),
     )
-    return spark_demo_catalog(SparkBackend(session, warehouse))
+    return spark_demo_catalog(SparkBackend(session, warehouse, remote=args.spark_remote))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

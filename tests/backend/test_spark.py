@@ -32,14 +32,21 @@ def _reader(data: pa.Table, batch_rows: int) -> pa.RecordBatchReader:
 
 
 def _rows(n: int, start: int = 0) -> pa.Table:
-    return pa.table({"id": pa.array(range(start, start + n), pa.int64()), "name": [f"n{i}" for i in range(start, start + n)]})
+    return pa.table(
+        {
+            "id": pa.array(range(start, start + n), pa.int64()),
+            "name": [f"n{i}" for i in range(start, start + n)],
+        }
+    )
 
 
 def test_a_multi_batch_statement_is_one_delta_commit(table: Any) -> None:
     before = _versions(table)
     statement = Statement("s")
     ctx = with_statement(Context.background(), statement)
-    result = table.insert(ctx, _reader(_rows(10), 2), DMLOptions(returning=True, returning_columns=["id", "name"]))
+    result = table.insert(
+        ctx, _reader(_rows(10), 2), DMLOptions(returning=True, returning_columns=["id", "name"])
+    )
     assert result.affected_rows == 10 and result.returning_data.read_all().num_rows == 10
     assert _versions(table) == before  # nothing visible before the statement commits
     statement.commit()
@@ -52,7 +59,9 @@ def test_rollback_commits_nothing_and_cleans_its_staging(table: Any, spark_backe
     before = _versions(table)
     for change in (
         lambda ctx: table.insert(ctx, _reader(_rows(5, 100), 2), None),
-        lambda ctx: table.update_batch(ctx, _reader(pa.table({"name": ["x"], "rowid": pa.array([1], pa.int64())}), 1), None),
+        lambda ctx: table.update_batch(
+            ctx, _reader(pa.table({"name": ["x"], "rowid": pa.array([1], pa.int64())}), 1), None
+        ),
         lambda ctx: table.delete_by_row_ids(ctx, pa.array([1, 2], pa.int64()), None),
     ):
         statement = Statement("s")
@@ -73,10 +82,17 @@ def test_update_and_delete_are_one_merge_each_and_rowids_stay(table: Any) -> Non
     statement.commit()
     statement = Statement("d")
     ctx = with_statement(Context.background(), statement)
-    assert table.delete_batch(ctx, _reader(pa.table({"rowid": pa.array([1, 99], pa.int64())}), 1), None).affected_rows == 1
+    assert (
+        table.delete_batch(
+            ctx, _reader(pa.table({"rowid": pa.array([1, 99], pa.int64())}), 1), None
+        ).affected_rows
+        == 1
+    )
     statement.commit()
     assert _versions(table) == before + 2
-    history = table.spark.sql(f"DESCRIBE HISTORY {table.fqn}").select("operation").limit(2).collect()
+    history = (
+        table.spark.sql(f"DESCRIBE HISTORY {table.fqn}").select("operation").limit(2).collect()
+    )
     assert [r[0] for r in history] == ["MERGE", "MERGE"]
     assert table.to_table().select(["rowid", "name"]).to_pylist() == [
         {"rowid": 2, "name": "a"},
@@ -94,7 +110,11 @@ def test_concurrent_writers_lose_nothing(table: Any) -> None:
         try:
             for j in range(3):
                 statement = Statement(f"{k}-{j}")
-                table.insert(with_statement(Context.background(), statement), _reader(_rows(50, k * 1000 + j * 50), 20), None)
+                table.insert(
+                    with_statement(Context.background(), statement),
+                    _reader(_rows(50, k * 1000 + j * 50), 20),
+                    None,
+                )
                 statement.commit()
         except BaseException as exc:
             errors.append(exc)
@@ -108,7 +128,9 @@ def test_concurrent_writers_lose_nothing(table: Any) -> None:
     data = table.to_table()
     assert data.num_rows == 4 * 3 * 50
     assert len(set(data.column("rowid").to_pylist())) == data.num_rows
-    assert sorted(data.column("id").to_pylist()) == sorted(k * 1000 + j for k in range(4) for j in range(150))
+    assert sorted(data.column("id").to_pylist()) == sorted(
+        k * 1000 + j for k in range(4) for j in range(150)
+    )
 
 
 def test_schema_declares_the_rowid_and_scans_match_it(table: Any) -> None:

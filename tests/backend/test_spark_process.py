@@ -23,8 +23,23 @@ pytestmark = pytest.mark.spark
 
 def _serve(warehouse: Path) -> tuple[subprocess.Popen[str], str]:
     process = subprocess.Popen(
-        [sys.executable, "-m", "pyairport", "serve", "--backend", "spark", "--port", "0", "--warehouse", str(warehouse),
-         "--jars-dir", str(JARS), "--spark-master", "local[2]", "--no-transactions"],
+        [
+            sys.executable,
+            "-m",
+            "pyairport",
+            "serve",
+            "--backend",
+            "spark",
+            "--port",
+            "0",
+            "--warehouse",
+            str(warehouse),
+            "--jars-dir",
+            str(JARS),
+            "--spark-master",
+            "local[2]",
+            "--no-transactions",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -61,7 +76,13 @@ def test_sigkill_mid_insert_leaves_the_last_commit_and_a_writable_table(tmp_path
 
                 try:
                     first = next(iter(_users(1).to_batches()))
-                    outcome.append(client.insert("dml_schema", "users", pa.RecordBatchReader.from_batches(first.schema, batches())))
+                    outcome.append(
+                        client.insert(
+                            "dml_schema",
+                            "users",
+                            pa.RecordBatchReader.from_batches(first.schema, batches()),
+                        )
+                    )
                 except Exception as exc:
                     outcome.append(exc)
 
@@ -71,7 +92,9 @@ def test_sigkill_mid_insert_leaves_the_last_commit_and_a_writable_table(tmp_path
             threading.Event().wait(2.0)  # let the server stage part of the input
             os.killpg(process.pid, signal.SIGKILL)
             worker.join(60)
-            assert outcome and isinstance(outcome[0], Exception), "the insert finished before the kill"
+            assert outcome and isinstance(outcome[0], Exception), (
+                "the insert finished before the kill"
+            )
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)

@@ -14,7 +14,6 @@ from pyairport.demo import memory_demo_catalog
 from pyairport.server import AirportServer, ServerConfig
 from pyairport.transactions import MemoryTransactionManager
 
-
 DML_METHODS = ("insert", "update_batch", "update_by_row_ids", "delete_batch", "delete_by_row_ids")
 
 
@@ -103,13 +102,34 @@ def spark_srv(spark_backend: Any) -> Iterator[Running]:
     server.stop(0)
 
 
-@pytest.fixture(params=["memory", pytest.param("spark", marks=pytest.mark.spark)])
+@pytest.fixture(scope="session")
+def spark_connect_srv(spark_connect_backend: Any) -> Iterator[Running]:
+    """The same demo catalog as Delta tables, through Spark Connect."""
+    from pyairport.backends.spark import spark_demo_catalog
+
+    catalog = spark_demo_catalog(spark_connect_backend)
+    server = AirportServer(catalog, None, ServerConfig(port=0)).start()
+    running = Running(server, catalog, None)
+    yield running
+    running.client.close()
+    server.stop(0)
+
+
+@pytest.fixture(
+    params=[
+        "memory",
+        pytest.param("spark", marks=pytest.mark.spark),
+        pytest.param("spark-connect", marks=pytest.mark.spark),
+    ]
+)
 def any_srv(request: pytest.FixtureRequest) -> Iterator[Running]:
-    """The same tests against every backend."""
+    """The same tests against every backend: memory, embedded Spark, Spark Connect."""
     if request.param == "memory":
         yield from _running(None)
         return
-    running: Running = request.getfixturevalue("spark_srv")
+    running: Running = request.getfixturevalue(
+        "spark_srv" if request.param == "spark" else "spark_connect_srv"
+    )
     running.reset()
     yield running
 

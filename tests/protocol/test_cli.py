@@ -84,13 +84,25 @@ def test_console_script_is_installed() -> None:
 
 def test_spark_without_delta_jars_is_one_line(tmp_path: Path) -> None:
     done = subprocess.run(
-        [*PYAIRPORT, "serve", "--backend", "spark", "--jars-dir", str(tmp_path / "none"), "--warehouse", str(tmp_path / "w")],
+        [
+            *PYAIRPORT,
+            "serve",
+            "--backend",
+            "spark",
+            "--jars-dir",
+            str(tmp_path / "none"),
+            "--warehouse",
+            str(tmp_path / "w"),
+        ],
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert done.returncode == 1
-    assert done.stderr == f"pyairport: error: Delta Lake jars not found in {tmp_path / 'none'}/ (delta-spark_*.jar): run `make jars` (uses Maven)\n"
+    assert (
+        done.stderr
+        == f"pyairport: error: Delta Lake jars not found in {tmp_path / 'none'}/ (delta-spark_*.jar): run `make jars` (uses Maven)\n"
+    )
 
 
 def test_spark_without_java_is_one_line(tmp_path: Path) -> None:
@@ -104,4 +116,7 @@ def test_spark_without_java_is_one_line(tmp_path: Path) -> None:
         env=env,
     )
     assert done.returncode == 1
-    assert done.stderr == "pyairport: error: Java not found: Spark needs a JDK (17 or newer) on PATH or in JAVA_HOME\n"
+    assert (
+        done.stderr
+        == "pyairport: error: Java not found: Spark needs a JDK (17 or newer) on PATH or in JAVA_HOME\n"
+    )

@@ -15,6 +15,8 @@ DUCKDB_BATCH = 2048
 def srv(any_srv: Running) -> Running:
     """Every scenario runs against the memory and the Spark backend."""
     return any_srv
+
+
 BOTH = pytest.mark.parametrize("schema", ["dml_schema", "batch_schema"])
 
 

@@ -298,10 +298,10 @@ class SparkTable:
                 time.sleep(0.05 * attempt)
 
     def _append(self, directory: Path) -> None:
-        if is_connect(self.spark):
-            frame = self.spark.createDataFrame(pq.read_table(directory))
-        else:
+        if self.backend.shares_files:
             frame = self.spark.read.parquet(str(directory))
+        else:  # a remote Spark Connect server cannot read our files: send the rows
+            frame = self.spark.createDataFrame(pq.read_table(directory))
         frame.select(*[_quote(n) for n in self.schema.names]).write.format("delta").mode(
             "append"
         ).saveAsTable(self.fqn)
@@ -381,8 +381,11 @@ def _update_frame(
 class SparkBackend:
     """Delta tables under one warehouse folder, served as a Catalog."""
 
-    def __init__(self, spark: Any, warehouse: Path) -> None:
+    def __init__(self, spark: Any, warehouse: Path, remote: str | None = None) -> None:
+        """remote: the Spark Connect URL the session uses, if any. A Connect server on this
+        machine (loopback) reads staged files by path; a remote one is sent the rows."""
         self.spark = spark
+        self.shares_files = not is_connect(spark) or _is_loopback(remote)
         self.warehouse = warehouse.resolve()
         self.warehouse.mkdir(parents=True, exist_ok=True)
         self.staging = self.warehouse / ".pyairport-staging"
@@ -458,10 +461,14 @@ class SparkBackend:
             location = self._location(schema_name, table_name)
             fqn = f"{_quote(schema_name)}.{_quote(table_name)}"
             if not (location / "_delta_log").exists():
+                from pyspark.sql.pandas.types import (
+                    from_arrow_schema,
+                )  # Spark Connect cannot infer it
+
                 empty = pa.schema([pa.field(ROWID, pa.int64()), *columns]).empty_table()
-                self.spark.createDataFrame(empty).write.format("delta").option(
-                    "path", str(location)
-                ).saveAsTable(fqn)
+                self.spark.createDataFrame(
+                    empty, schema=from_arrow_schema(empty.schema)
+                ).write.format("delta").option("path", str(location)).saveAsTable(fqn)
                 properties = {
                     "comment": comment,
                     CAPABILITIES_PROPERTY: ",".join(capabilities),
@@ -490,6 +497,13 @@ class SparkBackend:
 
     def drop_view(self, name: str) -> None:
         self.spark.catalog.dropTempView(name)
+
+
+def _is_loopback(url: str | None) -> bool:
+    from urllib.parse import urlparse
+
+    host = urlparse(url or "").hostname or ""
+    return host in ("localhost", "::1") or host.startswith("127.")
 
 
 def spark_demo_catalog(backend: SparkBackend) -> Catalog:

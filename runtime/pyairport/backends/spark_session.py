@@ -72,7 +72,10 @@ def spark_session(
         raise SparkSetupError("pyspark is not installed: pip install 'pyairport[spark]'") from None
     if remote:
         # The Connect server must have Delta configured itself; the client only talks to it.
-        return SparkSession.builder.remote(remote).appName(app_name).getOrCreate()
+        # Its own builder: the generic one refuses Connect while a classic session is active.
+        from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+        return ConnectSession.builder.remote(remote).appName(app_name).getOrCreate()
     check_java()
     builder = SparkSession.builder.master(master).appName(app_name)
     settings = {
