@@ -13,7 +13,7 @@ JARS   := .cache/jars
 # with the delta-spark pin in pyproject.toml.
 DELTA_ARTIFACTS := io.delta:delta-spark_4.2_2.13:4.4.0 io.delta:delta-storage:4.4.0
 
-.PHONY: help venv jars generate check typecheck lint test serve bench clean
+.PHONY: help venv jars generate check typecheck lint test serve bench diff-upstream clean
 
 help:
 	@echo "make serve      run the Flight server on local Spark + Delta (BACKEND=spark|memory, HOST, PORT, WAREHOUSE)"
@@ -23,6 +23,7 @@ help:
 	@echo "make check      fail if generated/ differs from what contracts.yaml gives"
 	@echo "make lint       ruff on handwritten code"
 	@echo "make bench      run the benchmarks and print their ratios"
+	@echo "make diff-upstream  compare contracts.yaml with airport-go's Go source (needs Go)"
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +59,9 @@ test: check typecheck jars
 
 serve: $(STAMP) jars
 	$(BIN)/pyairport serve --backend $(BACKEND) --host $(HOST) --port $(PORT) --warehouse $(WAREHOUSE) --jars-dir $(JARS)
+
+diff-upstream: $(STAMP)
+	$(BIN)/pyairport diff-upstream
 
 bench: $(STAMP)
 	$(PY) bench/run.py

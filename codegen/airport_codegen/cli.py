@@ -1,4 +1,4 @@
-"""`python -m airport_codegen generate|check`: the Makefile's generate and check targets."""
+"""`python -m airport_codegen generate|check|diff-upstream`: the Makefile's targets."""
 
 from __future__ import annotations
 
@@ -20,9 +20,62 @@ def _paths(args: argparse.Namespace) -> tuple[Path, Path, Path, Path]:
     )
 
 
+def diff_upstream(argv: list[str] | None = None, prog: str = "diff-upstream") -> int:
+    """Compare contracts.yaml with airport-go's source. Exit 0: no drift; 1: drift;
+    2: it could not run (no Go toolchain, unknown version, parse failure)."""
+    from .diff import diff, packages_to_read, render_text, report
+    from .goextract import UpstreamError, extract, module_dir
+
+    parser = argparse.ArgumentParser(prog=prog, description=diff_upstream.__doc__)
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument(
+        "--ref",
+        help="airport-go version to fetch through the Go module proxy (default: contracts.yaml's)",
+    )
+    source.add_argument("--path", help="read a checkout of airport-go instead")
+    parser.add_argument("--format", choices=["text", "json"], default="text")
+    parser.add_argument(
+        "--contract", default="contracts.yaml", help="the contract file (default ./contracts.yaml)"
+    )
+    args = parser.parse_args(argv)
+    try:
+        contract = load_contract(Path(args.contract))
+    except FileNotFoundError:
+        print(f"{prog}: error: {args.contract} not found", file=sys.stderr)
+        return 2
+    except ContractError as exc:
+        print(f"{prog}: error: contracts.yaml: {exc}", file=sys.stderr)
+        return 2
+    try:
+        if args.path:
+            root, label = Path(args.path), args.path
+        else:
+            ref = args.ref or contract.upstream_ref
+            root, label = (
+                module_dir(contract.upstream_module, ref),
+                f"{contract.upstream_module}@{ref}",
+            )
+        upstream = extract(root, packages_to_read(contract))
+    except UpstreamError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
+    rep = report(diff(contract, upstream), label)
+    if args.format == "json":
+        import json
+
+        print(json.dumps(rep, indent=2, sort_keys=True))
+    else:
+        print(render_text(rep), end="")
+    return 1 if rep["drift"] else 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv[:1] == ["diff-upstream"]:
+        return diff_upstream(argv[1:])
     parser = argparse.ArgumentParser(prog="airport_codegen", description=__doc__)
-    parser.add_argument("command", choices=["generate", "check"])
+    parser.add_argument("command", choices=["generate", "check", "diff-upstream"])
     parser.add_argument("--root", default=".", help="project root holding contracts.yaml")
     parser.add_argument(
         "--out", default="", help="target package folder (default generated/airport_contracts)"

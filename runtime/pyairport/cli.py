@@ -28,6 +28,9 @@ def _parser() -> argparse.ArgumentParser:
         prog="pyairport", description="Arrow Flight DML server, contract-identical to airport-go."
     )
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    commands.add_parser(
+        "diff-upstream", help="compare contracts.yaml with airport-go's Go source", add_help=False
+    )
     serve = commands.add_parser("serve", help="serve the demo catalog over Arrow Flight")
     serve.add_argument(
         "--backend",
@@ -119,6 +122,17 @@ def _catalog(args: argparse.Namespace) -> object:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["diff-upstream"]:
+        try:
+            from airport_codegen.cli import diff_upstream
+        except ImportError:
+            print(
+                "pyairport: error: diff-upstream needs the dev tools: pip install 'pyairport[dev]'",
+                file=sys.stderr,
+            )
+            return 2
+        return diff_upstream(argv[1:], prog="pyairport diff-upstream")
     args = _parser().parse_args(argv)
     logging.basicConfig(
         level=getattr(args, "log_level", "INFO"),

@@ -1,0 +1,3 @@
+module pyairport/goextract
+
+go 1.22

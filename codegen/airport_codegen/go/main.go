@@ -1,0 +1,294 @@
+// goextract prints, as JSON, the Go declarations pyairport's contract maps to: interfaces,
+// structs (with tags, also those declared inside functions), constants of named types,
+// functions, package-level error variables, and every string literal with its line and,
+// when it is the format of status.Error/Errorf, its gRPC code. It uses only go/ast.
+//
+// Usage: goextract <module dir> <package dir>...
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"go/types"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+type Param struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+}
+
+type Method struct {
+	Name    string  `json:"name"`
+	Params  []Param `json:"params"`
+	Results []Param `json:"results"`
+	Doc     string  `json:"doc"`
+	Line    int     `json:"line"`
+}
+
+type Interface struct {
+	Name    string   `json:"name"`
+	File    string   `json:"file"`
+	Line    int      `json:"line"`
+	Doc     string   `json:"doc"`
+	Embeds  []string `json:"embeds"`
+	Methods []Method `json:"methods"`
+}
+
+type Field struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+	Tag  string `json:"tag"`
+	Line int    `json:"line"`
+}
+
+type Struct struct {
+	Name   string  `json:"name"`
+	File   string  `json:"file"`
+	Line   int     `json:"line"`
+	Doc    string  `json:"doc"`
+	Fields []Field `json:"fields"`
+}
+
+type Const struct {
+	Name  string `json:"name"`
+	Type  string `json:"type"`
+	Value string `json:"value"`
+	File  string `json:"file"`
+	Line  int    `json:"line"`
+}
+
+type Func struct {
+	Name    string  `json:"name"`
+	File    string  `json:"file"`
+	Line    int     `json:"line"`
+	Doc     string  `json:"doc"`
+	Params  []Param `json:"params"`
+	Results []Param `json:"results"`
+}
+
+type Literal struct {
+	Value string `json:"value"`
+	Line  int    `json:"line"`
+	Code  string `json:"code,omitempty"`
+}
+
+type Package struct {
+	Dir        string               `json:"dir"`
+	Interfaces map[string]Interface `json:"interfaces"`
+	Structs    map[string]Struct    `json:"structs"`
+	Consts     []Const              `json:"consts"`
+	Funcs      map[string]Func      `json:"funcs"`
+	Exported   []Const              `json:"exported"` // name, kind (in Type), file, line
+	Literals   map[string][]Literal `json:"literals"` // by file
+}
+
+func fields(list *ast.FieldList) []Param {
+	out := []Param{}
+	if list == nil {
+		return out
+	}
+	for _, f := range list.List {
+		typ := types.ExprString(f.Type)
+		if len(f.Names) == 0 {
+			out = append(out, Param{Name: "", Type: typ})
+		}
+		for _, n := range f.Names {
+			out = append(out, Param{Name: n.Name, Type: typ})
+		}
+	}
+	return out
+}
+
+func doc(groups ...*ast.CommentGroup) string {
+	for _, g := range groups {
+		if g != nil {
+			return strings.TrimSpace(g.Text())
+		}
+	}
+	return ""
+}
+
+func main() {
+	if len(os.Args) < 3 {
+		fmt.Fprintln(os.Stderr, "usage: goextract <module dir> <package dir>...")
+		os.Exit(2)
+	}
+	root := os.Args[1]
+	out := map[string]*Package{}
+	for _, dir := range os.Args[2:] {
+		pkg, err := extract(root, dir)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "goextract: %v\n", err)
+			os.Exit(2)
+		}
+		out[dir] = pkg
+	}
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", " ")
+	if err := enc.Encode(out); err != nil {
+		fmt.Fprintf(os.Stderr, "goextract: %v\n", err)
+		os.Exit(2)
+	}
+}
+
+func extract(root, dir string) (*Package, error) {
+	fset := token.NewFileSet()
+	pkg := &Package{Dir: dir, Interfaces: map[string]Interface{}, Structs: map[string]Struct{}, Funcs: map[string]Func{}, Literals: map[string][]Literal{}}
+	matches, err := filepath.Glob(filepath.Join(root, dir, "*.go"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(matches)
+	if len(matches) == 0 {
+		return nil, fmt.Errorf("no Go files in %s", filepath.Join(root, dir))
+	}
+	for _, path := range matches {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fset, path, nil, parser.ParseComments)
+		if err != nil {
+			return nil, err
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		line := func(p token.Pos) int { return fset.Position(p).Line }
+		for _, decl := range file.Decls {
+			switch d := decl.(type) {
+			case *ast.FuncDecl:
+				if d.Recv == nil && d.Name.IsExported() {
+					pkg.Funcs[d.Name.Name] = Func{Name: d.Name.Name, File: rel, Line: line(d.Pos()), Doc: doc(d.Doc), Params: fields(d.Type.Params), Results: fields(d.Type.Results)}
+					pkg.Exported = append(pkg.Exported, Const{Name: d.Name.Name, Type: "func", File: rel, Line: line(d.Pos())})
+				}
+			case *ast.GenDecl:
+				for _, spec := range d.Specs {
+					switch s := spec.(type) {
+					case *ast.TypeSpec:
+						if s.Name.IsExported() {
+							pkg.Exported = append(pkg.Exported, Const{Name: s.Name.Name, Type: "type", File: rel, Line: line(s.Pos())})
+						}
+						if it, ok := s.Type.(*ast.InterfaceType); ok {
+							iface := Interface{Name: s.Name.Name, File: rel, Line: line(s.Pos()), Doc: doc(s.Doc, d.Doc), Embeds: []string{}, Methods: []Method{}}
+							for _, m := range it.Methods.List {
+								if len(m.Names) == 0 {
+									iface.Embeds = append(iface.Embeds, types.ExprString(m.Type))
+									continue
+								}
+								ft, ok := m.Type.(*ast.FuncType)
+								if !ok {
+									continue
+								}
+								for _, n := range m.Names {
+									iface.Methods = append(iface.Methods, Method{Name: n.Name, Params: fields(ft.Params), Results: fields(ft.Results), Doc: doc(m.Doc), Line: line(m.Pos())})
+								}
+							}
+							pkg.Interfaces[s.Name.Name] = iface
+						}
+					case *ast.ValueSpec:
+						for i, n := range s.Names {
+							if !n.IsExported() {
+								continue
+							}
+							kind := "var"
+							if d.Tok == token.CONST {
+								kind = "const"
+							}
+							pkg.Exported = append(pkg.Exported, Const{Name: n.Name, Type: kind, File: rel, Line: line(n.Pos())})
+							if d.Tok == token.CONST && s.Type != nil && i < len(s.Values) {
+								if lit, ok := s.Values[i].(*ast.BasicLit); ok {
+									value := lit.Value
+									if unq, err := strconv.Unquote(value); err == nil {
+										value = unq
+									}
+									pkg.Consts = append(pkg.Consts, Const{Name: n.Name, Type: types.ExprString(s.Type), Value: value, File: rel, Line: line(n.Pos())})
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+		// Anonymous struct variables inside functions (e.g. `var params struct{...}` that a
+		// handler decodes msgpack into), named "<function>.<variable>".
+		for _, decl := range file.Decls {
+			fn, ok := decl.(*ast.FuncDecl)
+			if !ok || fn.Body == nil {
+				continue
+			}
+			ast.Inspect(fn.Body, func(node ast.Node) bool {
+				spec, ok := node.(*ast.ValueSpec)
+				if !ok {
+					return true
+				}
+				st, ok := spec.Type.(*ast.StructType)
+				if !ok {
+					return true
+				}
+				for _, name := range spec.Names {
+					s := Struct{Name: fn.Name.Name + "." + name.Name, File: rel, Line: line(name.Pos()), Fields: []Field{}}
+					for _, f := range st.Fields.List {
+						tag := ""
+						if f.Tag != nil {
+							tag, _ = strconv.Unquote(f.Tag.Value)
+						}
+						for _, fieldName := range f.Names {
+							s.Fields = append(s.Fields, Field{Name: fieldName.Name, Type: types.ExprString(f.Type), Tag: tag, Line: line(fieldName.Pos())})
+						}
+					}
+					pkg.Structs[s.Name] = s
+				}
+				return true
+			})
+		}
+		// Structs anywhere (some msgpack structs are declared inside functions) and literals.
+		ast.Inspect(file, func(node ast.Node) bool {
+			switch n := node.(type) {
+			case *ast.TypeSpec:
+				if st, ok := n.Type.(*ast.StructType); ok {
+					s := Struct{Name: n.Name.Name, File: rel, Line: line(n.Pos()), Doc: doc(n.Doc), Fields: []Field{}}
+					for _, f := range st.Fields.List {
+						tag := ""
+						if f.Tag != nil {
+							tag, _ = strconv.Unquote(f.Tag.Value)
+						}
+						for _, name := range f.Names {
+							s.Fields = append(s.Fields, Field{Name: name.Name, Type: types.ExprString(f.Type), Tag: tag, Line: line(name.Pos())})
+						}
+					}
+					if _, seen := pkg.Structs[n.Name.Name]; !seen {
+						pkg.Structs[n.Name.Name] = s
+					}
+				}
+			case *ast.CallExpr:
+				if sel, ok := n.Fun.(*ast.SelectorExpr); ok {
+					if x, ok := sel.X.(*ast.Ident); ok && x.Name == "status" && (sel.Sel.Name == "Errorf" || sel.Sel.Name == "Error") && len(n.Args) >= 2 {
+						code := types.ExprString(n.Args[0])
+						if lit, ok := n.Args[1].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+							if v, err := strconv.Unquote(lit.Value); err == nil {
+								pkg.Literals[rel] = append(pkg.Literals[rel], Literal{Value: v, Line: line(lit.Pos()), Code: strings.TrimPrefix(code, "codes.")})
+								return false
+							}
+						}
+					}
+				}
+			case *ast.BasicLit:
+				if n.Kind == token.STRING {
+					if v, err := strconv.Unquote(n.Value); err == nil {
+						pkg.Literals[rel] = append(pkg.Literals[rel], Literal{Value: v, Line: line(n.Pos())})
+					}
+				}
+			}
+			return true
+		})
+	}
+	sort.Slice(pkg.Exported, func(i, j int) bool { return pkg.Exported[i].Name < pkg.Exported[j].Name })
+	return pkg, nil
+}
