@@ -56,6 +56,7 @@ def module_dir(module: str, ref: str) -> Path:
         )
         if isinstance(reason, list):
             reason = reason[0]
+        reason = reason.splitlines()[0]
         raise UpstreamError(f"cannot download {module}@{ref}: {reason}")
     return Path(info["Dir"])
 
