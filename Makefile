@@ -63,8 +63,9 @@ serve: $(STAMP) jars
 diff-upstream: $(STAMP)
 	$(BIN)/pyairport diff-upstream
 
-bench: $(STAMP)
+bench: $(STAMP) jars
 	$(PY) bench/run.py
+	$(PY) bench/spark.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

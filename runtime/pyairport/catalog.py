@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from airport_contracts import Context, Table
 
@@ -16,6 +16,7 @@ class CatalogSchema:
         self._comment = comment
         self._tables: dict[str, Table] = {t.name(): t for t in tables}
         self._lock = threading.Lock()
+        self.on_change: Callable[[], None] = lambda: None  # set by the Catalog holding it
 
     def name(self) -> str:
         return self._name
@@ -34,19 +35,36 @@ class CatalogSchema:
     def add(self, table: Table) -> None:
         with self._lock:
             self._tables[table.name()] = table
+        self.on_change()
 
     def drop(self, name: str) -> None:
         with self._lock:
             self._tables.pop(name, None)
+        self.on_change()
 
 
 class Catalog:
-    """Schemas by name; the object the server serves (the contract's Catalog)."""
+    """Schemas by name; the object the server serves (the contract's Catalog).
+
+    Its version (protocol §2.5) goes up whenever a schema or table is added or dropped, so
+    clients that cached the catalog (DuckDB) reload it."""
 
     def __init__(self, name: str = "", schemas: Iterable[CatalogSchema] = ()) -> None:
         self._name = name
-        self._schemas = {s.name(): s for s in schemas}
+        self._schemas: dict[str, CatalogSchema] = {}
         self._lock = threading.Lock()
+        self._version = 1
+        for schema in schemas:
+            self.add_schema(schema)
+
+    def version(self) -> tuple[int, bool]:
+        """(catalog_version, is_fixed): not fixed, tables come and go."""
+        with self._lock:
+            return self._version, False
+
+    def _changed(self) -> None:
+        with self._lock:
+            self._version += 1
 
     def name(self) -> str:
         return self._name
@@ -61,4 +79,10 @@ class Catalog:
 
     def add_schema(self, schema: CatalogSchema) -> CatalogSchema:
         with self._lock:
-            return self._schemas.setdefault(schema.name(), schema)
+            existing = self._schemas.get(schema.name())
+            if existing is not None:
+                return existing
+            self._schemas[schema.name()] = schema
+            schema.on_change = self._changed
+            self._version += 1
+        return schema

@@ -11,6 +11,7 @@ import grpc
 
 from airport_contracts import Catalog, Dispatcher, TransactionManager, flight_pb2_grpc
 
+from .read_side import ReadSide
 from .transport import FlightService
 
 log = logging.getLogger("pyairport.server")
@@ -54,9 +55,6 @@ class AirportServer:
             options=options,
             interceptors=interceptors,
         )
-        flight_pb2_grpc.add_FlightServiceServicer_to_server(
-            FlightService(self.dispatcher, extra_actions), self._server
-        )
         address = f"{config.host}:{config.port}"
         try:
             self.port = self._server.add_insecure_port(address)
@@ -66,6 +64,10 @@ class AirportServer:
             ) from exc
         if not self.port:
             raise ListenError(f"cannot listen on {address}: address in use or not available")
+        # Scan endpoints name this address (protocol §2.7), known once the port is bound.
+        self.read_side = ReadSide(catalog, self.location)  # type: ignore[arg-type]
+        service = FlightService(self.dispatcher, extra_actions, self.read_side)
+        flight_pb2_grpc.add_FlightServiceServicer_to_server(service, self._server)
 
     @property
     def location(self) -> str:

@@ -30,6 +30,7 @@ from airport_contracts.dispatch import transaction_id_from_headers
 
 from .context import call_context, call_headers
 from .ipc import FlightDataInput, batch_message, schema_message
+from .read_side import ReadSide
 
 log = logging.getLogger("pyairport.transport")
 
@@ -37,6 +38,9 @@ T = TypeVar("T")
 
 # Actions the dispatcher serves, with ListActions' descriptions.
 ACTION_DESCRIPTIONS = {
+    "list_schemas": "The catalog: msgpack {catalog_name}, returns the zstd-compressed schemas and tables",
+    "catalog_version": "msgpack {catalog_name}, returns {catalog_version, is_fixed}",
+    "endpoints": "The scan endpoint (ticket) for a table: msgpack {descriptor, parameters}",
     "delete": "DELETE rows by rowid (spec 002): JSON DeleteAction body, JSON result",
     "create_transaction": "Start a transaction: msgpack {catalog_name}, returns {identifier}",
     "get_transaction_status": "A transaction's state: msgpack {transaction_id}, returns {status, exists}",
@@ -53,15 +57,22 @@ def _unexpected(grpc_context: grpc.ServicerContext, what: str, exc: BaseExceptio
 
 
 class FlightService(flight_pb2_grpc.FlightServiceServicer):
-    """Arrow Flight over grpcio, serving the contract's DoExchange, DoPut and DoAction."""
+    """Arrow Flight over grpcio: the contract's DoExchange, DoPut and DoAction, and the read
+    side DuckDB needs (list_schemas, catalog_version, endpoints, DoGet, GetFlightInfo)."""
 
     def __init__(
         self,
         dispatcher: Dispatcher,
         extra_actions: dict[str, Callable[..., list[bytes]]] | None = None,
+        read_side: ReadSide | None = None,
     ) -> None:
         self.dispatcher = dispatcher
-        self.extra_actions = extra_actions or {}
+        self.read_side = read_side
+        self.extra_actions = dict(extra_actions or {})
+        if read_side is not None:
+            self.extra_actions.setdefault("list_schemas", read_side.list_schemas)
+            self.extra_actions.setdefault("catalog_version", read_side.catalog_version)
+            self.extra_actions.setdefault("endpoints", read_side.endpoints)
 
     def _guard(self, grpc_context: grpc.ServicerContext, what: str, fn: Callable[[], T]) -> T:
         try:
@@ -135,8 +146,48 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
         for body in bodies:
             yield flight_pb2.Result(body=body)
 
+    def DoGet(
+        self, request: flight_pb2.Ticket, context: grpc.ServicerContext
+    ) -> Iterator[flight_pb2.FlightData]:
+        read_side = self._read_side(context)
+        ctx = call_context(context)
+        reader = self._guard(context, "DoGet", lambda: read_side.scan(ctx, request.ticket))
+        yield schema_message(reader.schema)
+        while True:
+            batch = self._guard(context, "DoGet", lambda: _next_batch(reader))
+            if batch is None:
+                return
+            yield batch_message(batch)
+
+    def GetFlightInfo(
+        self, request: flight_pb2.FlightDescriptor, context: grpc.ServicerContext
+    ) -> flight_pb2.FlightInfo:
+        read_side = self._read_side(context)
+        ctx = call_context(context)
+        return self._guard(context, "GetFlightInfo", lambda: read_side.flight_info(ctx, request))
+
+    def ListFlights(
+        self, request: flight_pb2.Criteria, context: grpc.ServicerContext
+    ) -> Iterator[flight_pb2.FlightInfo]:
+        read_side = self._read_side(context)
+        ctx = call_context(context)
+        yield from self._guard(context, "ListFlights", lambda: list(read_side.list_flights(ctx)))
+
+    def _read_side(self, context: grpc.ServicerContext) -> ReadSide:
+        if self.read_side is None:
+            context.abort(grpc.StatusCode.UNIMPLEMENTED, "this server does not serve scans")
+        assert self.read_side is not None
+        return self.read_side
+
     def ListActions(
         self, request: flight_pb2.Empty, context: grpc.ServicerContext
     ) -> Iterator[flight_pb2.ActionType]:
         for name, description in sorted(ACTION_DESCRIPTIONS.items()):
             yield flight_pb2.ActionType(type=name, description=description)
+
+
+def _next_batch(reader: object) -> object:
+    try:
+        return reader.read_next_batch()  # type: ignore[attr-defined]
+    except StopIteration:
+        return None

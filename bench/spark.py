@@ -1,0 +1,136 @@
+"""Spark benchmark: Flight DML into Delta tables against Spark itself, in one run.
+
+1. INSERT 1M rows over Flight (64k-row batches) into a Delta table, against a direct Spark
+   write of the same Arrow data in the same server process: ratio, target <= 1.15.
+2. UPDATE and DELETE of 10k rowids in a 1M-row Delta table: seconds.
+3. Peak server memory (the Python process and Spark's JVM) during a 10M-row INSERT.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_server import rows  # noqa: E402
+
+from pyairport.client import AirportClient  # noqa: E402
+
+
+def _peak_kib(pid: int) -> int:
+    """VmHWM (peak resident set) of a process, KiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return 0
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        children = (task / "children").read_text().split()
+        found += [int(c) for c in children]
+    return found
+
+
+def main() -> None:
+    env = dict(os.environ, GRPC_VERBOSITY="NONE")
+    here = Path(__file__).parent
+    process = subprocess.Popen(
+        [sys.executable, str(here / "spark_server.py")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=here.parent,
+    )
+    assert process.stdout is not None and process.stdin is not None
+    location = process.stdout.readline().strip()
+    client = AirportClient(location, max_message_bytes=256 * 1024 * 1024)
+    try:
+        n = 1_000_000
+        data = rows(n)
+        (warm,) = client.action("bench_reset", b"0")
+        client.insert("bench", warm.decode(), rows(10_000))  # JIT and first-commit costs
+        client.action("bench_direct_write", b"10000")
+        flight_times, direct_times = [], []
+        for _ in range(2):
+            (name,) = client.action("bench_reset", b"0")
+            start = time.perf_counter()
+            client.insert("bench", name.decode(), data, batch_rows=65_536)
+            flight_times.append(time.perf_counter() - start)
+            (seconds,) = client.action("bench_direct_write", str(n).encode())
+            direct_times.append(float(seconds))
+        flight, direct = min(flight_times), min(direct_times)
+        print(f"INSERT {n:,} rows into a Delta table (best of 2)")
+        print(f"  direct Spark write of the Arrow data (baseline)  {direct:6.2f} s")
+        print(f"  over Flight, 64k-row batches                      {flight:6.2f} s")
+        print(
+            f"  ratio Flight/direct                               {flight / direct:6.2f}   (target <= 1.15)"
+        )
+
+        (name,) = client.action("bench_reset", str(n).encode())
+        table = name.decode()
+        rng = np.random.default_rng(7)
+        ids = pa.array(
+            np.sort(rng.choice(np.arange(1, n + 1), size=10_000, replace=False)), pa.int64()
+        )
+        start = time.perf_counter()
+        client.update(
+            "bench", table, pa.table({"value": pa.array(rng.random(10_000)), "rowid": ids})
+        )
+        update = time.perf_counter() - start
+        start = time.perf_counter()
+        client.delete("bench", table, ids)
+        delete = time.perf_counter() - start
+        print(f"UPDATE 10,000 rowids of a 1,000,000-row Delta table   {update:6.2f} s")
+        print(f"DELETE 10,000 rowids of a 1,000,000-row Delta table   {delete:6.2f} s")
+
+        (name,) = client.action("bench_reset", b"0")
+        big = 10_000_000
+        peaks: dict[str, int] = {"python": 0, "jvm": 0}
+        done = threading.Event()
+
+        def watch() -> None:
+            while not done.is_set():
+                peaks["python"] = max(peaks["python"], _peak_kib(process.pid))
+                for child in _children(process.pid):
+                    peaks["jvm"] = max(peaks["jvm"], _peak_kib(child))
+                time.sleep(0.2)
+
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        before = _peak_kib(process.pid)
+        start = time.perf_counter()
+        # one statement whose input is generated chunk by chunk on the client
+        reader = pa.RecordBatchReader.from_batches(
+            data.schema,
+            (
+                b
+                for c in range(10)
+                for b in rows(1_000_000, c * 1_000_000).to_batches(max_chunksize=65_536)
+            ),
+        )
+        client.insert("bench", name.decode(), reader)
+        seconds = time.perf_counter() - start
+        done.set()
+        watcher.join()
+        print(
+            f"INSERT {big:,} rows (one statement, {seconds:.1f} s): peak server memory "
+            f"{peaks['python'] / 1024:,.0f} MiB Python (before: {before / 1024:,.0f} MiB), {peaks['jvm'] / 1024:,.0f} MiB JVM; input ~{10 * data.nbytes / 2**20:,.0f} MiB"
+        )
+    finally:
+        client.close()
+        process.stdin.close()
+        process.wait(timeout=120)
+
+
+if __name__ == "__main__":
+    main()

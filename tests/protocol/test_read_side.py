@@ -1,0 +1,313 @@
+"""The read side DuckDB needs (protocol §2.5-2.8), replayed without DuckDB: the calls its
+Airport extension makes for ATTACH, SELECT, UPDATE ... WHERE and DELETE ... WHERE, decoded
+the way the client decodes them, on every backend; and every read-side error row."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import grpc
+import msgpack
+import pyarrow as pa
+import pyarrow.flight as flight
+import pytest
+import zstandard
+
+from airport_contracts import Context, ScanOptions, flight_pb2
+from airport_contracts.contract import ERROR_TABLE
+from pyairport.backends.memory import memory_table
+from pyairport.catalog import Catalog, CatalogSchema
+from pyairport.client import RemoteError
+from pyairport.demo import USERS_COLUMNS
+from pyairport.server import AirportServer, ServerConfig
+
+from .conftest import Running, users
+
+ROWID_ID = 2**64 - 1
+
+
+def _unpack_compressed(body: bytes) -> Any:
+    length, data = msgpack.unpackb(body, raw=True)
+    return msgpack.unpackb(
+        zstandard.ZstdDecompressor().decompress(data, max_output_size=length), raw=True
+    )
+
+
+def _attach(client: Any) -> dict[tuple[str, str], flight_pb2.FlightInfo]:
+    """ATTACH '' AS lake (TYPE airport, ...): list_schemas, decoded as DuckDB does."""
+    (body,) = client.action("list_schemas", msgpack.packb({"catalog_name": ""}))
+    root = _unpack_compressed(body)
+    assert root[b"contents"][b"sha256"] == b"0" * 64
+    tables = {}
+    for schema in root[b"schemas"]:
+        import hashlib
+
+        contents = schema[b"contents"]
+        assert hashlib.sha256(contents[b"serialized"]).hexdigest().encode() == contents[b"sha256"]
+        for raw in _unpack_compressed(contents[b"serialized"]):
+            info = flight_pb2.FlightInfo()
+            info.ParseFromString(raw)
+            tables[tuple(info.flight_descriptor.path)] = info
+    return tables
+
+
+def _scan(srv: Running, schema: str, table: str, column_ids: list[int]) -> pa.Table:
+    """SELECT: endpoints for the table, then DoGet with the ticket it gives."""
+    descriptor = flight_pb2.FlightDescriptor(
+        type=flight_pb2.FlightDescriptor.PATH, path=[schema, table]
+    ).SerializeToString()
+    request = {
+        "descriptor": descriptor,
+        "parameters": {"column_ids": column_ids, "json_filters": ""},
+    }
+    (body,) = srv.client.action("endpoints", msgpack.packb(request, use_bin_type=False))
+    endpoint = flight_pb2.FlightEndpoint()
+    endpoint.ParseFromString(msgpack.unpackb(body, raw=True)[0])
+    assert [location.uri for location in endpoint.location] == [srv.server.location]
+    with contextlib.closing(flight.connect(srv.server.location)) as client:
+        return client.do_get(flight.Ticket(endpoint.ticket.ticket)).read_all()
+
+
+def test_duckdb_session_end_to_end(any_srv: Running) -> None:
+    srv = any_srv
+    tables = _attach(srv.client)
+    assert set(tables) >= {
+        (b"dml_schema", b"users"),
+        (b"batch_schema", b"users"),
+        (b"demo_schema", b"readonly"),
+    } or set(tables) >= {("dml_schema", "users")}
+    info = tables.get(("dml_schema", "users")) or tables[(b"dml_schema", b"users")]  # type: ignore[index]
+    schema = pa.ipc.read_schema(pa.py_buffer(info.schema))
+    assert schema.names == ["rowid", "id", "name", "email"] and schema.field("rowid").metadata == {
+        b"is_rowid": b"true"
+    }
+    assert msgpack.unpackb(info.app_metadata)["type"] == "table"
+    # INSERT, then SELECT * (the rowid column comes back too)
+    srv.client.insert("dml_schema", "users", users([1, 2, 3], ["Ann", "Bob", "Cy"]))
+    scanned = _scan(srv, "dml_schema", "users", [1, 2, 3])
+    assert scanned.schema.equals(schema, check_metadata=True)
+    assert sorted(scanned.column("name").to_pylist()) == ["Ann", "Bob", "Cy"]
+    # UPDATE users SET name = 'Bobby' WHERE id = 2: scan for rowids, then the exchange
+    rows = _scan(srv, "dml_schema", "users", [1, ROWID_ID]).to_pylist()
+    target = [r["rowid"] for r in rows if r["id"] == 2]
+    srv.client.update(
+        "dml_schema", "users", pa.table({"name": ["Bobby"], "rowid": pa.array(target, pa.int64())})
+    )
+    # DELETE FROM users WHERE id = 1
+    target = [r["rowid"] for r in rows if r["id"] == 1]
+    srv.client.delete("dml_schema", "users", target)
+    after = _scan(srv, "dml_schema", "users", [1, 2])
+    assert sorted(after.select(["id", "name"]).to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 2, "name": "Bobby"},
+        {"id": 3, "name": "Cy"},
+    ]
+
+
+def test_catalog_version_bytes_and_changes(srv: Running) -> None:
+    (body,) = srv.client.action("catalog_version", msgpack.packb({"catalog_name": ""}))
+    assert body[:18] == b"\x82\xafcatalog_version\xcf" and body.endswith(b"\xa8is_fixed\xc2")
+    before = msgpack.unpackb(body)["catalog_version"]
+    srv.catalog.schema(Context.background(), "demo_schema").add(
+        memory_table("extra", USERS_COLUMNS)
+    )
+    (body,) = srv.client.action("catalog_version", msgpack.packb({"catalog_name": ""}))
+    assert msgpack.unpackb(body)["catalog_version"] == before + 1
+
+
+def test_endpoint_ticket_maps_column_ids_and_filters(srv: Running) -> None:
+    descriptor = flight_pb2.FlightDescriptor(
+        type=flight_pb2.FlightDescriptor.PATH, path=["dml_schema", "users"]
+    ).SerializeToString()
+    request = {
+        "descriptor": descriptor,
+        "parameters": {"column_ids": [2, ROWID_ID, 99], "json_filters": '{"filters":[]}'},
+    }
+    (body,) = srv.client.action("endpoints", msgpack.packb(request))
+    endpoint = flight_pb2.FlightEndpoint()
+    endpoint.ParseFromString(msgpack.unpackb(body, raw=True)[0])
+    assert (
+        endpoint.ticket.ticket
+        == b'{"schema":"dml_schema","table":"users","columns":["name","rowid"],"filters":"eyJmaWx0ZXJzIjpbXX0="}'
+    )
+
+
+def test_plain_flight_clients_get_flight_info_and_list_flights(srv: Running) -> None:
+    with contextlib.closing(flight.connect(srv.server.location)) as client:
+        info = client.get_flight_info(flight.FlightDescriptor.for_path("batch_schema", "users"))
+        assert info.schema.names == ["rowid", "id", "name", "email"] and info.total_records == -1
+        assert info.endpoints[0].ticket.ticket == b'{"schema":"batch_schema","table":"users"}'
+        assert sorted(tuple(f.descriptor.path) for f in client.list_flights()) == [
+            (b"batch_schema", b"users"),
+            (b"demo_schema", b"readonly"),
+            (b"dml_schema", b"users"),
+        ]
+
+
+# --- every read-side error row on the wire -----------------------------------------------------
+
+
+class _BadScans:
+    def __init__(self, mode: str) -> None:
+        self.inner = memory_table("t", USERS_COLUMNS)
+        self.mode = mode
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def scan(self, ctx: Context, opts: ScanOptions | None = None) -> pa.RecordBatchReader:
+        if self.mode == "raise":
+            raise OSError("storage offline")
+        data = users([1])
+        return pa.RecordBatchReader.from_batches(data.schema, data.to_batches())
+
+
+class _BrokenCatalog(Catalog):
+    def schemas(self, ctx: Context) -> list[CatalogSchema]:
+        raise OSError("metastore unreachable")
+
+
+@contextlib.contextmanager
+def _server(catalog: Catalog) -> Iterator[Running]:
+    server = AirportServer(catalog, None, ServerConfig(port=0)).start()
+    running = Running(server, catalog, None)
+    try:
+        yield running
+    finally:
+        running.client.close()
+        server.stop(0)
+
+
+def _error(call: Callable[[], object]) -> RemoteError:
+    with pytest.raises(RemoteError) as err:
+        call()
+    return err.value
+
+
+def _get(srv: Running, ticket: bytes) -> RemoteError:
+    def call() -> None:
+        try:
+            list(srv.client.stub.DoGet(flight_pb2.Ticket(ticket=ticket)))
+        except grpc.RpcError as error:
+            raise RemoteError(error.code(), error.details()) from None  # type: ignore[attr-defined]
+
+    return _error(call)
+
+
+def _info(srv: Running, descriptor: flight_pb2.FlightDescriptor) -> RemoteError:
+    def call() -> None:
+        try:
+            srv.client.stub.GetFlightInfo(descriptor)
+        except grpc.RpcError as error:
+            raise RemoteError(error.code(), error.details()) from None  # type: ignore[attr-defined]
+
+    return _error(call)
+
+
+def _bad_scan(mode: str) -> RemoteError:
+    with _server(Catalog("", [CatalogSchema("s", tables=[_BadScans(mode)])])) as running:  # type: ignore[list-item]
+        return _get(running, b'{"schema":"s","table":"t"}')
+
+
+def _broken_catalog() -> RemoteError:
+    with _server(_BrokenCatalog("")) as running:
+        return _error(lambda: running.client.action("list_schemas", b""))
+
+
+def _path(*parts: str) -> flight_pb2.FlightDescriptor:
+    return flight_pb2.FlightDescriptor(type=flight_pb2.FlightDescriptor.PATH, path=list(parts))
+
+
+TRIGGERS: dict[str, tuple[Callable[[Running], RemoteError], dict[str, Any]]] = {
+    "catalog_payload_empty": (
+        lambda s: _error(lambda: s.client.action("catalog_version", b"")),
+        {},
+    ),
+    "catalog_payload_invalid": (
+        lambda s: _error(lambda: s.client.action("catalog_version", b"\x01")),
+        {"error": None},
+    ),
+    "catalog_name_mismatch": (
+        lambda s: _error(
+            lambda: s.client.action("list_schemas", msgpack.packb({"catalog_name": "lake"}))
+        ),
+        {"expected": '""', "got": '"lake"'},
+    ),
+    "list_schemas_failed": (lambda s: _broken_catalog(), {"error": "metastore unreachable"}),
+    "endpoints_invalid_request": (
+        lambda s: _error(lambda: s.client.action("endpoints", msgpack.packb([1]))),
+        {"error": None},
+    ),
+    "endpoints_invalid_descriptor": (
+        lambda s: _error(
+            lambda: s.client.action(
+                "endpoints", msgpack.packb({"descriptor": b"\xff\xff\xff", "parameters": {}})
+            )
+        ),
+        {"error": None},
+    ),
+    "endpoints_descriptor_not_path": (
+        lambda s: _error(
+            lambda: s.client.action(
+                "endpoints",
+                msgpack.packb(
+                    {
+                        "descriptor": flight_pb2.FlightDescriptor(
+                            type=2, cmd=b"x"
+                        ).SerializeToString()
+                    }
+                ),
+            )
+        ),
+        {},
+    ),
+    "scan_schema_not_found": (
+        lambda s: _get(s, b'{"schema":"nope","table":"users"}'),
+        {"schema": "nope"},
+    ),
+    "scan_table_not_found": (
+        lambda s: _get(s, b'{"schema":"dml_schema","table":"nope"}'),
+        {"schema": "dml_schema", "table": "nope"},
+    ),
+    "flight_info_not_path": (lambda s: _info(s, flight_pb2.FlightDescriptor(type=2, cmd=b"x")), {}),
+    "flight_info_path_length": (lambda s: _info(s, _path("dml_schema")), {}),
+    "invalid_ticket": (lambda s: _get(s, b"not json"), {"reason": None}),
+    "scan_schema_mismatch": (
+        lambda s: _bad_scan("schema"),
+        {"table_fields": 4, "reader_fields": 3},
+    ),
+    "scan_failed": (lambda s: _bad_scan("raise"), {"error": "storage offline"}),
+}
+
+READ_SIDE_ROWS = {r.id for r in ERROR_TABLE if {"doget", "getflightinfo"} & set(r.protocols)} | set(
+    TRIGGERS
+)
+
+
+def test_every_read_side_row_is_triggered() -> None:
+    assert {r.id for r in ERROR_TABLE if {"doget", "getflightinfo"} & set(r.protocols)} <= set(
+        TRIGGERS
+    )
+
+
+@pytest.mark.parametrize("row_id", sorted(TRIGGERS))
+def test_read_side_error_on_the_wire(srv: Running, row_id: str) -> None:
+    row = next(r for r in ERROR_TABLE if r.id == row_id)
+    trigger, params = TRIGGERS[row_id]
+    error = trigger(srv)
+    assert error.code == grpc.StatusCode[row.code], error.message
+    if None in params.values():
+        prefix = row.message.split("{")[0]
+        assert error.message.startswith(prefix) and len(error.message) > len(prefix)
+    else:
+        assert error.message == row.message.format(**params)
+    assert "Traceback" not in error.message
+
+
+def test_ticket_for_another_catalog_is_refused(srv: Running) -> None:
+    error = _get(srv, b'{"catalog":"lake","schema":"dml_schema","table":"users"}')
+    assert (error.code, error.message) == (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        'catalog name mismatch: expected "", got "lake"',
+    )
