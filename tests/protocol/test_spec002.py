@@ -505,3 +505,22 @@ def test_manager_commit_and_rollback_are_idempotent() -> None:
     with pytest.raises(TransactionError, match="transaction unknown not found"):
         manager.commit_transaction(ctx, "unknown")
     manager.rollback_transaction(ctx, "unknown")  # not an infrastructure failure
+
+
+def test_tables_see_the_transaction_id_through_the_context(tx_srv: Running) -> None:
+    from airport_contracts import transaction_id_from_context
+
+    table = tx_srv.table("dml_schema")
+    seen: list[tuple[str, bool]] = []
+    original = table.insert
+
+    def insert(ctx: Context, rows: pa.RecordBatchReader, opts: DMLOptions | None) -> DMLResult:
+        seen.append(transaction_id_from_context(ctx))
+        return original(ctx, rows, opts)
+
+    table.insert = insert
+    tx = tx_srv.client.begin_transaction()
+    assert tx is not None
+    tx_srv.client.put_insert("dml_schema", "users", users([1]), transaction_id=tx)
+    tx_srv.client.insert("dml_schema", "users", users([2]))
+    assert seen == [(tx, True), ("", False)]
