@@ -63,6 +63,7 @@ def main() -> None:
     try:
         insert_bench(client, args.rows, args.repeats)
         update_delete_bench(client, args.repeats)
+        scan_bench(client, location, args.rows, args.repeats)
     finally:
         client.close()
         assert process.stdin is not None
@@ -130,6 +131,41 @@ def update_delete_bench(client: AirportClient, repeats: int) -> None:
     print(
         f"  transport floor: no-op table, {trips} lock-step round trips cost {(lock_step - plain) * 1e6 / trips:5.0f} us each;"
         f" RETURNING on/off ratio {lock_step / plain:5.2f}"
+    )
+
+
+def scan_bench(client: AirportClient, location: str, n: int, repeats: int) -> None:
+    """DoGet of an n-row memory table against reading the same rows from a local Arrow IPC file."""
+    import tempfile
+
+    import pyarrow.flight as flight
+
+    client.action("bench_reset", f"target:{n}".encode())
+    flight_client = flight.connect(location)
+    ticket = flight.Ticket(b'{"schema":"bench","table":"target"}')
+    holder: dict[str, pa.Table] = {}
+
+    def do_get() -> None:
+        holder["table"] = flight_client.do_get(ticket).read_all()
+
+    do_get()  # warm-up
+    over_flight = best_of(repeats, do_get)
+    table = holder["table"]
+    megabytes = table.nbytes / 1e6
+    with tempfile.NamedTemporaryFile(suffix=".arrows") as file:
+        with pa.ipc.new_stream(file.name, table.schema) as writer:
+            writer.write_table(table, max_chunksize=65_536)
+        local = best_of(repeats, lambda: pa.ipc.open_stream(pa.OSFile(file.name)).read_all())
+    flight_client.close()
+    print(f"SCAN (DoGet) of a {n:,}-row memory table ({megabytes:,.0f} MB)")
+    print(
+        f"  pyarrow reading the same rows from a local IPC file (baseline)  {megabytes / local:7.0f} MB/s"
+    )
+    print(
+        f"  DoGet over Flight                                                 {megabytes / over_flight:7.0f} MB/s"
+    )
+    print(
+        f"  ratio Flight/local                                                {local / over_flight:7.2f}"
     )
 
 

@@ -4,6 +4,7 @@ scratch warehouse, plus bench actions: `bench_reset` (a new table with N rows) a
 
 from __future__ import annotations
 
+import shutil
 import sys
 import tempfile
 import time
@@ -55,6 +56,7 @@ def main() -> None:
     sys.stdin.read()
     server.stop(0)
     session.stop()
+    shutil.rmtree(warehouse, ignore_errors=True)
 
 
 if __name__ == "__main__":

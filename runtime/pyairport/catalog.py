@@ -49,9 +49,17 @@ class Catalog:
     Its version (protocol §2.5) goes up whenever a schema or table is added or dropped, so
     clients that cached the catalog (DuckDB) reload it."""
 
-    def __init__(self, name: str = "", schemas: Iterable[CatalogSchema] = ()) -> None:
+    def __init__(
+        self,
+        name: str = "",
+        schemas: Iterable[CatalogSchema] = (),
+        refresh: Callable[[], None] | None = None,
+    ) -> None:
+        """refresh: called before the catalog is listed, by a backend whose tables can
+        appear and disappear outside pyairport (Spark)."""
         self._name = name
         self._schemas: dict[str, CatalogSchema] = {}
+        self.refresh = refresh or (lambda: None)
         self._lock = threading.Lock()
         self._version = 1
         for schema in schemas:

@@ -95,6 +95,7 @@ class ReadSide:
         except Exception as exc:
             raise CatalogPayloadInvalid(error=exc) from None
         self._check_catalog(requested)
+        self.catalog.refresh()
         version, fixed = self.catalog.version()
         # Go encodes a struct {catalog_version uint64, is_fixed bool}: fixed key order and width.
         return [
@@ -115,6 +116,7 @@ class ReadSide:
                 requested = ""
         self._check_catalog(requested)
         try:
+            self.catalog.refresh()
             schemas = self.catalog.schemas(ctx)
         except AirportError:
             raise

@@ -139,3 +139,33 @@ def test_schema_declares_the_rowid_and_scans_match_it(table: Any) -> None:
     assert schema.field("rowid").metadata == {b"is_rowid": b"true"}
     table.insert(Context.background(), _reader(_rows(2), 2), None)
     assert table.scan(Context.background()).schema.equals(schema, check_metadata=True)
+
+
+def test_tables_created_or_dropped_on_the_spark_side_change_the_catalog(spark_backend: Any) -> None:
+    import shutil
+
+    name = f"side_{uuid.uuid4().hex[:8]}"
+    location = spark_backend.warehouse / "unit" / name
+    before, _ = spark_backend.catalog.version()
+    spark_backend.spark.sql(f"CREATE DATABASE IF NOT EXISTS unit LOCATION '{location.parent}'")
+    spark_backend.spark.sql(f"CREATE TABLE unit.{name} (rowid BIGINT, id BIGINT) USING delta LOCATION '{location}'")
+    spark_backend.refresh()
+    after, fixed = spark_backend.catalog.version()
+    schema = spark_backend.catalog.schema(Context.background(), "unit")
+    assert after > before and not fixed
+    table = schema.table(Context.background(), name)
+    assert table is not None and table.arrow_schema().names == ["rowid", "id"]
+    spark_backend.spark.sql(f"DROP TABLE unit.{name}")
+    shutil.rmtree(location, ignore_errors=True)
+    spark_backend.refresh()
+    assert schema.table(Context.background(), name) is None
+    assert spark_backend.catalog.version()[0] > after
+
+
+def test_scan_reads_only_the_columns_asked_for(table: Any) -> None:
+    from airport_contracts import ScanOptions
+
+    table.insert(Context.background(), _reader(_rows(3), 3), None)
+    data = table.scan(Context.background(), ScanOptions(columns=["name"])).read_all()
+    assert data.schema.equals(table.arrow_schema(), check_metadata=True)
+    assert data.column("name").null_count == 0 and data.column("id").null_count == 3

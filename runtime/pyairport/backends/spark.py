@@ -123,11 +123,25 @@ class SparkTable:
         return project_schema(self.schema, columns or [])
 
     def scan(self, ctx: Context, opts: ScanOptions | None = None) -> pa.RecordBatchReader:
+        """The table, full width as the contract asks; only the columns the client asked for
+        (opts.columns, plus the rowid) are read from Delta, the others come back null."""
         ctx.raise_if_done()
-        frame = self.spark.table(self.fqn).select(*[_quote(n) for n in self.schema.names])
+        wanted = [
+            n
+            for n in self.schema.names
+            if opts is None or not opts.columns or n in opts.columns or n == ROWID
+        ]
+        frame = self.spark.table(self.fqn).select(*[_quote(n) for n in wanted])
         if opts is not None and opts.limit > 0:
             frame = frame.limit(opts.limit)
-        table = frame.toArrow().cast(self.schema)
+        read = frame.toArrow()
+        columns = [
+            read.column(f.name).cast(f.type)
+            if f.name in wanted
+            else pa.nulls(read.num_rows, f.type)
+            for f in self.schema
+        ]
+        table = pa.Table.from_arrays(columns, schema=self.schema)
         return pa.RecordBatchReader.from_batches(
             self.schema, table.to_batches(max_chunksize=SCAN_BATCH_ROWS)
         )
@@ -392,7 +406,7 @@ class SparkBackend:
         # Files staged by a server that died are from statements that never committed.
         shutil.rmtree(self.staging, ignore_errors=True)
         self.staging.mkdir()
-        self.catalog = Catalog("")
+        self.catalog = Catalog("", refresh=self.refresh)
         self._lock = threading.Lock()
         self._discover()
 
@@ -407,16 +421,32 @@ class SparkBackend:
         return self.catalog.add_schema(CatalogSchema(schema_name))
 
     def _discover(self) -> None:
-        """Register every Delta table of the warehouse (what a previous run created)."""
+        """Register every Delta table of the warehouse (what a previous run created, or what
+        was created there on the Spark side), and forget tables whose folder is gone."""
+        found = set()
         for log_dir in sorted(self.warehouse.glob("*/*/_delta_log")):
             table_dir = log_dir.parent
             schema_name, table_name = table_dir.parent.name, table_dir.name
             if schema_name.startswith("."):
                 continue
+            found.add((schema_name, table_name))
+            schema = self.catalog.schema(Context.background(), schema_name)
+            if schema is not None and schema.table(Context.background(), table_name) is not None:
+                continue
             self._ensure_database(schema_name)
             fqn = f"{_quote(schema_name)}.{_quote(table_name)}"
             self.spark.sql(f"CREATE TABLE IF NOT EXISTS {fqn} USING delta LOCATION '{table_dir}'")
             self._open(schema_name, table_name)
+        for schema in self.catalog.schemas(Context.background()):
+            for table in schema.tables(Context.background()):
+                if (schema.name(), table.name()) not in found:
+                    schema.drop(table.name())
+
+    def refresh(self) -> None:
+        """Pick up tables created or dropped in the warehouse since the last look; the
+        catalog's version goes up with each change, so clients reload it."""
+        with self._lock:
+            self._discover()
 
     def _properties(self, fqn: str) -> dict[str, str]:
         return {row[0]: row[1] for row in self.spark.sql(f"SHOW TBLPROPERTIES {fqn}").collect()}
