@@ -67,6 +67,22 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--no-transactions", action="store_true", help="serve without a TransactionManager"
     )
+    serve.add_argument(
+        "--auth-token", default=None, help="require 'authorization: Bearer TOKEN' on every call"
+    )
+    serve.add_argument(
+        "--auth-token-file", default=None, help="read the bearer token from this file instead"
+    )
+    serve.add_argument(
+        "--tls-cert", default=None, help="PEM certificate chain: serve over TLS (needs --tls-key)"
+    )
+    serve.add_argument("--tls-key", default=None, help="PEM private key for --tls-cert")
+    serve.add_argument(
+        "--max-row-ids",
+        type=int,
+        default=None,
+        help="longest row_ids a spec-002 UPDATE/DELETE may send",
+    )
     serve.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     return parser
 
@@ -84,7 +100,24 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"pyairport: error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 1
     transactions = None if args.no_transactions else MemoryTransactionManager()
-    config = ServerConfig(args.host, args.port, args.workers, args.max_message_mb * 1024 * 1024)
+    try:
+        from .auth import read_token
+
+        token = read_token(args.auth_token, args.auth_token_file)
+        tls = _tls(args.tls_cert, args.tls_key)
+    except (OSError, ValueError) as exc:
+        print(f"pyairport: error: {exc}", file=sys.stderr)
+        return 2
+    config = ServerConfig(
+        args.host,
+        args.port,
+        args.workers,
+        args.max_message_mb * 1024 * 1024,
+        max_row_ids=args.max_row_ids,
+        auth_token=token,
+        tls_cert=tls[0],
+        tls_key=tls[1],
+    )
     try:
         server = AirportServer(catalog, transactions, config)  # type: ignore[arg-type]
     except ListenError as exc:
@@ -99,6 +132,15 @@ def _serve(args: argparse.Namespace) -> int:
     print("pyairport: shutting down", flush=True)
     server.stop(grace=2.0)
     return 0
+
+
+def _tls(cert: str | None, key: str | None) -> tuple[bytes | None, bytes | None]:
+    if bool(cert) != bool(key):
+        raise ValueError("--tls-cert and --tls-key go together")
+    if not cert or not key:
+        return None, None
+    with open(cert, "rb") as cert_file, open(key, "rb") as key_file:
+        return cert_file.read(), key_file.read()
 
 
 def _catalog(args: argparse.Namespace) -> object:

@@ -127,20 +127,34 @@ def _batches(
 class AirportClient:
     """A Flight client for pyairport and airport-go servers.
 
-    location: "grpc://host:port". token: sent as "authorization: Bearer <token>".
+    location: "grpc://host:port" or "grpc+tls://host:port" (tls_root_certificates: PEM to
+    trust, e.g. a self-signed server certificate). token: sent as "authorization: Bearer <token>".
     """
 
     def __init__(
-        self, location: str, token: str | None = None, max_message_bytes: int = 64 * 1024 * 1024
+        self,
+        location: str,
+        token: str | None = None,
+        max_message_bytes: int = 64 * 1024 * 1024,
+        tls_root_certificates: bytes | None = None,
     ) -> None:
         parsed = urlparse(location)
-        if parsed.scheme not in ("grpc", "grpc+tcp") or not parsed.hostname or not parsed.port:
-            raise ValueError(f"expected grpc://host:port, got {location!r}")
+        if (
+            parsed.scheme not in ("grpc", "grpc+tcp", "grpc+tls")
+            or not parsed.hostname
+            or not parsed.port
+        ):
+            raise ValueError(f"expected grpc://host:port or grpc+tls://host:port, got {location!r}")
         options = [
             ("grpc.max_receive_message_length", max_message_bytes),
             ("grpc.max_send_message_length", max_message_bytes),
         ]
-        self._channel = grpc.insecure_channel(f"{parsed.hostname}:{parsed.port}", options=options)
+        target = f"{parsed.hostname}:{parsed.port}"
+        if parsed.scheme == "grpc+tls":
+            credentials = grpc.ssl_channel_credentials(root_certificates=tls_root_certificates)
+            self._channel = grpc.secure_channel(target, credentials, options=options)
+        else:
+            self._channel = grpc.insecure_channel(target, options=options)
         self.stub = flight_pb2_grpc.FlightServiceStub(self._channel)
         self._token = token
 

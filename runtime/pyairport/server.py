@@ -11,6 +11,7 @@ import grpc
 
 from airport_contracts import Catalog, Dispatcher, TransactionManager, flight_pb2_grpc
 
+from .auth import BearerTokenInterceptor
 from .read_side import ReadSide
 from .transport import FlightService
 
@@ -27,6 +28,10 @@ class ServerConfig:
     port: int = 8815  # 0 picks a free port
     max_workers: int = 32  # each open DoExchange/DoPut holds one worker for its duration
     max_message_bytes: int = 64 * 1024 * 1024
+    max_row_ids: int | None = None  # longest row_ids a spec-002 UPDATE/DELETE may send
+    auth_token: str | None = None  # require "authorization: Bearer <token>" on every call
+    tls_cert: bytes | None = None  # PEM certificate chain and key: serve grpc+tls://
+    tls_key: bytes | None = None
 
 
 class AirportServer:
@@ -41,7 +46,9 @@ class AirportServer:
         interceptors: tuple[grpc.ServerInterceptor, ...] = (),
     ) -> None:
         self.config = config
-        self.dispatcher = Dispatcher(catalog, transactions)
+        self.dispatcher = Dispatcher(catalog, transactions, config.max_row_ids)
+        if config.auth_token:
+            interceptors = (BearerTokenInterceptor(config.auth_token), *interceptors)
         options = [
             ("grpc.max_receive_message_length", config.max_message_bytes),
             ("grpc.max_send_message_length", config.max_message_bytes),
@@ -57,7 +64,11 @@ class AirportServer:
         )
         address = f"{config.host}:{config.port}"
         try:
-            self.port = self._server.add_insecure_port(address)
+            if config.tls_cert and config.tls_key:
+                credentials = grpc.ssl_server_credentials([(config.tls_key, config.tls_cert)])
+                self.port = self._server.add_secure_port(address, credentials)
+            else:
+                self.port = self._server.add_insecure_port(address)
         except RuntimeError as exc:
             raise ListenError(
                 f"cannot listen on {address}: address in use or not available"
@@ -72,7 +83,8 @@ class AirportServer:
     @property
     def location(self) -> str:
         host = self.config.host if ":" not in self.config.host else f"[{self.config.host}]"
-        return f"grpc://{host}:{self.port}"
+        scheme = "grpc+tls" if self.config.tls_cert else "grpc"
+        return f"{scheme}://{host}:{self.port}"
 
     def start(self) -> AirportServer:
         self._server.start()

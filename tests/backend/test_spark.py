@@ -148,7 +148,9 @@ def test_tables_created_or_dropped_on_the_spark_side_change_the_catalog(spark_ba
     location = spark_backend.warehouse / "unit" / name
     before, _ = spark_backend.catalog.version()
     spark_backend.spark.sql(f"CREATE DATABASE IF NOT EXISTS unit LOCATION '{location.parent}'")
-    spark_backend.spark.sql(f"CREATE TABLE unit.{name} (rowid BIGINT, id BIGINT) USING delta LOCATION '{location}'")
+    spark_backend.spark.sql(
+        f"CREATE TABLE unit.{name} (rowid BIGINT, id BIGINT) USING delta LOCATION '{location}'"
+    )
     spark_backend.refresh()
     after, fixed = spark_backend.catalog.version()
     schema = spark_backend.catalog.schema(Context.background(), "unit")
