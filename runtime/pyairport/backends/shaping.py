@@ -55,6 +55,8 @@ def conform_insert(
             continue  # the table assigns rowids; a client's rowid is never stored
         if name not in fields:
             raise ValueError(f"column {name} not found in table schema")
+        if name in given:
+            raise ValueError(f"column {name} appears twice in the input")
         given[name] = cast_column(name, column, fields[name])
     id_array = pa.array(ids, type=pa.int64())
     columns = [id_array]
@@ -77,6 +79,8 @@ def conform_update(batch: pa.RecordBatch, schema: pa.Schema) -> dict[str, pa.Arr
     for name, column in zip(batch.schema.names, batch.columns, strict=True):
         if name not in fields:
             raise ValueError(f"column {name} not found in table schema")
+        if name in values:
+            raise ValueError(f"column {name} appears twice in the input")
         values[name] = cast_column(name, column, fields[name])
     return values
 
@@ -98,7 +102,7 @@ def batch_chunks(
     if index < 0:
         raise ValueError(f"{verb} requires rowid column")
     for batch in rows:
-        yield rowids_of(batch.column(index)), batch.drop_columns([batch.schema.names[index]])
+        yield rowids_of(batch.column(index)), batch.remove_column(index)  # by position: names may repeat
 
 
 def legacy_chunks(
