@@ -316,7 +316,10 @@ def _finished_tx_error(s: Running) -> RemoteError:
     return error
 
 
-TESTED_ELSEWHERE = {"reader_creation_failed": "test_reader_creation_failure_on_doput"}
+TESTED_ELSEWHERE = {
+    "reader_creation_failed": "test_reader_creation_failure_on_doput",
+    "row_ids_limit": "tests/protocol/test_auth_limits.py::test_row_ids_limit",
+}
 
 
 def test_every_doput_and_doaction_row_is_triggered_or_explained() -> None:
