@@ -16,6 +16,7 @@ import grpc
 
 from airport_contracts import (
     AirportError,
+    Context,
     Dispatcher,
     MissingDescriptor,
     OutputBatch,
@@ -45,6 +46,20 @@ ACTION_DESCRIPTIONS = {
     "create_transaction": "Start a transaction: msgpack {catalog_name}, returns {identifier}",
     "get_transaction_status": "A transaction's state: msgpack {transaction_id}, returns {status, exists}",
 }
+
+
+# grpcio can end a cancelled call's request stream as if the client had half-closed it, and
+# only a moment later mark the call cancelled. Before treating the end of the input as the
+# end of the statement, give the call this long to say it was cancelled.
+END_OF_INPUT_GRACE = 0.005
+
+
+def _end_of_input(ctx: Context) -> Callable[[], None]:
+    def check() -> None:
+        if ctx.done().wait(END_OF_INPUT_GRACE):
+            ctx.raise_if_done()
+
+    return check
 
 
 def _abort(grpc_context: grpc.ServicerContext, error: AirportError) -> None:
@@ -92,7 +107,9 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
         events = self._guard(
             context,
             "DoExchange",
-            lambda: self.dispatcher.exchange(ctx, request, FlightDataInput(request_iterator)),
+            lambda: self.dispatcher.exchange(
+                ctx, request, FlightDataInput(request_iterator, _end_of_input(ctx))
+            ),
         )
         try:
             while True:
@@ -115,7 +132,7 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
     ) -> Iterator[flight_pb2.PutResult]:
         ctx = call_context(context)
         headers = call_headers(context)
-        stream = FlightDataInput(request_iterator)
+        stream = FlightDataInput(request_iterator, _end_of_input(ctx))
 
         def put() -> bytes:
             descriptor = stream.read_descriptor()

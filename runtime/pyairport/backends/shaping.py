@@ -102,7 +102,10 @@ def batch_chunks(
     if index < 0:
         raise ValueError(f"{verb} requires rowid column")
     for batch in rows:
-        yield rowids_of(batch.column(index)), batch.remove_column(index)  # by position: names may repeat
+        yield (
+            rowids_of(batch.column(index)),
+            batch.remove_column(index),
+        )  # by position: names may repeat
 
 
 def legacy_chunks(

@@ -1,0 +1,3 @@
+"""The protocol tests' servers, for the reliability tests."""
+
+from ..protocol.conftest import spark_srv, srv, tx_srv  # noqa: F401

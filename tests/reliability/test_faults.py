@@ -1,0 +1,112 @@
+"""A client that disconnects in the middle of INSERT, UPDATE or DELETE (with and without
+RETURNING), at random points: the table must equal its state before the statement."""
+
+from __future__ import annotations
+
+import os
+import queue
+import random
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from airport_contracts import Statement, flight_pb2
+from pyairport.ipc import batch_message, schema_message
+
+from ..protocol.conftest import Running, generated_users
+
+ROUNDS = int(os.environ.get("PYAIRPORT_DISCONNECT_ROUNDS", "100"))
+
+
+@pytest.fixture
+def rollbacks(monkeypatch: pytest.MonkeyPatch) -> queue.Queue[str]:
+    """Each rolled-back statement's id, so a test knows the server finished with it."""
+    done: queue.Queue[str] = queue.Queue()
+    original = Statement.rollback
+
+    def rollback(self: Statement) -> list[BaseException]:
+        errors = original(self)
+        done.put(self.id)
+        return errors
+
+    monkeypatch.setattr(Statement, "rollback", rollback)
+    return done
+
+
+def _statement(rng: random.Random, srv: Running, schema: str) -> tuple[str, pa.Table]:
+    operation = rng.choice(["insert", "update", "delete"])
+    rows = srv.table(schema).to_table()
+    rowids = rows.column("rowid").to_pylist()
+    n = rng.randint(20, 200)
+    if operation == "insert":
+        return operation, generated_users(n, start=rng.randint(10_000, 90_000))
+    picked = pa.array(rng.sample(rowids, min(n, len(rowids))), pa.int64())
+    if operation == "update":
+        return operation, pa.table(
+            {"name": pa.array([f"x{i}" for i in range(len(picked))]), "rowid": picked}
+        )
+    return operation, pa.table({"rowid": picked})
+
+
+def _disconnect_midway(
+    srv: Running, rng: random.Random, schema: str, rollbacks: queue.Queue[str]
+) -> None:
+    before = srv.table(schema).to_table()
+    operation, data = _statement(rng, srv, schema)
+    returning = rng.random() < 0.5
+    batches = data.to_batches(max_chunksize=rng.choice([7, 16, 33]))
+    cut = rng.randint(0, max(0, len(batches) - 1))  # batches sent before the client goes away
+    outbox: queue.Queue[Any] = queue.Queue()
+
+    def requests() -> Iterator[flight_pb2.FlightData]:
+        while (item := outbox.get()) is not None:
+            yield item
+
+    headers = {"airport-operation": operation, "airport-flight-path": f"{schema}/users"}
+    if returning:
+        headers["return-chunks"] = "1"
+    outbox.put(schema_message(data.schema))
+    responses = srv.client.stub.DoExchange(requests(), metadata=sorted(headers.items()))
+    next(responses)  # the output schema: the statement is open
+    for batch in batches[:cut]:
+        outbox.put(batch_message(batch))
+        if returning:
+            next(responses)  # the batch was processed
+    responses.cancel()  # type: ignore[attr-defined]
+    outbox.put(None)
+    try:
+        rollbacks.get(timeout=30)
+    except queue.Empty:
+        raise AssertionError(
+            f"no rollback: {operation} returning={returning} cut={cut}/{len(batches)}"
+        ) from None
+    after = srv.table(schema).to_table()
+    assert after.equals(before), (
+        f"{operation} (returning={returning}) cut after {cut}/{len(batches)} batches changed the table"
+    )
+
+
+def test_random_disconnects_on_the_memory_backend(
+    srv: Running, rollbacks: queue.Queue[str]
+) -> None:
+    srv.client.insert("dml_schema", "users", generated_users(500))
+    srv.client.insert("batch_schema", "users", generated_users(500))
+    rng = random.Random(20261125)
+    for round_ in range(ROUNDS):
+        _disconnect_midway(srv, rng, rng.choice(["dml_schema", "batch_schema"]), rollbacks)
+        assert rollbacks.empty(), f"round {round_}: more rollbacks than statements"
+
+
+@pytest.mark.spark
+def test_random_disconnects_on_the_spark_backend(
+    spark_srv: Running, rollbacks: queue.Queue[str]
+) -> None:
+    spark_srv.reset()
+    spark_srv.client.insert("batch_schema", "users", generated_users(300))
+    rng = random.Random(7)
+    for _ in range(max(3, ROUNDS // 20)):
+        _disconnect_midway(spark_srv, rng, "batch_schema", rollbacks)
+        assert threading.active_count() < 200
