@@ -8,7 +8,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 # gRPC's C core prints its own lines to stderr (e.g. a failed bind) before Python sees the
@@ -95,7 +95,7 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"pyairport: error: --port {args.port} is not a port number", file=sys.stderr)
         return 2
     try:
-        catalog = _catalog(args)
+        catalog, close_backend = _catalog(args)
     except Exception as exc:  # SparkSetupError and Spark start-up failures: one line
         print(f"pyairport: error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 1
@@ -131,6 +131,8 @@ def _serve(args: argparse.Namespace) -> int:
     stop.wait()
     print("pyairport: shutting down", flush=True)
     server.stop(grace=2.0)
+    close_backend()
+    _exit_soon()
     return 0
 
 
@@ -143,11 +145,24 @@ def _tls(cert: str | None, key: str | None) -> tuple[bytes | None, bytes | None]
         return cert_file.read(), key_file.read()
 
 
-def _catalog(args: argparse.Namespace) -> object:
+def _exit_soon(seconds: float = 15.0) -> None:
+    """End the process even if interpreter teardown hangs (an embedded JVM's gateway can)."""
+
+    def force() -> None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+    timer = threading.Timer(seconds, force)
+    timer.daemon = True
+    timer.start()
+
+
+def _catalog(args: argparse.Namespace) -> tuple[object, Callable[[], None]]:
     if args.backend == "memory":
         from .demo import memory_demo_catalog
 
-        return memory_demo_catalog()
+        return memory_demo_catalog(), lambda: None
     from pathlib import Path
 
     from .backends.spark import SparkBackend, spark_demo_catalog
@@ -160,7 +175,9 @@ def _catalog(args: argparse.Namespace) -> object:
         warehouse=warehouse,
         jars_dir=Path(args.jars_dir),
     )
-    return spark_demo_catalog(SparkBackend(session, warehouse, remote=args.spark_remote))
+    return spark_demo_catalog(
+        SparkBackend(session, warehouse, remote=args.spark_remote)
+    ), session.stop
 
 
 def main(argv: Sequence[str] | None = None) -> int:
