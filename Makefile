@@ -13,7 +13,7 @@ JARS   := .cache/jars
 # with the delta-spark pin in pyproject.toml.
 DELTA_ARTIFACTS := io.delta:delta-spark_4.2_2.13:4.4.0 io.delta:delta-storage:4.4.0
 
-.PHONY: help venv jars generate check typecheck lint test serve bench diff-upstream clean
+.PHONY: help venv jars generate check typecheck lint test serve bench soak diff-upstream clean
 
 help:
 	@echo "make serve      run the Flight server on local Spark + Delta (BACKEND=spark|memory, HOST, PORT, WAREHOUSE)"
@@ -23,6 +23,7 @@ help:
 	@echo "make check      fail if generated/ differs from what contracts.yaml gives"
 	@echo "make lint       ruff on handwritten code"
 	@echo "make bench      run the benchmarks and print their ratios"
+	@echo "make soak       10,000 fuzz cases, 500 disconnects, 16 clients x 1,000 statements"
 	@echo "make diff-upstream  compare contracts.yaml with airport-go's Go source (needs Go)"
 
 $(STAMP): pyproject.toml
@@ -59,6 +60,11 @@ test: check typecheck jars
 
 serve: $(STAMP) jars
 	$(BIN)/pyairport serve --backend $(BACKEND) --host $(HOST) --port $(PORT) --warehouse $(WAREHOUSE) --jars-dir $(JARS)
+
+# 4 fuzz targets x 2,500 cases, 500 random disconnects, 16 clients x 1,000 statements.
+soak: $(STAMP)
+	PYAIRPORT_FUZZ_EXAMPLES=2500 PYAIRPORT_DISCONNECT_ROUNDS=500 PYAIRPORT_LOAD_STATEMENTS=1000 \
+		$(BIN)/pytest -q -s -p no:cacheprovider -m "not spark" tests/reliability
 
 diff-upstream: $(STAMP)
 	$(BIN)/pyairport diff-upstream

@@ -110,3 +110,32 @@ def test_random_disconnects_on_the_spark_backend(
     for _ in range(max(3, ROUNDS // 20)):
         _disconnect_midway(spark_srv, rng, "batch_schema", rollbacks)
         assert threading.active_count() < 200
+
+
+def test_a_commit_that_fails_rolls_back_and_aborts_the_transaction(
+    tx_srv: Running, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import grpc
+
+    from pyairport.client import RemoteError
+
+    table = tx_srv.table("dml_schema")
+    tx_srv.client.insert("dml_schema", "users", generated_users(3))
+    before = table.to_table()
+
+    def failing_apply(pending: Any) -> None:
+        raise OSError("commit log is full")
+
+    monkeypatch.setattr(table, "_apply", failing_apply)  # the table's own commit fails
+    tx = tx_srv.client.begin_transaction()
+    assert tx is not None
+    with pytest.raises(RemoteError) as err:
+        tx_srv.client.insert(
+            "dml_schema", "users", generated_users(5, start=100), transaction_id=tx
+        )
+    assert (err.value.code, err.value.message) == (
+        grpc.StatusCode.INTERNAL,
+        "INSERT failed: commit log is full",
+    )
+    assert tx_srv.client.transaction_status(tx) == ("aborted", True)
+    assert table.to_table().equals(before)
