@@ -19,6 +19,7 @@ from pyairport.ipc import batch_message, schema_message
 from ..protocol.conftest import Running, generated_users
 
 ROUNDS = int(os.environ.get("PYAIRPORT_DISCONNECT_ROUNDS", "100"))
+SPARK_ROUNDS = int(os.environ.get("PYAIRPORT_SPARK_DISCONNECT_ROUNDS", "100"))
 
 
 @pytest.fixture
@@ -107,7 +108,7 @@ def test_random_disconnects_on_the_spark_backend(
     spark_srv.reset()
     spark_srv.client.insert("batch_schema", "users", generated_users(300))
     rng = random.Random(7)
-    for _ in range(max(3, ROUNDS // 20)):
+    for _ in range(SPARK_ROUNDS):
         _disconnect_midway(spark_srv, rng, "batch_schema", rollbacks)
         assert threading.active_count() < 200
 
