@@ -9,6 +9,7 @@ message: never a traceback or a file path.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
@@ -16,7 +17,7 @@ import grpc
 
 from airport_contracts import (
     AirportError,
-    Context,
+    Canceled,
     Dispatcher,
     MissingDescriptor,
     OutputBatch,
@@ -49,15 +50,22 @@ ACTION_DESCRIPTIONS = {
 
 
 # grpcio can end a cancelled call's request stream as if the client had half-closed it, and
-# only a moment later mark the call cancelled. Before treating the end of the input as the
-# end of the statement, give the call this long to say it was cancelled.
+# mark the call cancelled only a moment later (when its polling thread gets to the next
+# event). Before the end of the input may end the statement, poll the call for that long;
+# grpc runs termination callbacks late, so ask context.is_active(), not our Context.
 END_OF_INPUT_GRACE = 0.005
+_POLL = 0.0005
 
 
-def _end_of_input(ctx: Context) -> Callable[[], None]:
+def _end_of_input(grpc_context: grpc.ServicerContext) -> Callable[[], None]:
     def check() -> None:
-        if ctx.done().wait(END_OF_INPUT_GRACE):
-            ctx.raise_if_done()
+        deadline = time.monotonic() + END_OF_INPUT_GRACE
+        while True:
+            if not grpc_context.is_active():
+                raise Canceled()
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(_POLL)  # lets grpc's polling thread run
 
     return check
 
@@ -108,7 +116,7 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
             context,
             "DoExchange",
             lambda: self.dispatcher.exchange(
-                ctx, request, FlightDataInput(request_iterator, _end_of_input(ctx))
+                ctx, request, FlightDataInput(request_iterator, _end_of_input(context))
             ),
         )
         try:
@@ -132,7 +140,7 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
     ) -> Iterator[flight_pb2.PutResult]:
         ctx = call_context(context)
         headers = call_headers(context)
-        stream = FlightDataInput(request_iterator, _end_of_input(ctx))
+        stream = FlightDataInput(request_iterator, _end_of_input(context))
 
         def put() -> bytes:
             descriptor = stream.read_descriptor()
