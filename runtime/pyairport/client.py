@@ -45,27 +45,27 @@ class RemoteError(Exception):
 
 
 class InvalidArgument(RemoteError):
-    pass
+    """INVALID_ARGUMENT: the request was malformed or broke a validation rule."""
 
 
 class NotFound(RemoteError):
-    pass
+    """NOT_FOUND: a schema, table, row or transaction does not exist."""
 
 
 class FailedPrecondition(RemoteError):
-    pass
+    """FAILED_PRECONDITION: the table cannot do that, or the transaction is over."""
 
 
 class Internal(RemoteError):
-    pass
+    """INTERNAL: the table or a commit failed; the message says how."""
 
 
 class Unimplemented(RemoteError):
-    pass
+    """UNIMPLEMENTED: the server does not serve that call or action."""
 
 
 class Unauthenticated(RemoteError):
-    pass
+    """UNAUTHENTICATED: the server needs a (different) bearer token."""
 
 
 _BY_CODE: dict[grpc.StatusCode, type[RemoteError]] = {
