@@ -107,6 +107,21 @@ func fields(list *ast.FieldList) []Param {
 	return out
 }
 
+// structFields lists a struct's named fields with their types and (unquoted) tags.
+func structFields(st *ast.StructType, line func(token.Pos) int) []Field {
+	out := []Field{}
+	for _, f := range st.Fields.List {
+		tag := ""
+		if f.Tag != nil {
+			tag, _ = strconv.Unquote(f.Tag.Value)
+		}
+		for _, name := range f.Names {
+			out = append(out, Field{Name: name.Name, Type: types.ExprString(f.Type), Tag: tag, Line: line(name.Pos())})
+		}
+	}
+	return out
+}
+
 func doc(groups ...*ast.CommentGroup) string {
 	for _, g := range groups {
 		if g != nil {
@@ -233,16 +248,7 @@ func extract(root, dir string) (*Package, error) {
 					return true
 				}
 				for _, name := range spec.Names {
-					s := Struct{Name: fn.Name.Name + "." + name.Name, File: rel, Line: line(name.Pos()), Fields: []Field{}}
-					for _, f := range st.Fields.List {
-						tag := ""
-						if f.Tag != nil {
-							tag, _ = strconv.Unquote(f.Tag.Value)
-						}
-						for _, fieldName := range f.Names {
-							s.Fields = append(s.Fields, Field{Name: fieldName.Name, Type: types.ExprString(f.Type), Tag: tag, Line: line(fieldName.Pos())})
-						}
-					}
+					s := Struct{Name: fn.Name.Name + "." + name.Name, File: rel, Line: line(name.Pos()), Fields: structFields(st, line)}
 					pkg.Structs[s.Name] = s
 				}
 				return true
@@ -253,16 +259,7 @@ func extract(root, dir string) (*Package, error) {
 			switch n := node.(type) {
 			case *ast.TypeSpec:
 				if st, ok := n.Type.(*ast.StructType); ok {
-					s := Struct{Name: n.Name.Name, File: rel, Line: line(n.Pos()), Doc: doc(n.Doc), Fields: []Field{}}
-					for _, f := range st.Fields.List {
-						tag := ""
-						if f.Tag != nil {
-							tag, _ = strconv.Unquote(f.Tag.Value)
-						}
-						for _, name := range f.Names {
-							s.Fields = append(s.Fields, Field{Name: name.Name, Type: types.ExprString(f.Type), Tag: tag, Line: line(name.Pos())})
-						}
-					}
+					s := Struct{Name: n.Name.Name, File: rel, Line: line(n.Pos()), Doc: doc(n.Doc), Fields: structFields(st, line)}
 					if _, seen := pkg.Structs[n.Name.Name]; !seen {
 						pkg.Structs[n.Name.Name] = s
 					}

@@ -26,11 +26,10 @@ from airport_contracts import (
     DMLOptions,
     DMLResult,
     ScanOptions,
-    project_schema,
     rowid_field,
-    statement_from_context,
 )
 
+from .base import BackendTable
 from .capabilities import ALL_CAPABILITIES, with_capabilities
 from .shaping import (
     conform_insert,
@@ -72,10 +71,9 @@ class _Pending:
     inserts: list[pa.RecordBatch] = field(default_factory=list)
     updates: list[_Update] = field(default_factory=list)
     deletes: list[_Lookup] = field(default_factory=list)
-    registered: bool = False
 
 
-class MemoryTable:
+class MemoryTable(BackendTable["_Pending"]):
     """Table: name, comment, schema, scan, and the storage every capability mixin uses."""
 
     def __init__(
@@ -106,15 +104,6 @@ class MemoryTable:
             self._seed(rows)
 
     # --- Table ------------------------------------------------------------------------------
-
-    def name(self) -> str:
-        return self._name
-
-    def comment(self) -> str:
-        return self._comment
-
-    def arrow_schema(self, columns: list[str] | None = None) -> pa.Schema:
-        return project_schema(self.schema, columns or [])
 
     def scan(self, ctx: Context, opts: ScanOptions | None = None) -> pa.RecordBatchReader:
         ctx.raise_if_done()
@@ -176,16 +165,11 @@ class MemoryTable:
             self._next_rowid += count
         return np.arange(start, start + count, dtype=np.int64)
 
-    def _stage(self, ctx: Context) -> tuple[_Pending, bool]:
-        """The statement's pending changes, and whether to apply them now (no statement)."""
-        statement = statement_from_context(ctx)
-        if statement is None:
-            return _Pending(), True
-        pending: _Pending = statement.staged(self, _Pending)
-        if not pending.registered:
-            pending.registered = True
-            statement.on_commit(lambda: self._apply(pending))
-        return pending, False
+    def _new_pending(self) -> _Pending:
+        return _Pending()
+
+    def _commit_pending(self, pending: _Pending) -> None:
+        self._apply(pending)
 
     def _apply(self, pending: _Pending) -> None:
         with self._lock:

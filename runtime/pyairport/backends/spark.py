@@ -38,12 +38,11 @@ from airport_contracts import (
     DMLOptions,
     DMLResult,
     ScanOptions,
-    project_schema,
     rowid_field,
-    statement_from_context,
 )
 
 from ..catalog import Catalog, CatalogSchema
+from .base import BackendTable
 from .capabilities import ALL_CAPABILITIES, with_capabilities
 from .shaping import conform_insert, conform_update, returning_reader
 from .spark_session import is_connect
@@ -81,10 +80,9 @@ class _Pending:
     buffered_rows: int = 0
     updates: list[tuple[np.ndarray, dict[str, pa.Array]]] = field(default_factory=list)
     deletes: list[np.ndarray] = field(default_factory=list)
-    registered: bool = False
 
 
-class SparkTable:
+class SparkTable(BackendTable["_Pending"]):
     """A Delta table; `with_capabilities` adds the DML interfaces it serves."""
 
     def __init__(
@@ -112,15 +110,6 @@ class SparkTable:
         self._lock = threading.Lock()  # rowid allocation and commits of this table
 
     # --- Table ------------------------------------------------------------------------------
-
-    def name(self) -> str:
-        return self._name
-
-    def comment(self) -> str:
-        return self._comment
-
-    def arrow_schema(self, columns: list[str] | None = None) -> pa.Schema:
-        return project_schema(self.schema, columns or [])
 
     def scan(self, ctx: Context, opts: ScanOptions | None = None) -> pa.RecordBatchReader:
         """The table, full width as the contract asks; only the columns the client asked for
@@ -165,32 +154,21 @@ class SparkTable:
             self._next_rowid += count
         return np.arange(start, start + count, dtype=np.int64)
 
-    def _stage(self, ctx: Context) -> tuple[_Pending, bool]:
-        statement = statement_from_context(ctx)
-        if statement is None:
-            return self._new_pending(), True
-        pending: _Pending = statement.staged(self, self._new_pending)
-        if not pending.registered:
-            pending.registered = True
-            statement.on_commit(lambda: self._commit_and_discard(pending))
-            statement.on_rollback(lambda: self._discard(pending))
-        return pending, False
-
     def _new_pending(self) -> _Pending:
         return _Pending(self.backend.staging / uuid.uuid4().hex)
 
-    def _discard(self, pending: _Pending) -> None:
+    def _discard_pending(self, pending: _Pending) -> None:
         shutil.rmtree(pending.directory, ignore_errors=True)
 
-    def _commit_and_discard(self, pending: _Pending) -> None:
+    def _commit_pending(self, pending: _Pending) -> None:
         try:
             self._commit(pending)
         finally:
-            self._discard(pending)  # committed or failed, the staged files are done with
+            self._discard_pending(pending)  # committed or failed, the staged files are done with
 
     def _finish_now(self, pending: _Pending, immediate: bool) -> None:
         if immediate:
-            self._commit_and_discard(pending)
+            self._commit_pending(pending)
 
     def _rows_for(self, ids: np.ndarray) -> pa.Table:
         """The committed rows with these rowids (table schema; order not kept)."""
@@ -232,7 +210,7 @@ class SparkTable:
             self._finish_now(pending, immediate)
         except BaseException:
             if immediate:
-                self._discard(pending)
+                self._discard_pending(pending)
             raise
         return DMLResult(
             affected_rows=count, returning_data=returning_reader(self.schema, returned, opts)
@@ -357,12 +335,19 @@ def _flush(pending: _Pending) -> None:
     pending.buffer, pending.buffered_rows = [], 0
 
 
+def _last_positions(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct rowids sorted, the position of each one's last occurrence in ids)."""
+    distinct, first_from_end = np.unique(ids[::-1], return_index=True)
+    return distinct, len(ids) - 1 - first_from_end
+
+
 def _overlay(current: pa.Table, ids: np.ndarray, columns: dict[str, pa.Array]) -> pa.Table:
-    """current's rows with the new values of columns (for rowid ids[i], row i of columns)."""
-    order = {
-        int(rowid): i for i, rowid in enumerate(ids)
-    }  # the last value wins for a repeated rowid
-    positions = pa.array([order[int(r)] for r in current.column(ROWID).to_numpy()], pa.int64())
+    """current's rows with the new values of columns (rowid ids[i] takes row i of columns;
+    the last value wins for a repeated rowid). current holds only rowids that are in ids."""
+    distinct, last = _last_positions(ids)
+    positions = pa.array(
+        last[np.searchsorted(distinct, current.column(ROWID).to_numpy())], pa.int64()
+    )
     for name, values in columns.items():
         index = current.schema.get_field_index(name)
         current = current.set_column(index, current.schema.field(index), values.take(positions))
@@ -386,10 +371,8 @@ def _update_frame(
             arrays["__set_" + name] = pa.array(np.full(len(ids), given is not None))
         pieces.append(pa.table(arrays))
     table = pa.concat_tables(pieces)
-    rowids = table.column(ROWID).to_numpy()
-    _, last = np.unique(rowids[::-1], return_index=True)
-    keep = np.sort(len(rowids) - 1 - last)
-    return table.take(pa.array(keep, pa.int64()))
+    _, last = _last_positions(table.column(ROWID).to_numpy())
+    return table.take(pa.array(np.sort(last), pa.int64()))
 
 
 class SparkBackend:

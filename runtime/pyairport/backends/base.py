@@ -1,0 +1,53 @@
+"""What every backend table shares: its name, comment and schema, and how it joins the
+statement scope so that its changes are applied once, when the statement commits."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, Generic, TypeVar
+
+import pyarrow as pa
+
+from airport_contracts import Context, project_schema, statement_from_context
+
+P = TypeVar("P")
+
+
+class BackendTable(ABC, Generic[P]):
+    """Subclasses set `schema`, `_name`, `_comment` and implement `_new_pending` and
+    `_commit_pending` (and `_discard_pending` if rolling back has something to clean up)."""
+
+    schema: pa.Schema
+    _name: str
+    _comment: str
+
+    def name(self) -> str:
+        return self._name
+
+    def comment(self) -> str:
+        return self._comment
+
+    def arrow_schema(self, columns: list[str] | None = None) -> pa.Schema:
+        return project_schema(self.schema, columns or [])
+
+    @abstractmethod
+    def _new_pending(self) -> P:
+        """Empty staged changes for one statement."""
+
+    @abstractmethod
+    def _commit_pending(self, pending: P) -> None:
+        """Apply a statement's staged changes (its commit hook)."""
+
+    def _discard_pending(self, pending: P) -> None:
+        """Nothing to clean up unless a backend staged outside memory."""
+
+    def _stage(self, ctx: Context) -> tuple[P, bool]:
+        """This statement's pending changes, and whether to apply them at once (a call made
+        outside any statement, e.g. directly from user code)."""
+        statement = statement_from_context(ctx)
+        if statement is None:
+            return self._new_pending(), True
+        pending: Any = statement.join(
+            self, self._new_pending, self._commit_pending, self._discard_pending
+        )
+        return pending, False
