@@ -279,3 +279,73 @@ def test_a_statement_left_open_while_another_deletes_applies_to_the_right_rows()
         {"rowid": 4, "name": "D"},
         {"rowid": 5, "name": "e"},
     ]
+
+
+def _names(n: int) -> pa.Table:
+    return pa.table({"id": pa.array(range(n), pa.int64()), "name": [f"n{i}" for i in range(n)]})
+
+
+def test_deleted_rows_stay_deleted_through_inserts_updates_and_compaction() -> None:
+    """DELETE marks rows dead; every later read, lookup, update and the compaction that
+    drops dead rows once half the table is dead must agree with a plain model."""
+    table = memory_table("t", COLUMNS, rows=_names(10))
+    model = {r["rowid"]: r["name"] for r in table.to_table().to_pylist()}
+
+    def delete(*rowids: int) -> int:
+        result = table.delete_by_row_ids(Context.background(), pa.array(rowids, pa.int64()), None)
+        for r in rowids:
+            model.pop(r, None)
+        return result.affected_rows
+
+    assert delete(2, 3, 2) == 2  # a repeated rowid counts once
+    assert delete(3) == 0  # already dead: not found
+    assert table.num_rows == 8
+    table.insert(Context.background(), _reader(_names(2), 1), None)  # rowids 11, 12
+    model.update({11: "n0", 12: "n1"})
+    result = table.update_by_row_ids(
+        Context.background(),
+        pa.array([3, 4, 12], pa.int64()),
+        _reader(pa.table({"name": ["dead", "four", "twelve"]}), 2),
+        OPTS,
+    )
+    assert result.affected_rows == 2  # rowid 3 is dead
+    model.update({4: "four", 12: "twelve"})
+    assert delete(1, 4, 5, 6, 7) == 5  # now more than half is dead: compacted
+    expected = [{"rowid": r, "name": n} for r, n in sorted(model.items())]
+    assert table.to_table().select(["rowid", "name"]).to_pylist() == expected
+    assert table.num_rows == len(model)
+    assert delete(8) == 1 and delete(8) == 0
+
+
+def test_an_out_of_order_commit_after_deletes_keeps_the_right_rows_dead() -> None:
+    table = memory_table("t", COLUMNS, rows=_names(4))  # rowids 1..4
+    early = Statement("early")
+    table.insert(with_statement(Context.background(), early), _reader(_names(1), 1), None)  # 5
+    table.insert(Context.background(), _reader(_names(1), 1), None)  # 6, committed first
+    table.delete_by_row_ids(Context.background(), pa.array([2, 6], pa.int64()), None)
+    early.commit()  # rowid 5 lands before 6: the table is re-sorted
+    assert table.to_table().column("rowid").to_pylist() == [1, 3, 4, 5]
+
+
+def test_an_update_rewrites_only_the_chunks_it_touches() -> None:
+    table = memory_table("t", COLUMNS)
+    for _ in range(3):  # three statements: three chunks
+        table.insert(Context.background(), _reader(_names(100), 100), None)
+    before = table.to_table().column("name").chunks
+    table.update_by_row_ids(
+        Context.background(),
+        pa.array([150, 150], pa.int64()),  # repeated: the last value wins
+        _reader(pa.table({"name": ["first", "last"]}), 2),
+        None,
+    )
+    after = table.to_table().column("name").chunks
+    assert len(after) == 3
+
+    def data_address(chunk: pa.Array) -> int:
+        return int(chunk.buffers()[2].address)  # the string bytes
+
+    # chunks 0 and 2 are the same memory (not copied); chunk 1 was rewritten
+    assert data_address(after[0]) == data_address(before[0])
+    assert data_address(after[2]) == data_address(before[2])
+    assert data_address(after[1]) != data_address(before[1])
+    assert table.to_table().to_pylist()[149]["name"] == "last"

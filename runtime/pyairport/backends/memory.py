@@ -1,11 +1,14 @@
 """The in-memory backend: the reference implementation of the table interfaces.
 
-Storage is one immutable pyarrow Table whose first column is the rowid, kept sorted, so a
-rowid lookup is a numpy searchsorted. Every DML call stages its change in the statement
-scope (airport_contracts.Statement) and the change is applied once, under the table lock,
-when the statement commits: a failure or a disconnect mid-statement leaves no trace, and
-UPDATE/DELETE of k rows in an n-row table cost O(n + k) per statement however many batches
-the client sent. Called outside a statement (directly from user code), a call applies at once.
+Storage is one immutable, chunked pyarrow Table whose first column is the rowid, kept
+sorted, so a rowid lookup is a numpy searchsorted, plus a deletion mask: DELETE marks rows
+dead (a copy-on-write numpy bool array) instead of rewriting every column, and the table is
+compacted once half of it is dead; UPDATE rewrites only the chunks of the columns it sets
+that hold an updated row. Every DML call stages its change in the statement scope
+(airport_contracts.Statement) and the change is applied once, under the table lock, when
+the statement commits: a failure or a disconnect mid-statement leaves no trace, however many
+batches the client sent. Called outside a statement (directly from user code), a call
+applies at once.
 
 `memory_table(...)` builds a table that implements exactly the interfaces you ask for, so
 capability detection (and "batch preferred") is real.
@@ -94,6 +97,10 @@ class MemoryTable(BackendTable["_Pending"]):
         self.schema = pa.schema([rowid_field(), *columns], metadata=columns.metadata)
         self._lock = threading.Lock()
         self._data = self.schema.empty_table()
+        # False marks a deleted row of _data; None when no row is deleted. Replaced, never
+        # changed in place, so a lookup taken before a commit stays consistent.
+        self._live: np.ndarray | None = None
+        self._visible: tuple[int, pa.Table] | None = None  # (version, live rows) for scans
         # numpy copy of the rowid column for lookups: built on first need after an INSERT
         # (inserts do not pay for it; UPDATE/DELETE look rows up with it)
         self._rowids: np.ndarray | None = np.empty(0, dtype=np.int64)
@@ -117,7 +124,9 @@ class MemoryTable(BackendTable["_Pending"]):
 
     @property
     def num_rows(self) -> int:
-        return int(self._data.num_rows)
+        with self._lock:
+            live = self._live
+            return int(self._data.num_rows if live is None else np.count_nonzero(live))
 
     def to_table(self) -> pa.Table:
         """The committed rows (rowid first), for tests and tools."""
@@ -145,8 +154,17 @@ class MemoryTable(BackendTable["_Pending"]):
             self._next_rowid = max(self._next_rowid, self._last_rowid + 1)
 
     def _snapshot(self) -> pa.Table:
+        """The committed rows without the deleted ones (filtered once per version)."""
         with self._lock:
-            return self._data
+            data, live, version, visible = self._data, self._live, self._version, self._visible
+        if live is None:
+            return data
+        if visible is None or visible[0] != version:
+            visible = (version, data.filter(pa.array(live)))
+            with self._lock:
+                if self._version == version:
+                    self._visible = visible
+        return visible[1]
 
     def _index(self) -> np.ndarray:
         """The rowid column as a sorted numpy array (call with the lock held)."""
@@ -156,8 +174,8 @@ class MemoryTable(BackendTable["_Pending"]):
 
     def _lookup(self, ids: np.ndarray) -> tuple[pa.Table, _Lookup]:
         with self._lock:
-            data, rowids, version = self._data, self._index(), self._version
-        return data, _Lookup(ids, _positions(rowids, ids), version)
+            data, rowids, live, version = self._data, self._index(), self._live, self._version
+        return data, _Lookup(ids, _positions(rowids, live, ids), version)
 
     def _allocate(self, count: int) -> np.ndarray:
         with self._lock:
@@ -173,25 +191,25 @@ class MemoryTable(BackendTable["_Pending"]):
 
     def _apply(self, pending: _Pending) -> None:
         with self._lock:
-            data, rowids, version = self._data, self._rowids, self._version
+            data, rowids, live, version = self._data, self._rowids, self._live, self._version
             if pending.inserts:
-                data, self._last_rowid = _append(
-                    data, self._last_rowid, pending.inserts, self.schema
+                data, live, self._last_rowid = _append(
+                    data, live, self._last_rowid, pending.inserts, self.schema
                 )
                 rowids = None
                 version += 1
-            if rowids is None and (pending.updates or pending.deletes):
-                rowids = _rowid_array(data)
-            for group in _group_updates(pending.updates):
-                data = _replace(data, _found(rowids, version, group.lookup), group.columns)
-                version += 1
-            if pending.deletes:
-                data, rowids = _remove(
-                    data, rowids, _found(rowids, version, _merge_lookups(pending.deletes))
-                )
-                version += 1
-            assert rowids is not None or not (pending.updates or pending.deletes)
-            self._data, self._rowids, self._version = data, rowids, version
+            if pending.updates or pending.deletes:
+                if rowids is None:
+                    rowids = _rowid_array(data)
+                for group in _group_updates(pending.updates):
+                    found = _found(rowids, live, version, group.lookup)
+                    data = _replace(data, found, group.columns)
+                    version += 1
+                if pending.deletes:
+                    found = _found(rowids, live, version, _merge_lookups(pending.deletes))
+                    data, rowids, live = _remove(data, rowids, live, found)
+                    version += 1
+            self._data, self._rowids, self._live, self._version = data, rowids, live, version
 
     # --- shaping input ----------------------------------------------------------------------
 
@@ -283,18 +301,40 @@ def memory_table(
 
 
 def _rows_at(data: pa.Table, positions: np.ndarray) -> pa.RecordBatch:
-    taken = data.take(pa.array(positions, type=pa.int64()))
-    return pa.RecordBatch.from_arrays(
-        [c.combine_chunks() for c in taken.columns], schema=data.schema
-    )
+    """The rows at these positions, in this order. Taken chunk by chunk: a take on a
+    chunked column would first concatenate the whole column (O(n) per RETURNING batch)."""
+    if not len(positions):
+        return pa.RecordBatch.from_pylist([], schema=data.schema)
+    columns = []
+    layouts: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    for column in data.columns:
+        lengths = tuple(len(chunk) for chunk in column.chunks)
+        if lengths not in layouts:
+            starts = np.cumsum((0, *lengths))
+            chunk_of = np.searchsorted(starts, positions, side="right") - 1
+            order = np.argsort(chunk_of, kind="stable")
+            layouts[lengths] = (starts, chunk_of, order)
+        starts, chunk_of, order = layouts[lengths]
+        touched, first = np.unique(chunk_of[order], return_index=True)
+        pieces = [
+            column.chunk(int(c)).take(pa.array(positions[rows] - starts[c]))
+            for c, rows in zip(touched, np.split(order, first[1:]), strict=True)
+        ]
+        grouped = pa.concat_arrays(pieces)
+        # back from chunk order to the order the positions were given in
+        columns.append(grouped.take(pa.array(np.argsort(order, kind="stable"))))
+    return pa.RecordBatch.from_arrays(columns, schema=data.schema)
 
 
-def _positions(rowids: np.ndarray, ids: np.ndarray) -> _Found:
+def _positions(rowids: np.ndarray, live: np.ndarray | None, ids: np.ndarray) -> _Found:
+    """Where the live rows with these rowids are (deleted rows are not found)."""
     if len(rowids) == 0:
         return _Found(np.empty(0, dtype=np.int64), np.zeros(len(ids), dtype=bool))
     pos = np.searchsorted(rowids, ids)
     clipped = np.minimum(pos, len(rowids) - 1)
     valid = (pos < len(rowids)) & (rowids[clipped] == ids)
+    if live is not None:
+        valid &= live[clipped]
     return _Found(clipped[valid], valid)
 
 
@@ -303,12 +343,17 @@ def _rowid_array(data: pa.Table) -> np.ndarray:
 
 
 def _append(
-    data: pa.Table, last_rowid: int, batches: list[pa.RecordBatch], schema: pa.Schema
-) -> tuple[pa.Table, int]:
-    """data with batches appended, kept sorted by rowid; returns it and its last rowid."""
+    data: pa.Table,
+    live: np.ndarray | None,
+    last_rowid: int,
+    batches: list[pa.RecordBatch],
+    schema: pa.Schema,
+) -> tuple[pa.Table, np.ndarray | None, int]:
+    """data with batches appended, kept sorted by rowid: (data, its deletion mask, its last
+    rowid)."""
     added = pa.Table.from_batches(batches, schema=schema)
     if not added.num_rows:
-        return data, last_rowid
+        return data, live, last_rowid
     if added.num_rows < _SMALL_BATCH_ROWS * len(batches):
         # DuckDB sends 2048-row batches: coalesce them (O(new rows)) so chunks stay large.
         added = added.combine_chunks()
@@ -317,12 +362,17 @@ def _append(
     # when concurrent statements commit in another order than they allocated.
     ids = added.column(0)
     out_of_order = data.num_rows > 0 and ids[0].as_py() < last_rowid
+    compact = data.column(0).num_chunks >= _MAX_CHUNKS  # many small statements
+    if live is not None and (out_of_order or compact):
+        data, live = data.filter(pa.array(live)), None  # sorting would scramble the mask
     data = pa.concat_tables([data, added]) if data.num_rows else added
+    if live is not None:
+        live = np.concatenate([live, np.ones(added.num_rows, dtype=bool)])
     if out_of_order:
         data = data.sort_by(schema[0].name)
-    if data.column(0).num_chunks > _MAX_CHUNKS:
-        data = data.combine_chunks()  # many small statements: compact, amortised O(n)
-    return data, max(last_rowid, ids[len(ids) - 1].as_py())
+    if compact:
+        data = data.combine_chunks()  # amortised O(n)
+    return data, live, max(last_rowid, ids[len(ids) - 1].as_py())
 
 
 def _distinct(positions: np.ndarray) -> int:
@@ -332,10 +382,10 @@ def _distinct(positions: np.ndarray) -> int:
     return len(np.unique(positions))
 
 
-def _found(rowids: np.ndarray, version: int, lookup: _Lookup) -> _Found:
+def _found(rowids: np.ndarray, live: np.ndarray | None, version: int, lookup: _Lookup) -> _Found:
     """Where lookup's rowids are in the current data: its cached answer if it was made
     against this version, else a fresh search."""
-    return lookup.found if lookup.version == version else _positions(rowids, lookup.ids)
+    return lookup.found if lookup.version == version else _positions(rowids, live, lookup.ids)
 
 
 def _merge_lookups(lookups: list[_Lookup]) -> _Lookup:
@@ -374,25 +424,41 @@ def _merge(group: list[_Update]) -> _Update:
 
 
 def _replace(data: pa.Table, found: _Found, columns: dict[str, pa.Array]) -> pa.Table:
-    """The found rows take columns' values (the last value wins for a repeated rowid)."""
+    """The found rows take columns' values (the last value wins for a repeated rowid). Only
+    the chunks holding an updated row are rewritten, so a few rows of a large table cost
+    one chunk per column, not the column."""
     if not found.valid.any():
         return data
-    n = data.num_rows
-    index = np.arange(n, dtype=np.int64)
-    index[found.positions] = n + np.flatnonzero(found.valid)
-    take = pa.array(index)
+    positions = found.positions
+    value_rows = np.flatnonzero(found.valid)
     for name, values in columns.items():
-        position = data.schema.get_field_index(name)
-        current = data.column(position).combine_chunks()
+        index = data.schema.get_field_index(name)
+        column = data.column(index)
+        starts = np.cumsum([0] + [len(chunk) for chunk in column.chunks])
+        chunk_of = np.searchsorted(starts, positions, side="right") - 1
+        order = np.argsort(chunk_of, kind="stable")  # stable: the last value still wins
+        touched, first = np.unique(chunk_of[order], return_index=True)
+        chunks = list(column.chunks)
+        for chunk_index, rows in zip(touched, np.split(order, first[1:]), strict=True):
+            chunk = chunks[chunk_index]
+            take = np.arange(len(chunk), dtype=np.int64)
+            take[positions[rows] - starts[chunk_index]] = len(chunk) + np.arange(len(rows))
+            new_values = values.take(pa.array(value_rows[rows]))
+            chunks[chunk_index] = pa.concat_arrays([chunk, new_values]).take(pa.array(take))
         data = data.set_column(
-            position, data.schema.field(position), pa.concat_arrays([current, values]).take(take)
+            index, data.schema.field(index), pa.chunked_array(chunks, type=column.type)
         )
     return data
 
 
-def _remove(data: pa.Table, rowids: np.ndarray, found: _Found) -> tuple[pa.Table, np.ndarray]:
+def _remove(
+    data: pa.Table, rowids: np.ndarray, live: np.ndarray | None, found: _Found
+) -> tuple[pa.Table, np.ndarray, np.ndarray | None]:
+    """Mark the found rows dead; compact (drop the dead rows) once half the table is dead."""
     if not len(found.positions):
-        return data, rowids
-    keep = np.ones(len(rowids), dtype=bool)
-    keep[found.positions] = False
-    return data.filter(pa.array(keep)), rowids[keep]
+        return data, rowids, live
+    live = np.ones(len(rowids), dtype=bool) if live is None else live.copy()
+    live[found.positions] = False
+    if np.count_nonzero(live) * 2 < len(live):
+        return data.filter(pa.array(live)), rowids[live], None
+    return data, rowids, live
