@@ -13,7 +13,7 @@ JARS   := .cache/jars
 # with the delta-spark pin in pyproject.toml.
 DELTA_ARTIFACTS := io.delta:delta-spark_4.2_2.13:4.4.0 io.delta:delta-storage:4.4.0
 
-.PHONY: help venv jars generate check typecheck lint test serve bench soak diff-upstream clean
+.PHONY: help venv jars generate check typecheck lint test serve bench soak diff-upstream interop clean
 
 help:
 	@echo "make serve      run the Flight server on local Spark + Delta (BACKEND=spark|memory, HOST, PORT, WAREHOUSE)"
@@ -25,6 +25,7 @@ help:
 	@echo "make bench      run the benchmarks and print their ratios"
 	@echo "make soak       10,000 fuzz cases, 500 disconnects, 16 clients x 1,000 statements"
 	@echo "make diff-upstream  compare contracts.yaml with airport-go's Go source (needs Go)"
+	@echo "make interop    Go client vs pyairport, pyairport's scenarios vs airport-go, parity table (needs Go)"
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +55,10 @@ typecheck: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check codegen runtime tests bench
 	$(BIN)/ruff format --check codegen runtime tests bench
+	@if command -v go >/dev/null; then \
+		test -z "$$(gofmt -l tests/interop/go codegen)" || { gofmt -l tests/interop/go codegen; exit 1; }; \
+		cd tests/interop/go && go vet ./...; \
+	fi
 
 test: check typecheck jars
 	$(BIN)/pytest -q
@@ -72,6 +77,13 @@ diff-upstream: $(STAMP)
 bench: $(STAMP) jars
 	$(PY) bench/run.py
 	$(PY) bench/spark.py
+	$(PY) bench/vs_go.py
+
+# Both directions of the cross-implementation suite (Go programs built once, cached), then
+# the parity table the README shows.
+interop: $(STAMP) jars
+	$(BIN)/pytest -q -rs tests/interop
+	$(PY) -m tests.interop.report
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,41 @@
+"""Fixtures for the cross-implementation suite: airport-go's server (built from the Go module
+in tests/interop/go) and pyairport's memory server, both serving the demo catalog."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+
+import pytest
+
+from pyairport.demo import memory_demo_catalog
+from pyairport.server import AirportServer, ServerConfig
+from pyairport.transactions import MemoryTransactionManager
+
+from .gobuild import GoUnavailable, binaries, go_server
+
+
+@pytest.fixture(scope="session")
+def go_programs() -> dict[str, Path]:
+    try:
+        return binaries()
+    except GoUnavailable as missing:
+        pytest.skip(f"interop suite skipped: {missing}")
+
+
+@contextmanager
+def pyairport_server() -> Iterator[str]:
+    """pyairport's memory backend with the demo catalog and a transaction manager."""
+    catalog = memory_demo_catalog()
+    server = AirportServer(catalog, MemoryTransactionManager(), ServerConfig(port=0)).start()
+    try:
+        yield server.location
+    finally:
+        server.stop(grace=None)
+
+
+@pytest.fixture
+def servers(go_programs: dict[str, Path]) -> dict[str, Callable[[], AbstractContextManager[str]]]:
+    """Factories for a fresh server of each implementation: {"airport-go": ..., "pyairport": ...}."""
+    return {"airport-go": go_server, "pyairport": pyairport_server}
