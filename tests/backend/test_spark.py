@@ -171,3 +171,31 @@ def test_scan_reads_only_the_columns_asked_for(table: Any) -> None:
     data = table.scan(Context.background(), ScanOptions(columns=["name"])).read_all()
     assert data.schema.equals(table.arrow_schema(), check_metadata=True)
     assert data.column("name").null_count == 0 and data.column("id").null_count == 3
+
+
+def test_a_scan_streams_rowid_ranges_from_one_delta_version(
+    table: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Scans go range by range (so the server never holds the table) and all ranges come from
+    the version current when the scan began: a commit in the middle is not seen."""
+    from pyairport.backends import spark as spark_backend_module
+
+    monkeypatch.setattr(spark_backend_module, "SCAN_RANGE_ROWIDS", 4)
+    table.insert(Context.background(), _reader(_rows(10), 10), None)  # rowids 1..10
+    table.delete_by_row_ids(Context.background(), pa.array([5, 6, 7, 8], pa.int64()), None)
+    reader = table.scan(Context.background())
+    first = reader.read_next_batch()  # rowids 1..4
+    table.insert(
+        Context.background(), _reader(_rows(3, start=100), 3), None
+    )  # after the scan began
+    table.update_by_row_ids(
+        Context.background(),
+        pa.array([9], pa.int64()),
+        _reader(pa.table({"name": ["new"]}), 1),
+        None,
+    )
+    rest = reader.read_all()
+    seen = pa.Table.from_batches([first]).to_pylist() + rest.to_pylist()
+    assert [r["rowid"] for r in seen] == [1, 2, 3, 4, 9, 10]  # 5..8 deleted, 11..13 too late
+    assert [r["name"] for r in seen if r["rowid"] == 9] == ["n8"]  # the old value
+    assert first.num_rows == 4 and rest.to_batches()[0].num_rows <= 4

@@ -32,6 +32,7 @@ from airport_contracts import (
     rowid_field,
 )
 
+from .. import filters
 from .base import BackendTable
 from .capabilities import ALL_CAPABILITIES, with_capabilities
 from .shaping import (
@@ -115,6 +116,8 @@ class MemoryTable(BackendTable["_Pending"]):
     def scan(self, ctx: Context, opts: ScanOptions | None = None) -> pa.RecordBatchReader:
         ctx.raise_if_done()
         data = self._snapshot()
+        if opts is not None:
+            data = _filtered(data, filters.parse(opts.filter, self.schema))
         limit = opts.limit if opts is not None and opts.limit > 0 else None
         if limit is not None:
             data = data.slice(0, limit)
@@ -298,6 +301,17 @@ def memory_table(
 
 
 # --- vectorised storage operations ---------------------------------------------------------
+
+
+def _filtered(data: pa.Table, predicate: filters.Predicate | None) -> pa.Table:
+    """The rows DuckDB's pushed-down filter keeps, or all of them when pyarrow cannot
+    evaluate it (e.g. a constant of another type): DuckDB filters again anyway."""
+    if predicate is None:
+        return data
+    try:
+        return data.filter(filters.arrow_expression(predicate))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return data
 
 
 def _rows_at(data: pa.Table, positions: np.ndarray) -> pa.RecordBatch:

@@ -41,6 +41,7 @@ from airport_contracts import (
     rowid_field,
 )
 
+from .. import filters
 from ..catalog import Catalog, CatalogSchema
 from .base import BackendTable
 from .capabilities import ALL_CAPABILITIES, with_capabilities
@@ -54,7 +55,12 @@ CAPABILITIES_PROPERTY = "pyairport.capabilities"
 ID_FROM_ROWID_PROPERTY = "pyairport.id_from_rowid"
 COMMIT_ATTEMPTS = 4
 SCAN_BATCH_ROWS = 65_536
+SCAN_RANGE_ROWIDS = 1 << 20  # rowids per Spark query of a streamed scan
 STAGE_FILE_ROWS = 65_536  # staged INSERT rows per parquet file (DuckDB sends 2048 at a time)
+
+
+def _where(frame: Any, predicate: filters.Predicate | None) -> Any:
+    return frame if predicate is None else frame.where(filters.spark_column(predicate, frame))
 
 
 def _quote(name: str) -> str:
@@ -112,28 +118,51 @@ class SparkTable(BackendTable["_Pending"]):
     # --- Table ------------------------------------------------------------------------------
 
     def scan(self, ctx: Context, opts: ScanOptions | None = None) -> pa.RecordBatchReader:
-        """The table, full width as the contract asks; only the columns the client asked for
-        (opts.columns, plus the rowid) are read from Delta, the others come back null."""
+        """The table, full width as the contract asks, streamed: read from one Delta version
+        (a consistent snapshot however long the client takes) in rowid ranges of at most
+        SCAN_RANGE_ROWIDS, so the server holds one range at a time, never the table. Only
+        the columns the client asked for (opts.columns, plus the rowid) are read, the others
+        come back null; DuckDB's pushed-down filters run in Spark where they translate."""
         ctx.raise_if_done()
         wanted = [
             n
             for n in self.schema.names
             if opts is None or not opts.columns or n in opts.columns or n == ROWID
         ]
-        frame = self.spark.table(self.fqn).select(*[_quote(n) for n in wanted])
+        (version,) = (
+            self.spark.sql(f"DESCRIBE HISTORY {self.fqn} LIMIT 1").select("version").first()
+        )
+        frame = self.spark.sql(f"SELECT * FROM {self.fqn} VERSION AS OF {int(version)}")
+        if opts is not None:
+            frame = _where(frame, filters.parse(opts.filter, self.schema))
+        frame = frame.select(*[_quote(n) for n in wanted])
         if opts is not None and opts.limit > 0:
-            frame = frame.limit(opts.limit)
-        read = frame.toArrow()
+            limited = self._full_width(frame.limit(opts.limit).toArrow(), wanted)
+            return pa.RecordBatchReader.from_batches(
+                self.schema, limited.to_batches(SCAN_BATCH_ROWS)
+            )
+        low, high = frame.selectExpr(f"min({_quote(ROWID)})", f"max({_quote(ROWID)})").first()
+
+        def ranges() -> Iterable[pa.RecordBatch]:
+            if low is None:
+                return
+            rowid = frame[ROWID]
+            for start in range(int(low), int(high) + 1, SCAN_RANGE_ROWIDS):
+                ctx.raise_if_done()
+                part = frame.where((rowid >= start) & (rowid < start + SCAN_RANGE_ROWIDS))
+                yield from self._full_width(part.toArrow(), wanted).to_batches(SCAN_BATCH_ROWS)
+
+        return pa.RecordBatchReader.from_batches(self.schema, ranges())
+
+    def _full_width(self, read: pa.Table, wanted: list[str]) -> pa.Table:
+        """read (the wanted columns) as the table schema: types cast, the rest null."""
         columns = [
             read.column(f.name).cast(f.type)
             if f.name in wanted
             else pa.nulls(read.num_rows, f.type)
             for f in self.schema
         ]
-        table = pa.Table.from_arrays(columns, schema=self.schema)
-        return pa.RecordBatchReader.from_batches(
-            self.schema, table.to_batches(max_chunksize=SCAN_BATCH_ROWS)
-        )
+        return pa.Table.from_arrays(columns, schema=self.schema)
 
     def to_table(self) -> pa.Table:
         """The committed rows ordered by rowid (for tests and tools)."""

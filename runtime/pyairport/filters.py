@@ -1,0 +1,324 @@
+"""DuckDB's filter pushdown (the `json_filters` of an `endpoints` request, handed to a scan as
+ScanOptions.filter) turned into predicates a backend can evaluate: pyarrow expressions for
+the memory backend, Spark columns for the Spark backend.
+
+DuckDB applies its filters again to whatever a scan returns, so a scan may return more rows
+than the filter allows, never fewer. Hence the rule: translate what is understood, widen
+what is not. In an AND an unknown child is dropped (the result is wider); an OR or a NOT is
+kept only when everything under it was translated exactly, because dropping part of an OR
+would widen and dropping part of something under NOT would narrow. Malformed JSON gives no
+predicate at all: the scan returns every row and DuckDB filters.
+
+The JSON is DuckDB's serialization of bound expressions: {"filters": [...],
+"column_binding_names_by_index": [...]}, each filter with "expression_class" and "type".
+Only comparisons, IN / NOT IN, BETWEEN, IS [NOT] NULL, AND, OR and NOT over plain columns
+and constants of boolean, integer, floating-point and VARCHAR types are translated, and a
+constant only where it matches its column's type (so no backend has to cast, which Spark's
+ANSI mode would turn into a runtime error).
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+# DuckDB logical type ids whose JSON constants are plain JSON scalars with the same meaning.
+_SCALAR_TYPES = frozenset(
+    {
+        "BOOLEAN",
+        "TINYINT",
+        "SMALLINT",
+        "INTEGER",
+        "BIGINT",
+        "UTINYINT",
+        "USMALLINT",
+        "UINTEGER",
+        "UBIGINT",
+        "FLOAT",
+        "DOUBLE",
+        "VARCHAR",
+    }
+)
+_COMPARISONS = {
+    "COMPARE_EQUAL": "==",
+    "COMPARE_NOTEQUAL": "!=",
+    "COMPARE_LESSTHAN": "<",
+    "COMPARE_GREATERTHAN": ">",
+    "COMPARE_LESSTHANOREQUALTO": "<=",
+    "COMPARE_GREATERTHANOREQUALTO": ">=",
+}
+_FLIPPED = {"==": "==", "!=": "!=", "<": ">", ">": "<", "<=": ">=", ">=": "<="}
+_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    ">": operator.gt,
+    "<=": operator.le,
+    ">=": operator.ge,
+}
+
+
+# --- the predicate tree ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Compare:
+    column: str
+    op: str  # one of _OPERATORS
+    value: Any
+
+
+@dataclass(frozen=True)
+class In:
+    column: str
+    values: tuple[Any, ...]
+    negated: bool
+
+
+@dataclass(frozen=True)
+class IsNull:
+    column: str
+    negated: bool
+
+
+@dataclass(frozen=True)
+class Between:
+    column: str
+    lower: Any
+    upper: Any
+    lower_inclusive: bool
+    upper_inclusive: bool
+
+
+@dataclass(frozen=True)
+class And:
+    children: tuple[Predicate, ...]
+
+
+@dataclass(frozen=True)
+class Or:
+    children: tuple[Predicate, ...]
+
+
+@dataclass(frozen=True)
+class Not:
+    child: Predicate
+
+
+Predicate = Compare | In | IsNull | Between | And | Or | Not
+
+
+class _Unsupported(Exception):
+    """An expression this module does not translate."""
+
+
+# --- parsing --------------------------------------------------------------------------------
+
+
+def parse(data: bytes | str | None, schema: pa.Schema) -> Predicate | None:
+    """The widest-safe predicate for DuckDB's filter JSON over a table with this schema, or
+    None when nothing can be pushed down."""
+    if not data:
+        return None
+    try:
+        document = json.loads(data)
+        names = document["column_binding_names_by_index"]
+        filters = document["filters"]
+        if not isinstance(names, list) or not isinstance(filters, list):
+            return None
+    except (ValueError, TypeError, KeyError):
+        return None
+    reader = _Reader(names, {f.name: f.type for f in schema})
+    predicate, _ = reader.conjunction(filters)
+    return predicate
+
+
+class _Reader:
+    def __init__(self, names: list[Any], columns: dict[str, pa.DataType]) -> None:
+        self.names = names
+        self.columns = columns
+
+    def conjunction(self, children: list[Any]) -> tuple[Predicate | None, bool]:
+        """AND of children: the translatable ones (exact only if all were)."""
+        kept, exact = [], True
+        for child in children:
+            try:
+                predicate, child_exact = self.expression(child)
+            except (_Unsupported, KeyError, TypeError, ValueError, IndexError):
+                exact = False
+                continue
+            if predicate is None:
+                exact = False
+                continue
+            kept.append(predicate)
+            exact = exact and child_exact
+        if not kept:
+            return None, False
+        return (kept[0] if len(kept) == 1 else And(tuple(kept))), exact
+
+    def expression(self, node: dict[str, Any]) -> tuple[Predicate | None, bool]:
+        kind, kind_type = node["expression_class"], node["type"]
+        if kind == "BOUND_CONJUNCTION" and kind_type == "CONJUNCTION_AND":
+            return self.conjunction(node["children"])
+        if kind == "BOUND_CONJUNCTION" and kind_type == "CONJUNCTION_OR":
+            children = [self.exact(child) for child in node["children"]]
+            return Or(tuple(children)), True
+        if kind == "BOUND_COMPARISON" and kind_type in _COMPARISONS:
+            return self.comparison(_COMPARISONS[kind_type], node["left"], node["right"]), True
+        if kind == "BOUND_BETWEEN":
+            column = self.column(node["input"])
+            return (
+                Between(
+                    column,
+                    self.constant(node["lower"], column),
+                    self.constant(node["upper"], column),
+                    bool(node["lower_inclusive"]),
+                    bool(node["upper_inclusive"]),
+                ),
+                True,
+            )
+        if kind == "BOUND_OPERATOR":
+            children = node["children"]
+            if kind_type in ("OPERATOR_IS_NULL", "OPERATOR_IS_NOT_NULL") and len(children) == 1:
+                return IsNull(self.column(children[0]), kind_type == "OPERATOR_IS_NOT_NULL"), True
+            if kind_type in ("COMPARE_IN", "COMPARE_NOT_IN") and len(children) >= 2:
+                column = self.column(children[0])
+                values = tuple(self.constant(child, column) for child in children[1:])
+                return In(column, values, kind_type == "COMPARE_NOT_IN"), True
+            if kind_type == "OPERATOR_NOT" and len(children) == 1:
+                return Not(self.exact(children[0])), True
+        raise _Unsupported(kind_type)
+
+    def exact(self, node: dict[str, Any]) -> Predicate:
+        """A translation that dropped nothing (required under OR and NOT)."""
+        predicate, exact = self.expression(node)
+        if predicate is None or not exact:
+            raise _Unsupported("inexact")
+        return predicate
+
+    def comparison(self, op: str, left: dict[str, Any], right: dict[str, Any]) -> Predicate:
+        if left["expression_class"] == "BOUND_COLUMN_REF":
+            column = self.column(left)
+            return Compare(column, op, self.constant(right, column))
+        column = self.column(right)
+        return Compare(column, _FLIPPED[op], self.constant(left, column))
+
+    def column(self, node: dict[str, Any]) -> str:
+        if node["expression_class"] != "BOUND_COLUMN_REF":
+            raise _Unsupported(node["expression_class"])
+        index = node["binding"]["column_index"]
+        if not isinstance(index, int) or not 0 <= index < len(self.names):
+            raise _Unsupported("binding")
+        name = self.names[index]
+        if name not in self.columns:
+            raise _Unsupported("column")
+        return str(name)
+
+    def constant(self, node: dict[str, Any], column: str) -> Any:
+        """A constant compared with column, when its value fits the column's type."""
+        if node["expression_class"] != "BOUND_CONSTANT":
+            raise _Unsupported(node["expression_class"])
+        value = node["value"]
+        if value["type"]["id"] not in _SCALAR_TYPES or value.get("is_null"):
+            raise _Unsupported("constant")
+        scalar = value["value"]
+        if not _fits(scalar, self.columns[column]):
+            raise _Unsupported("constant type")
+        return scalar
+
+
+def _fits(value: Any, column: pa.DataType) -> bool:
+    if isinstance(value, bool):
+        return bool(pa.types.is_boolean(column))
+    if isinstance(value, int):
+        return bool(pa.types.is_integer(column) or pa.types.is_floating(column))
+    if isinstance(value, float):
+        return bool(pa.types.is_floating(column))
+    if isinstance(value, str):
+        return bool(pa.types.is_string(column) or pa.types.is_large_string(column))
+    return False
+
+
+# --- translation ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Translator:
+    """How a backend spells the predicate tree: column reference, literal, and the boolean
+    combinators of its expression language."""
+
+    column: Callable[[str], Any]
+    literal: Callable[[Any], Any]
+    is_null: Callable[[Any], Any]
+    is_in: Callable[[Any, list[Any]], Any]
+    both: Callable[[Any, Any], Any]
+    either: Callable[[Any, Any], Any]
+    negate: Callable[[Any], Any]
+
+
+def translate(predicate: Predicate, to: Translator) -> Any:
+    if isinstance(predicate, Compare):
+        return _OPERATORS[predicate.op](to.column(predicate.column), to.literal(predicate.value))
+    if isinstance(predicate, In):
+        found = to.is_in(to.column(predicate.column), list(predicate.values))
+        return to.negate(found) if predicate.negated else found
+    if isinstance(predicate, IsNull):
+        null = to.is_null(to.column(predicate.column))
+        return to.negate(null) if predicate.negated else null
+    if isinstance(predicate, Between):
+        column = to.column(predicate.column)
+        low = (operator.ge if predicate.lower_inclusive else operator.gt)(
+            column, to.literal(predicate.lower)
+        )
+        high = (operator.le if predicate.upper_inclusive else operator.lt)(
+            column, to.literal(predicate.upper)
+        )
+        return to.both(low, high)
+    if isinstance(predicate, Not):
+        return to.negate(translate(predicate.child, to))
+    combine = to.both if isinstance(predicate, And) else to.either
+    result = translate(predicate.children[0], to)
+    for child in predicate.children[1:]:
+        result = combine(result, translate(child, to))
+    return result
+
+
+def arrow_expression(predicate: Predicate) -> Any:
+    """The predicate as a pyarrow.compute.Expression (for Table.filter)."""
+    import pyarrow.compute as pc
+
+    return translate(
+        predicate,
+        Translator(
+            column=pc.field,
+            literal=pc.scalar,
+            is_null=lambda c: c.is_null(),
+            is_in=lambda c, values: c.isin(pa.array(values)),
+            both=operator.and_,
+            either=operator.or_,
+            negate=operator.invert,
+        ),
+    )
+
+
+def spark_column(predicate: Predicate, frame: Any) -> Any:
+    """The predicate as a Column of frame. Columns come from the DataFrame itself and
+    literals stay plain Python values, so this works for classic Spark and Spark Connect
+    alike (pyspark.sql.functions picks one mode per process)."""
+    return translate(
+        predicate,
+        Translator(
+            column=frame.__getitem__,
+            literal=lambda value: value,
+            is_null=lambda c: c.isNull(),
+            is_in=lambda c, values: c.isin(values),
+            both=operator.and_,
+            either=operator.or_,
+            negate=operator.invert,
+        ),
+    )

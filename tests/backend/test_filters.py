@@ -1,0 +1,220 @@
+"""DuckDB filter pushdown: what is translated, what is widened, and — for random filter
+trees with parts the server cannot understand — that a filtered memory scan never loses a
+row the whole filter keeps (DuckDB re-applies the filter, so extra rows are harmless)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from airport_contracts import Context, ScanOptions
+from pyairport import filters
+from pyairport.backends.memory import memory_table
+
+COLUMNS = pa.schema([("rowid", pa.int64()), ("id", pa.int64()), ("name", pa.string())])
+NAMES = ["id", "name", "rowid"]  # DuckDB's binding order need not be the table's
+
+
+def col(name: str, type_id: str = "BIGINT") -> dict[str, Any]:
+    return {
+        "expression_class": "BOUND_COLUMN_REF",
+        "type": "BOUND_COLUMN_REF",
+        "alias": "",
+        "return_type": {"id": type_id, "type_info": None},
+        "binding": {"table_index": 0, "column_index": NAMES.index(name)},
+        "depth": 0,
+    }
+
+
+def const(value: Any, type_id: str = "BIGINT") -> dict[str, Any]:
+    return {
+        "expression_class": "BOUND_CONSTANT",
+        "type": "VALUE_CONSTANT",
+        "alias": "",
+        "value": {"type": {"id": type_id, "type_info": None}, "is_null": False, "value": value},
+    }
+
+
+def cmp(kind: str, left: dict[str, Any], right: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "expression_class": "BOUND_COMPARISON",
+        "type": f"COMPARE_{kind}",
+        "alias": "",
+        "left": left,
+        "right": right,
+    }
+
+
+def conj(kind: str, *children: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "expression_class": "BOUND_CONJUNCTION",
+        "type": f"CONJUNCTION_{kind}",
+        "alias": "",
+        "children": list(children),
+    }
+
+
+def op(kind: str, *children: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "expression_class": "BOUND_OPERATOR",
+        "type": kind,
+        "alias": "",
+        "return_type": {"id": "BOOLEAN", "type_info": None},
+        "children": list(children),
+    }
+
+
+def unknown() -> dict[str, Any]:
+    """A filter the server does not translate: length(name) > 3 (a function call)."""
+    return cmp(
+        "GREATERTHAN",
+        {
+            "expression_class": "BOUND_FUNCTION",
+            "type": "BOUND_FUNCTION",
+            "alias": "",
+            "name": "length",
+            "children": [col("name", "VARCHAR")],
+        },
+        const(3),
+    )
+
+
+def document(*expressions: dict[str, Any]) -> bytes:
+    return json.dumps(
+        {"filters": list(expressions), "column_binding_names_by_index": NAMES}
+    ).encode()
+
+
+def parse(*expressions: dict[str, Any]) -> filters.Predicate | None:
+    return filters.parse(document(*expressions), COLUMNS)
+
+
+def test_comparisons_in_either_order() -> None:
+    assert parse(cmp("EQUAL", col("id"), const(42))) == filters.Compare("id", "==", 42)
+    assert parse(cmp("LESSTHAN", const(5), col("id"))) == filters.Compare("id", ">", 5)
+
+
+def test_in_between_and_null_tests() -> None:
+    assert parse(op("COMPARE_IN", col("id"), const(1), const(2))) == filters.In("id", (1, 2), False)
+    assert parse(op("COMPARE_NOT_IN", col("id"), const(1))) == filters.In("id", (1,), True)
+    assert parse(op("OPERATOR_IS_NOT_NULL", col("name"))) == filters.IsNull("name", True)
+    between = {
+        "expression_class": "BOUND_BETWEEN",
+        "type": "COMPARE_BETWEEN",
+        "alias": "",
+        "input": col("id"),
+        "lower": const(1),
+        "upper": const(9),
+        "lower_inclusive": True,
+        "upper_inclusive": False,
+    }
+    assert parse(between) == filters.Between("id", 1, 9, True, False)
+
+
+def test_unknown_parts_widen_and_never_narrow() -> None:
+    known = cmp("EQUAL", col("id"), const(1))
+    assert parse(known, unknown()) == filters.Compare("id", "==", 1)  # top-level AND
+    assert parse(conj("AND", known, unknown())) == filters.Compare("id", "==", 1)
+    assert parse(conj("OR", known, unknown())) is None  # an OR cannot drop a branch
+    assert parse(op("OPERATOR_NOT", conj("AND", known, unknown()))) is None  # would narrow
+    assert parse(op("OPERATOR_NOT", known)) == filters.Not(filters.Compare("id", "==", 1))
+
+
+def test_what_is_never_pushed_down() -> None:
+    assert filters.parse(b"not json", COLUMNS) is None
+    assert filters.parse(b"", COLUMNS) is None
+    assert filters.parse(b'{"filters": 3}', COLUMNS) is None
+    assert parse(cmp("EQUAL", col("id"), const("2024-01-01", "DATE"))) is None
+    no_id = pa.schema([("rowid", pa.int64()), ("name", pa.string())])
+    assert filters.parse(document(cmp("EQUAL", col("id"), const(1))), no_id) is None
+    # a constant that does not fit its column is left to DuckDB (no backend casts)
+    assert parse(cmp("EQUAL", col("id"), const("7", "VARCHAR"))) is None
+    assert parse(cmp("EQUAL", col("name", "VARCHAR"), const(7))) is None
+    assert parse(cmp("EQUAL", col("id"), col("rowid"))) is None  # column against column
+
+
+# --- random filter trees against a reference evaluation --------------------------------------
+
+ROWS = pa.table(
+    {
+        "id": pa.array([1, 2, 3, None, 5, 6, 7, 8], pa.int64()),
+        "name": ["a", "bb", None, "dddd", "eeeee", "f", "gg", "hhhhh"],
+    }
+)
+
+
+def _truth(node: dict[str, Any], row: dict[str, Any]) -> bool | None:
+    """SQL three-valued evaluation of the JSON filter (the function is length(name) > 3)."""
+    kind = node["type"]
+    if kind == "CONJUNCTION_AND":
+        values = [_truth(c, row) for c in node["children"]]
+        return False if False in values else (None if None in values else True)
+    if kind == "CONJUNCTION_OR":
+        values = [_truth(c, row) for c in node["children"]]
+        return True if True in values else (None if None in values else False)
+    if kind == "OPERATOR_NOT":
+        inner = _truth(node["children"][0], row)
+        return None if inner is None else not inner
+    if kind in ("OPERATOR_IS_NULL", "OPERATOR_IS_NOT_NULL"):
+        is_null = row[NAMES[node["children"][0]["binding"]["column_index"]]] is None
+        return is_null if kind == "OPERATOR_IS_NULL" else not is_null
+    if node["expression_class"] == "BOUND_COMPARISON":
+        left, right = node["left"], node["right"]
+        if left["expression_class"] == "BOUND_FUNCTION":
+            name = row["name"]
+            value: Any = None if name is None else len(name)
+        else:
+            value = row[NAMES[left["binding"]["column_index"]]]
+        constant = right["value"]["value"]
+        if value is None:
+            return None
+        return {
+            "COMPARE_EQUAL": value == constant,
+            "COMPARE_NOTEQUAL": value != constant,
+            "COMPARE_LESSTHAN": value < constant,
+            "COMPARE_GREATERTHAN": value > constant,
+        }[kind]
+    raise AssertionError(kind)
+
+
+leaves = st.one_of(
+    st.builds(
+        lambda kind, value: cmp(kind, col("id"), const(value)),
+        st.sampled_from(["EQUAL", "NOTEQUAL", "LESSTHAN", "GREATERTHAN"]),
+        st.integers(0, 9),
+    ),
+    st.builds(lambda kind: op(kind, col("name")), st.sampled_from(["OPERATOR_IS_NULL"])),
+    st.just(unknown()),
+)
+trees = st.recursive(
+    leaves,
+    lambda inner: st.one_of(
+        st.builds(lambda cs: conj("AND", *cs), st.lists(inner, min_size=2, max_size=3)),
+        st.builds(lambda cs: conj("OR", *cs), st.lists(inner, min_size=2, max_size=3)),
+        st.builds(lambda c: op("OPERATOR_NOT", c), inner),
+    ),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(trees, min_size=1, max_size=3))
+def test_a_filtered_scan_keeps_every_row_the_filter_keeps(tree: list[dict[str, Any]]) -> None:
+    table = memory_table("t", ROWS.schema, rows=ROWS)
+    scanned = table.scan(Context.background(), ScanOptions(filter=document(*tree))).read_all()
+    returned = {r["rowid"] for r in scanned.to_pylist()}
+    for row in table.to_table().to_pylist():
+        if all(_truth(node, row) is True for node in tree):
+            assert row["rowid"] in returned, (row, tree)
+    # and when every part was understood, nothing extra comes back either
+    if "BOUND_FUNCTION" not in json.dumps(tree):
+        expected = {
+            r["rowid"]
+            for r in table.to_table().to_pylist()
+            if all(_truth(node, r) is True for node in tree)
+        }
+        assert returned == expected
