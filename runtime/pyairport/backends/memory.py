@@ -320,24 +320,41 @@ def _rows_at(data: pa.Table, positions: np.ndarray) -> pa.RecordBatch:
     if not len(positions):
         return pa.RecordBatch.from_pylist([], schema=data.schema)
     columns = []
-    layouts: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    plans: dict[tuple[int, ...], _TakePlan] = {}
     for column in data.columns:
         lengths = tuple(len(chunk) for chunk in column.chunks)
-        if lengths not in layouts:
-            starts = np.cumsum((0, *lengths))
-            chunk_of = np.searchsorted(starts, positions, side="right") - 1
-            order = np.argsort(chunk_of, kind="stable")
-            layouts[lengths] = (starts, chunk_of, order)
-        starts, chunk_of, order = layouts[lengths]
-        touched, first = np.unique(chunk_of[order], return_index=True)
-        pieces = [
-            column.chunk(int(c)).take(pa.array(positions[rows] - starts[c]))
-            for c, rows in zip(touched, np.split(order, first[1:]), strict=True)
-        ]
-        grouped = pa.concat_arrays(pieces)
-        # back from chunk order to the order the positions were given in
-        columns.append(grouped.take(pa.array(np.argsort(order, kind="stable"))))
+        plan = plans.get(lengths) or plans.setdefault(lengths, _TakePlan.of(lengths, positions))
+        grouped = pa.concat_arrays(
+            [column.chunk(c).take(local) for c, local in zip(plan.chunks, plan.local, strict=True)]
+        )
+        columns.append(grouped if plan.restore is None else grouped.take(plan.restore))
     return pa.RecordBatch.from_arrays(columns, schema=data.schema)
+
+
+@dataclass
+class _TakePlan:
+    """Which chunks positions fall in, the offsets within each, and how to put the rows
+    back in the given order (None when positions already ascend, as DuckDB sends them)."""
+
+    chunks: list[int]
+    local: list[pa.Array]
+    restore: pa.Array | None
+
+    @classmethod
+    def of(cls, lengths: tuple[int, ...], positions: np.ndarray) -> _TakePlan:
+        starts = np.cumsum((0, *lengths))
+        chunk_of = np.searchsorted(starts, positions, side="right") - 1
+        ascending = bool(np.all(chunk_of[1:] >= chunk_of[:-1]))
+        order = np.arange(len(positions)) if ascending else np.argsort(chunk_of, kind="stable")
+        touched, first = np.unique(chunk_of[order], return_index=True)
+        groups = np.split(order, first[1:])
+        return cls(
+            chunks=[int(c) for c in touched],
+            local=[
+                pa.array(positions[g] - starts[c]) for c, g in zip(touched, groups, strict=True)
+            ],
+            restore=None if ascending else pa.array(np.argsort(order, kind="stable")),
+        )
 
 
 def _positions(rowids: np.ndarray, live: np.ndarray | None, ids: np.ndarray) -> _Found:
