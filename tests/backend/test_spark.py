@@ -4,6 +4,7 @@ tests/protocol/test_dml_scenarios.py.)"""
 
 from __future__ import annotations
 
+import json
 import threading
 import uuid
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from airport_contracts import Context, DMLOptions, Statement, with_statement
+from airport_contracts import Context, DMLOptions, ScanOptions, Statement, with_statement
 
 pytestmark = pytest.mark.spark
 
@@ -176,12 +177,13 @@ def test_scan_reads_only_the_columns_asked_for(table: Any) -> None:
 def test_a_scan_streams_rowid_ranges_from_one_delta_version(
     table: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Scans go range by range (so the server never holds the table) and all ranges come from
-    the version current when the scan began: a commit in the middle is not seen."""
+    """Scans of tables whose rowids span more than one range go range by range (so the server
+    never holds the table) and all ranges come from the version current when the scan began:
+    a commit in the middle is not seen."""
     from pyairport.backends import spark as spark_backend_module
 
     monkeypatch.setattr(spark_backend_module, "SCAN_RANGE_ROWIDS", 4)
-    table.insert(Context.background(), _reader(_rows(10), 10), None)  # rowids 1..10
+    table.insert(Context.background(), _reader(_rows(10), 10), None)  # rowids 1..10: 3 ranges
     table.delete_by_row_ids(Context.background(), pa.array([5, 6, 7, 8], pa.int64()), None)
     reader = table.scan(Context.background())
     first = reader.read_next_batch()  # rowids 1..4
@@ -196,6 +198,41 @@ def test_a_scan_streams_rowid_ranges_from_one_delta_version(
     )
     rest = reader.read_all()
     seen = pa.Table.from_batches([first]).to_pylist() + rest.to_pylist()
-    assert [r["rowid"] for r in seen] == [1, 2, 3, 4, 9, 10]  # 5..8 deleted, 11..13 too late
+    assert sorted(r["rowid"] for r in seen) == [1, 2, 3, 4, 9, 10]  # 5..8 deleted, 11..13 late
+    assert {r["rowid"] for r in first.to_pylist()} == {1, 2, 3, 4}  # the first range
     assert [r["name"] for r in seen if r["rowid"] == 9] == ["n8"]  # the old value
     assert first.num_rows == 4 and rest.to_batches()[0].num_rows <= 4
+    # pushed-down filters and projection apply to every range
+    id_above_2 = json.dumps(
+        {
+            "filters": [
+                {
+                    "expression_class": "BOUND_COMPARISON",
+                    "type": "COMPARE_GREATERTHAN",
+                    "left": {
+                        "expression_class": "BOUND_COLUMN_REF",
+                        "type": "BOUND_COLUMN_REF",
+                        "binding": {"table_index": 0, "column_index": 0},
+                    },
+                    "right": {
+                        "expression_class": "BOUND_CONSTANT",
+                        "type": "VALUE_CONSTANT",
+                        "value": {"type": {"id": "BIGINT"}, "is_null": False, "value": 2},
+                    },
+                }
+            ],
+            "column_binding_names_by_index": ["id"],
+        }
+    ).encode()
+    filtered = table.scan(
+        Context.background(), ScanOptions(columns=["name"], filter=id_above_2)
+    ).read_all()
+    assert filtered.sort_by("rowid").select(["rowid", "name"]).to_pylist() == [
+        {"rowid": 4, "name": "n3"},
+        {"rowid": 9, "name": "new"},
+        {"rowid": 10, "name": "n9"},
+        {"rowid": 11, "name": "n100"},
+        {"rowid": 12, "name": "n101"},
+        {"rowid": 13, "name": "n102"},
+    ]
+    assert filtered.column("id").null_count == filtered.num_rows  # not asked for: null

@@ -118,29 +118,35 @@ class SparkTable(BackendTable["_Pending"]):
     # --- Table ------------------------------------------------------------------------------
 
     def scan(self, ctx: Context, opts: ScanOptions | None = None) -> pa.RecordBatchReader:
-        """The table, full width as the contract asks, streamed: read from one Delta version
-        (a consistent snapshot however long the client takes) in rowid ranges of at most
-        SCAN_RANGE_ROWIDS, so the server holds one range at a time, never the table. Only
-        the columns the client asked for (opts.columns, plus the rowid) are read, the others
-        come back null; DuckDB's pushed-down filters run in Spark where they translate."""
+        """The table, full width as the contract asks. Only the columns the client asked for
+        (opts.columns, plus the rowid) are read, the others come back null; DuckDB's
+        pushed-down filters run in Spark where they translate.
+
+        A table whose rowids may span more than SCAN_RANGE_ROWIDS is streamed: read from one
+        Delta version (a consistent snapshot however long the client takes) one rowid range
+        at a time, so the server never holds the table. A smaller one — or a scan with a
+        limit — is one query, which is its own snapshot."""
         ctx.raise_if_done()
         wanted = [
             n
             for n in self.schema.names
             if opts is None or not opts.columns or n in opts.columns or n == ROWID
         ]
+        with self._lock:
+            next_rowid = self._next_rowid
+        one_range = next_rowid is not None and next_rowid - 1 <= SCAN_RANGE_ROWIDS
+        limit = opts.limit if opts is not None and opts.limit > 0 else 0
+        if one_range or limit:
+            frame = self._scan_frame(self.spark.table(self.fqn), opts, wanted)
+            read = (frame.limit(limit) if limit else frame).toArrow()
+            return pa.RecordBatchReader.from_batches(
+                self.schema, self._full_width(read, wanted).to_batches(SCAN_BATCH_ROWS)
+            )
         (version,) = (
             self.spark.sql(f"DESCRIBE HISTORY {self.fqn} LIMIT 1").select("version").first()
         )
-        frame = self.spark.sql(f"SELECT * FROM {self.fqn} VERSION AS OF {int(version)}")
-        if opts is not None:
-            frame = _where(frame, filters.parse(opts.filter, self.schema))
-        frame = frame.select(*[_quote(n) for n in wanted])
-        if opts is not None and opts.limit > 0:
-            limited = self._full_width(frame.limit(opts.limit).toArrow(), wanted)
-            return pa.RecordBatchReader.from_batches(
-                self.schema, limited.to_batches(SCAN_BATCH_ROWS)
-            )
+        pinned = self.spark.sql(f"SELECT * FROM {self.fqn} VERSION AS OF {int(version)}")
+        frame = self._scan_frame(pinned, opts, wanted)
         low, high = frame.selectExpr(f"min({_quote(ROWID)})", f"max({_quote(ROWID)})").first()
 
         def ranges() -> Iterable[pa.RecordBatch]:
@@ -153,6 +159,12 @@ class SparkTable(BackendTable["_Pending"]):
                 yield from self._full_width(part.toArrow(), wanted).to_batches(SCAN_BATCH_ROWS)
 
         return pa.RecordBatchReader.from_batches(self.schema, ranges())
+
+    def _scan_frame(self, frame: Any, opts: ScanOptions | None, wanted: list[str]) -> Any:
+        """frame filtered by the pushed-down predicate, then projected to the wanted columns."""
+        if opts is not None:
+            frame = _where(frame, filters.parse(opts.filter, self.schema))
+        return frame.select(*[_quote(n) for n in wanted])
 
     def _full_width(self, read: pa.Table, wanted: list[str]) -> pa.Table:
         """read (the wanted columns) as the table schema: types cast, the rest null."""
