@@ -20,6 +20,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -107,6 +108,35 @@ def compare(label: str, rows: int, runs: dict[str, Callable[[], float]], repeats
     )
 
 
+@dataclass(frozen=True)
+class Change:
+    """One UPDATE or DELETE workload: which table, which statement, in which shape."""
+
+    schema: str
+    op: str  # "update" or "delete"
+    batch_rows: int
+    returning: bool
+
+    def send(self, client: AirportClient, rowids: pa.Array) -> object:
+        """The statement on these rowids (UPDATE sets email to '<rowid>@updated.com')."""
+        rows, returning = self.batch_rows, self.returning
+        if self.op == "delete":
+            return client.delete(self.schema, "users", rowids, batch_rows=rows, returning=returning)
+        text = pc.cast(rowids, pa.string())
+        values = pa.table(
+            {"email": pc.binary_join_element_wise(text, "@updated.com", ""), "rowid": rowids}
+        )
+        return client.update(self.schema, "users", values, batch_rows=rows, returning=returning)
+
+    @property
+    def label(self) -> str:
+        interface = "legacy" if self.schema == "dml_schema" else "batch"
+        shape = f"{self.batch_rows}-row batches" + (
+            ", RETURNING lock-step" if self.returning else ""
+        )
+        return f"{self.op.upper()} {interface:6} {shape}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=10_000_000)
@@ -135,55 +165,28 @@ def main() -> None:
 
     table_rows, k = 1_000_000, 100_000
     seed = users(table_rows)
-    rng = np.random.default_rng(42)
     # two disjoint sets of k rowids: one warms the server up, the other is measured
-    chosen = rng.choice(np.arange(1, table_rows + 1), size=2 * k, replace=False)
+    chosen = np.random.default_rng(42).choice(np.arange(1, table_rows + 1), 2 * k, replace=False)
     warm_ids, rowids = (pa.array(np.sort(part), pa.int64()) for part in (chosen[:k], chosen[k:]))
-
-    def set_email(ids: pa.Array) -> pa.Table:
-        text = pc.cast(ids, pa.string())
-        return pa.table(
-            {"email": pc.binary_join_element_wise(text, "@updated.com", ""), "rowid": ids}
-        )
-
-    warm_values, new_values = set_email(warm_ids), set_email(rowids)
     print(f"UPDATE / DELETE of {k:,} random rowids in a {table_rows:,}-row table")
-    for schema, interface in (("dml_schema", "legacy"), ("batch_schema", "batch")):
+    for schema in ("dml_schema", "batch_schema"):
         for op in ("update", "delete"):
             for batch_rows, returning in ((65_536, False), (2048, True)):
+                change = Change(schema, op, batch_rows, returning)
 
-                def run(
-                    c: AirportClient,
-                    t: str = schema,
-                    o: str = op,
-                    b: int = batch_rows,
-                    r: bool = returning,
-                ) -> object:
-                    if o == "update":
-                        return c.update(t, "users", new_values, batch_rows=b, returning=r)
-                    return c.delete(t, "users", rowids, batch_rows=b, returning=r)
-
-                def prepare(
-                    c: AirportClient,
-                    t: str = schema,
-                    o: str = op,
-                    b: int = batch_rows,
-                    r: bool = returning,
-                ) -> None:
-                    c.insert(t, "users", seed, batch_rows=65_536)  # rowids 1..n
+                def prepare(client: AirportClient, change: Change = change) -> None:
+                    client.insert(change.schema, "users", seed, batch_rows=65_536)  # rowids 1..n
                     # steady state: the same statement on other rows first, so neither server
                     # is timed on first-call costs (lazy imports, fresh memory pages, indexes)
-                    if o == "update":
-                        c.update(t, "users", warm_values, batch_rows=b, returning=r)
-                    else:
-                        c.delete(t, "users", warm_ids, batch_rows=b, returning=r)
+                    change.send(client, warm_ids)
 
-                shape = f"{batch_rows}-row batches" + (", RETURNING lock-step" if returning else "")
                 compare(
-                    f"{op.upper()} {interface:6} {shape}",
+                    change.label,
                     k,
                     {
-                        name: lambda s=server, p=prepare, f=run: timed(s, p, f)
+                        name: lambda s=server, p=prepare, c=change: timed(
+                            s, p, lambda client: c.send(client, rowids)
+                        )
                         for name, server in servers.items()
                     },
                     args.repeats,
