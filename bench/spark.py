@@ -3,7 +3,9 @@
 1. INSERT 1M rows over Flight (64k-row batches) into a Delta table, against a direct Spark
    write of the same Arrow data in the same server process: ratio, target <= 1.15.
 2. UPDATE and DELETE of 10k rowids in a 1M-row Delta table: seconds.
-3. Peak server memory (the Python process and Spark's JVM) during a 10M-row INSERT.
+3. DoGet of a 1M-row Delta table against pyarrow reading its parquet files: MB/s.
+4. Peak server memory (the Python process and Spark's JVM) during a 10M-row INSERT, then a
+   DoGet of those 10M rows (streamed in rowid ranges): MB/s and the server's memory meanwhile.
 """
 
 from __future__ import annotations
@@ -130,10 +132,53 @@ def main() -> None:
             f"INSERT {big:,} rows (one statement, {seconds:.1f} s): peak server memory "
             f"{peaks['python'] / 1024:,.0f} MiB Python (before: {before / 1024:,.0f} MiB), {peaks['jvm'] / 1024:,.0f} MiB JVM; input ~{10 * data.nbytes / 2**20:,.0f} MiB"
         )
+        streamed_scan_bench(location, name.decode(), big, process.pid)
     finally:
         client.close()
         process.stdin.close()
         process.wait(timeout=120)
+
+
+def _rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def streamed_scan_bench(location: str, table: str, n: int, server_pid: int) -> None:
+    """DoGet of a Delta table larger than one scan range: throughput, and how much the
+    server's Python process grows while it streams (the client keeps nothing)."""
+    import pyarrow.flight as flight
+
+    flight_client = flight.connect(location)
+    ticket = flight.Ticket(b'{"schema":"bench","table":"' + table.encode() + b'"}')
+    before = _rss_kib(server_pid)
+    highest = [before]
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            highest[0] = max(highest[0], _rss_kib(server_pid))
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    start = time.perf_counter()
+    rows_seen = bytes_seen = 0
+    for chunk in flight_client.do_get(ticket):
+        rows_seen += chunk.data.num_rows
+        bytes_seen += chunk.data.nbytes
+    seconds = time.perf_counter() - start
+    done.set()
+    watcher.join()
+    flight_client.close()
+    assert rows_seen == n
+    print(
+        f"SCAN (DoGet) of a {n:,}-row Delta table ({bytes_seen / 1e6:,.0f} MB, streamed in rowid ranges):"
+        f" {bytes_seen / 1e6 / seconds:5.0f} MB/s; server Python RSS {before / 1024:,.0f} MiB before,"
+        f" {highest[0] / 1024:,.0f} MiB at most while streaming"
+    )
 
 
 def scan_bench(location: str, table: str, n: int) -> None:

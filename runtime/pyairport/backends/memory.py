@@ -325,7 +325,10 @@ def _rows_at(data: pa.Table, positions: np.ndarray) -> pa.RecordBatch:
         lengths = tuple(len(chunk) for chunk in column.chunks)
         plan = plans.get(lengths) or plans.setdefault(lengths, _TakePlan.of(lengths, positions))
         grouped = pa.concat_arrays(
-            [column.chunk(c).take(local) for c, local in zip(plan.chunks, plan.local, strict=True)]
+            [
+                column.chunk(c).take(pa.array(local))
+                for c, local in zip(plan.chunks, plan.local, strict=True)
+            ]
         )
         columns.append(grouped if plan.restore is None else grouped.take(plan.restore))
     return pa.RecordBatch.from_arrays(columns, schema=data.schema)
@@ -333,26 +336,30 @@ def _rows_at(data: pa.Table, positions: np.ndarray) -> pa.RecordBatch:
 
 @dataclass
 class _TakePlan:
-    """Which chunks positions fall in, the offsets within each, and how to put the rows
-    back in the given order (None when positions already ascend, as DuckDB sends them)."""
+    """positions (row numbers of a chunked column) grouped by chunk: which chunks, which of
+    the positions fall in each (`groups`, indices into positions, in their given order),
+    their offsets within the chunk (`local`), and how to put rows taken chunk by chunk back
+    in the given order (`restore`; None when positions ascend, as DuckDB sends them)."""
 
     chunks: list[int]
-    local: list[pa.Array]
+    groups: list[np.ndarray]
+    local: list[np.ndarray]
     restore: pa.Array | None
 
     @classmethod
-    def of(cls, lengths: tuple[int, ...], positions: np.ndarray) -> _TakePlan:
+    def of(cls, lengths: Sequence[int], positions: np.ndarray) -> _TakePlan:
         starts = np.cumsum((0, *lengths))
         chunk_of = np.searchsorted(starts, positions, side="right") - 1
         ascending = bool(np.all(chunk_of[1:] >= chunk_of[:-1]))
         order = np.arange(len(positions)) if ascending else np.argsort(chunk_of, kind="stable")
-        touched, first = np.unique(chunk_of[order], return_index=True)
+        grouped = chunk_of[order]
+        first = np.concatenate(([0], np.flatnonzero(np.diff(grouped)) + 1))
         groups = np.split(order, first[1:])
+        chunks = [int(c) for c in grouped[first]]
         return cls(
-            chunks=[int(c) for c in touched],
-            local=[
-                pa.array(positions[g] - starts[c]) for c, g in zip(touched, groups, strict=True)
-            ],
+            chunks=chunks,
+            groups=groups,
+            local=[positions[g] - starts[c] for c, g in zip(chunks, groups, strict=True)],
             restore=None if ascending else pa.array(np.argsort(order, kind="stable")),
         )
 
@@ -460,22 +467,22 @@ def _replace(data: pa.Table, found: _Found, columns: dict[str, pa.Array]) -> pa.
     one chunk per column, not the column."""
     if not found.valid.any():
         return data
-    positions = found.positions
     value_rows = np.flatnonzero(found.valid)
+    plans: dict[tuple[int, ...], _TakePlan] = {}
     for name, values in columns.items():
         index = data.schema.get_field_index(name)
         column = data.column(index)
-        starts = np.cumsum([0] + [len(chunk) for chunk in column.chunks])
-        chunk_of = np.searchsorted(starts, positions, side="right") - 1
-        order = np.argsort(chunk_of, kind="stable")  # stable: the last value still wins
-        touched, first = np.unique(chunk_of[order], return_index=True)
+        lengths = tuple(len(chunk) for chunk in column.chunks)
+        plan = plans.get(lengths) or plans.setdefault(
+            lengths, _TakePlan.of(lengths, found.positions)
+        )
         chunks = list(column.chunks)
-        for chunk_index, rows in zip(touched, np.split(order, first[1:]), strict=True):
-            chunk = chunks[chunk_index]
+        for c, group, local in zip(plan.chunks, plan.groups, plan.local, strict=True):
+            chunk = chunks[c]
             take = np.arange(len(chunk), dtype=np.int64)
-            take[positions[rows] - starts[chunk_index]] = len(chunk) + np.arange(len(rows))
-            new_values = values.take(pa.array(value_rows[rows]))
-            chunks[chunk_index] = pa.concat_arrays([chunk, new_values]).take(pa.array(take))
+            take[local] = len(chunk) + np.arange(len(group))  # in order: the last value wins
+            new_values = values.take(pa.array(value_rows[group]))
+            chunks[c] = pa.concat_arrays([chunk, new_values]).take(pa.array(take))
         data = data.set_column(
             index, data.schema.field(index), pa.chunked_array(chunks, type=column.type)
         )
