@@ -99,9 +99,8 @@ class MemoryTable(BackendTable["_Pending"]):
         self._lock = threading.Lock()
         self._data = self.schema.empty_table()
         # False marks a deleted row of _data; None when no row is deleted. Replaced, never
-        # changed in place, so a lookup taken before a commit stays consistent.
+        # changed in place, so a lookup or scan taken before a commit stays consistent.
         self._live: np.ndarray | None = None
-        self._visible: tuple[int, pa.Table] | None = None  # (version, live rows) for scans
         # numpy copy of the rowid column for lookups: built on first need after an INSERT
         # (inserts do not pay for it; UPDATE/DELETE look rows up with it)
         self._rowids: np.ndarray | None = np.empty(0, dtype=np.int64)
@@ -114,16 +113,29 @@ class MemoryTable(BackendTable["_Pending"]):
     # --- Table ------------------------------------------------------------------------------
 
     def scan(self, ctx: Context, opts: ScanOptions | None = None) -> pa.RecordBatchReader:
+        """The committed rows, batch by batch: deleted rows and the rows DuckDB's pushed-down
+        filter rejects are dropped per batch, so a scan never copies the table."""
         ctx.raise_if_done()
-        data = self._snapshot()
-        if opts is not None:
-            data = _filtered(data, filters.parse(opts.filter, self.schema))
+        with self._lock:
+            data, live = self._data, self._live
+        predicate = filters.parse(opts.filter, self.schema) if opts is not None else None
+        keep = _Keep(live, filters.arrow_expression(predicate) if predicate else None)
         limit = opts.limit if opts is not None and opts.limit > 0 else None
-        if limit is not None:
-            data = data.slice(0, limit)
-        return pa.RecordBatchReader.from_batches(
-            self.schema, data.to_batches(max_chunksize=SCAN_BATCH_ROWS)
-        )
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            remaining = limit
+            for batch in data.to_batches(max_chunksize=SCAN_BATCH_ROWS):
+                ctx.raise_if_done()
+                kept = keep(batch)
+                if remaining is not None:
+                    kept = kept.slice(0, remaining)
+                    remaining -= kept.num_rows
+                if kept.num_rows:
+                    yield kept
+                if remaining == 0:
+                    return
+
+        return pa.RecordBatchReader.from_batches(self.schema, batches())
 
     @property
     def num_rows(self) -> int:
@@ -157,17 +169,10 @@ class MemoryTable(BackendTable["_Pending"]):
             self._next_rowid = max(self._next_rowid, self._last_rowid + 1)
 
     def _snapshot(self) -> pa.Table:
-        """The committed rows without the deleted ones (filtered once per version)."""
+        """The committed rows without the deleted ones."""
         with self._lock:
-            data, live, version, visible = self._data, self._live, self._version, self._visible
-        if live is None:
-            return data
-        if visible is None or visible[0] != version:
-            visible = (version, data.filter(pa.array(live)))
-            with self._lock:
-                if self._version == version:
-                    self._visible = visible
-        return visible[1]
+            data, live = self._data, self._live
+        return data if live is None else data.filter(pa.array(live))
 
     def _index(self) -> np.ndarray:
         """The rowid column as a sorted numpy array (call with the lock held)."""
@@ -303,15 +308,28 @@ def memory_table(
 # --- vectorised storage operations ---------------------------------------------------------
 
 
-def _filtered(data: pa.Table, predicate: filters.Predicate | None) -> pa.Table:
-    """The rows DuckDB's pushed-down filter keeps, or all of them when pyarrow cannot
-    evaluate it (e.g. a constant of another type): DuckDB filters again anyway."""
-    if predicate is None:
-        return data
-    try:
-        return data.filter(filters.arrow_expression(predicate))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        return data
+class _Keep:
+    """Which rows of a scan's batches to send: not deleted (live, a mask over the whole
+    table, consumed batch by batch) and kept by DuckDB's pushed-down filter — unless pyarrow
+    cannot evaluate it (e.g. a constant of another type), then every row: DuckDB filters
+    again anyway."""
+
+    def __init__(self, live: np.ndarray | None, expression: Any) -> None:
+        self.live = live
+        self.expression = expression
+        self.offset = 0
+
+    def __call__(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        if self.live is not None:
+            mask = self.live[self.offset : self.offset + batch.num_rows]
+            self.offset += batch.num_rows
+            batch = batch.filter(pa.array(mask))
+        if self.expression is not None:
+            try:
+                batch = batch.filter(self.expression)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+                self.expression = None
+        return batch
 
 
 def _rows_at(data: pa.Table, positions: np.ndarray) -> pa.RecordBatch:

@@ -379,11 +379,12 @@ func doPut(ctx context.Context, client flight.Client, descriptor map[string]any,
 	}
 	writer := flight.NewRecordWriter(stream, ipc.WithSchema(data.Schema()))
 	writer.SetFlightDescriptor(&flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: cmd})
-	if err := writer.Write(data); err != nil {
+	// io.EOF: the server ended the call while we were sending; its status comes with Recv
+	if err := writer.Write(data); err != nil && !errors.Is(err, io.EOF) {
 		return response, err
 	}
 	writer.Close()
-	if err := stream.CloseSend(); err != nil {
+	if err := stream.CloseSend(); err != nil && !errors.Is(err, io.EOF) {
 		return response, err
 	}
 	result, err := stream.Recv()

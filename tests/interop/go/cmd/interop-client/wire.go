@@ -108,6 +108,10 @@ func exchange(ctx context.Context, client flight.Client, call dml) *answer {
 			break
 		}
 	}
+	if errors.Is(err, io.EOF) {
+		// the server ended the call while we were sending: its status comes with Recv
+		err = nil
+	}
 	writer.Close()
 	if sendErr := stream.CloseSend(); err == nil {
 		err = sendErr
