@@ -12,9 +12,11 @@ predicate at all: the scan returns every row and DuckDB filters.
 The JSON is DuckDB's serialization of bound expressions: {"filters": [...],
 "column_binding_names_by_index": [...]}, each filter with "expression_class" and "type".
 Only comparisons, IN / NOT IN, BETWEEN, IS [NOT] NULL, AND, OR and NOT over plain columns
-and constants of boolean, integer, floating-point and VARCHAR types are translated, and a
-constant only where it matches its column's type (so no backend has to cast, which Spark's
-ANSI mode would turn into a runtime error).
+and constants of boolean, integer and VARCHAR types are translated, and a constant only where
+it matches its column's type (so no backend has to cast, which Spark's ANSI mode would turn
+into a runtime error). Floating-point columns are never filtered: DuckDB orders NaN above
+every number and pyarrow's comparisons are false for NaN, so a pushed-down `x > 5` would
+lose the NaN rows DuckDB keeps.
 """
 
 from __future__ import annotations
@@ -131,11 +133,11 @@ def parse(data: bytes | str | None, schema: pa.Schema) -> Predicate | None:
         filters = document["filters"]
         if not isinstance(names, list) or not isinstance(filters, list):
             return None
-    except (ValueError, TypeError, KeyError):
+        reader = _Reader(names, {f.name: f.type for f in schema})
+        predicate, _ = reader.conjunction(filters)
+        return predicate
+    except (ValueError, TypeError, KeyError, RecursionError):  # RecursionError: absurd nesting
         return None
-    reader = _Reader(names, {f.name: f.type for f in schema})
-    predicate, _ = reader.conjunction(filters)
-    return predicate
 
 
 class _Reader:
@@ -236,12 +238,10 @@ def _fits(value: Any, column: pa.DataType) -> bool:
     if isinstance(value, bool):
         return bool(pa.types.is_boolean(column))
     if isinstance(value, int):
-        return bool(pa.types.is_integer(column) or pa.types.is_floating(column))
-    if isinstance(value, float):
-        return bool(pa.types.is_floating(column))
+        return bool(pa.types.is_integer(column)) and -(2**63) <= value < 2**63
     if isinstance(value, str):
         return bool(pa.types.is_string(column) or pa.types.is_large_string(column))
-    return False
+    return False  # floats: see the module docstring
 
 
 # --- translation ----------------------------------------------------------------------------

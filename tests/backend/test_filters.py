@@ -134,6 +134,30 @@ def test_what_is_never_pushed_down() -> None:
     # a constant that does not fit its column is left to DuckDB (no backend casts)
     assert parse(cmp("EQUAL", col("id"), const("7", "VARCHAR"))) is None
     assert parse(cmp("EQUAL", col("name", "VARCHAR"), const(7))) is None
+    assert parse(cmp("EQUAL", col("id"), const(2**64 - 1, "UBIGINT"))) is None
+
+
+def test_float_columns_are_left_to_duckdb() -> None:
+    """DuckDB sorts NaN above every number; pyarrow compares NaN as false: pushing
+    `x > 5` down would lose NaN rows DuckDB keeps."""
+    schema = pa.schema([("rowid", pa.int64()), ("x", pa.float64())])
+    document = json.dumps(
+        {
+            "filters": [
+                cmp("GREATERTHAN", {**col("id"), "binding": {"column_index": 0}}, const(5))
+            ],
+            "column_binding_names_by_index": ["x"],
+        }
+    )
+    assert filters.parse(document, schema) is None
+
+
+def test_absurd_nesting_is_not_pushed_down() -> None:
+    not_ = '{"expression_class": "BOUND_OPERATOR", "type": "OPERATOR_NOT", "children": ['
+    leaf = json.dumps(cmp("EQUAL", col("id"), const(1)))
+    deep = not_ * 5000 + leaf + "]}" * 5000
+    text = f'{{"filters": [{deep}], "column_binding_names_by_index": {json.dumps(NAMES)}}}'
+    assert filters.parse(text, COLUMNS) is None
     assert parse(cmp("EQUAL", col("id"), col("rowid"))) is None  # column against column
 
 
