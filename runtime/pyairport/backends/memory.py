@@ -1,14 +1,17 @@
 """The in-memory backend: the reference implementation of the table interfaces.
 
 Storage is one immutable, chunked pyarrow Table whose first column is the rowid, kept
-sorted, so a rowid lookup is a numpy searchsorted, plus a deletion mask: DELETE marks rows
-dead (a copy-on-write numpy bool array) instead of rewriting every column, and the table is
-compacted once half of it is dead; UPDATE rewrites only the chunks of the columns it sets
-that hold an updated row. Every DML call stages its change in the statement scope
-(airport_contracts.Statement) and the change is applied once, under the table lock, when
-the statement commits: a failure or a disconnect mid-statement leaves no trace, however many
-batches the client sent. Called outside a statement (directly from user code), a call
-applies at once.
+sorted, so a rowid lookup is a numpy searchsorted. Two layers sit on top, so that neither
+DELETE nor UPDATE rewrites whole columns per statement:
+- a deletion mask: DELETE marks rows dead (a copy-on-write numpy bool array); the table is
+  compacted once half of it is dead;
+- a patch: UPDATE adds its rows' positions and new values (in commit order); the patch is
+  written into the columns — only the chunks holding a patched row — when a scan needs whole
+  columns or it reaches a quarter of the table, so a run of UPDATEs pays one rewrite.
+Every DML call stages its change in the statement scope (airport_contracts.Statement) and
+the change is applied once, under the table lock, when the statement commits: a failure or
+a disconnect mid-statement leaves no trace, however many batches the client sent. Called
+outside a statement (directly from user code), a call applies at once.
 
 `memory_table(...)` builds a table that implements exactly the interfaces you ask for, so
 capability detection (and "batch preferred") is real.
@@ -23,6 +26,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from airport_contracts import (
     Context,
@@ -43,6 +47,7 @@ from .shaping import (
 
 SCAN_BATCH_ROWS = 65_536
 _MAX_CHUNKS = 256  # compact the table once this many statements have appended chunks
+_PATCH_MIN_ROWS = 65_536  # write a patch into the columns beyond max(this, a quarter of the rows)
 _SMALL_BATCH_ROWS = 16_384  # input batches smaller than this on average are coalesced
 
 
@@ -101,6 +106,7 @@ class MemoryTable(BackendTable["_Pending"]):
         # False marks a deleted row of _data; None when no row is deleted. Replaced, never
         # changed in place, so a lookup or scan taken before a commit stays consistent.
         self._live: np.ndarray | None = None
+        self._patch = _Patch()  # committed UPDATE values not yet written into the columns
         # numpy copy of the rowid column for lookups: built on first need after an INSERT
         # (inserts do not pay for it; UPDATE/DELETE look rows up with it)
         self._rowids: np.ndarray | None = np.empty(0, dtype=np.int64)
@@ -116,8 +122,7 @@ class MemoryTable(BackendTable["_Pending"]):
         """The committed rows, batch by batch: deleted rows and the rows DuckDB's pushed-down
         filter rejects are dropped per batch, so a scan never copies the table."""
         ctx.raise_if_done()
-        with self._lock:
-            data, live = self._data, self._live
+        data, live = self._readable()
         predicate = filters.parse(opts.filter, self.schema) if opts is not None else None
         keep = _Keep(live, filters.arrow_expression(predicate) if predicate else None)
         limit = opts.limit if opts is not None and opts.limit > 0 else None
@@ -170,9 +175,16 @@ class MemoryTable(BackendTable["_Pending"]):
 
     def _snapshot(self) -> pa.Table:
         """The committed rows without the deleted ones."""
-        with self._lock:
-            data, live = self._data, self._live
+        data, live = self._readable()
         return data if live is None else data.filter(pa.array(live))
+
+    def _readable(self) -> tuple[pa.Table, np.ndarray | None]:
+        """The committed data with the patch written in (done once, under the lock, so the
+        next reader finds it done), and its deletion mask."""
+        with self._lock:
+            if self._patch.segments:
+                self._data, self._patch = _materialize(self._data, self._patch), _Patch()
+            return self._data, self._live
 
     def _index(self) -> np.ndarray:
         """The rowid column as a sorted numpy array (call with the lock held)."""
@@ -180,10 +192,11 @@ class MemoryTable(BackendTable["_Pending"]):
             self._rowids = _rowid_array(self._data)
         return self._rowids
 
-    def _lookup(self, ids: np.ndarray) -> tuple[pa.Table, _Lookup]:
+    def _lookup(self, ids: np.ndarray) -> tuple[_Committed, _Lookup]:
         with self._lock:
             data, rowids, live, version = self._data, self._index(), self._live, self._version
-        return data, _Lookup(ids, _positions(rowids, live, ids), version)
+            committed = _Committed(data, self._patch)
+        return committed, _Lookup(ids, _positions(rowids, live, ids), version)
 
     def _allocate(self, count: int) -> np.ndarray:
         with self._lock:
@@ -200,9 +213,10 @@ class MemoryTable(BackendTable["_Pending"]):
     def _apply(self, pending: _Pending) -> None:
         with self._lock:
             data, rowids, live, version = self._data, self._rowids, self._live, self._version
+            patch = self._patch
             if pending.inserts:
-                data, live, self._last_rowid = _append(
-                    data, live, self._last_rowid, pending.inserts, self.schema
+                data, live, patch, self._last_rowid = _append(
+                    data, live, patch, self._last_rowid, pending.inserts, self.schema
                 )
                 rowids = None
                 version += 1
@@ -211,13 +225,16 @@ class MemoryTable(BackendTable["_Pending"]):
                     rowids = _rowid_array(data)
                 for group in _group_updates(pending.updates):
                     found = _found(rowids, live, version, group.lookup)
-                    data = _replace(data, found, group.columns)
+                    patch = patch.add(found, group.columns)
                     version += 1
+                if patch.rows > max(_PATCH_MIN_ROWS, data.num_rows // 4):
+                    data, patch = _materialize(data, patch), _Patch()
                 if pending.deletes:
                     found = _found(rowids, live, version, _merge_lookups(pending.deletes))
-                    data, rowids, live = _remove(data, rowids, live, found)
+                    data, rowids, live, patch = _remove(data, rowids, live, patch, found)
                     version += 1
             self._data, self._rowids, self._live, self._version = data, rowids, live, version
+            self._patch = patch
 
     # --- shaping input ----------------------------------------------------------------------
 
@@ -254,12 +271,12 @@ class MemoryTable(BackendTable["_Pending"]):
         for ids, values in chunks:
             ctx.raise_if_done()
             columns = conform_update(values, self.schema)
-            data, lookup = self._lookup(ids)
+            committed, lookup = self._lookup(ids)
             found = lookup.found
             pending.updates.append(_Update(lookup, columns))
             affected += int(found.valid.sum())
             if opts is not None and opts.returning:
-                after = _rows_at(data, found.positions)
+                after = committed.rows_at(found.positions)
                 arrays = dict(zip(after.schema.names, after.columns, strict=True))
                 arrays.update({n: c.filter(pa.array(found.valid)) for n, c in columns.items()})
                 returned.append(
@@ -280,12 +297,12 @@ class MemoryTable(BackendTable["_Pending"]):
         affected, returned = 0, []
         for ids in id_chunks:
             ctx.raise_if_done()
-            data, lookup = self._lookup(ids)
+            committed, lookup = self._lookup(ids)
             found = lookup.found
             pending.deletes.append(lookup)
             affected += _distinct(found.positions)
             if opts is not None and opts.returning:
-                returned.append(_rows_at(data, found.positions))
+                returned.append(committed.rows_at(found.positions))
         if immediate:
             self._apply(pending)
         return DMLResult(
@@ -401,15 +418,16 @@ def _rowid_array(data: pa.Table) -> np.ndarray:
 def _append(
     data: pa.Table,
     live: np.ndarray | None,
+    patch: _Patch,
     last_rowid: int,
     batches: list[pa.RecordBatch],
     schema: pa.Schema,
-) -> tuple[pa.Table, np.ndarray | None, int]:
-    """data with batches appended, kept sorted by rowid: (data, its deletion mask, its last
-    rowid)."""
+) -> tuple[pa.Table, np.ndarray | None, _Patch, int]:
+    """data with batches appended, kept sorted by rowid: (data, its deletion mask, its
+    patch, its last rowid)."""
     added = pa.Table.from_batches(batches, schema=schema)
     if not added.num_rows:
-        return data, live, last_rowid
+        return data, live, patch, last_rowid
     if added.num_rows < _SMALL_BATCH_ROWS * len(batches):
         # DuckDB sends 2048-row batches: coalesce them (O(new rows)) so chunks stay large.
         added = added.combine_chunks()
@@ -419,8 +437,10 @@ def _append(
     ids = added.column(0)
     out_of_order = data.num_rows > 0 and ids[0].as_py() < last_rowid
     compact = data.column(0).num_chunks >= _MAX_CHUNKS  # many small statements
-    if live is not None and (out_of_order or compact):
-        data, live = data.filter(pa.array(live)), None  # sorting would scramble the mask
+    if out_of_order or compact:  # rows move: settle the patch and the mask first
+        data, patch = _materialize(data, patch), _Patch()
+        if live is not None:
+            data, live = data.filter(pa.array(live)), None
     data = pa.concat_tables([data, added]) if data.num_rows else added
     if live is not None:
         live = np.concatenate([live, np.ones(added.num_rows, dtype=bool)])
@@ -428,7 +448,7 @@ def _append(
         data = data.sort_by(schema[0].name)
     if compact:
         data = data.combine_chunks()  # amortised O(n)
-    return data, live, max(last_rowid, ids[len(ids) - 1].as_py())
+    return data, live, patch, max(last_rowid, ids[len(ids) - 1].as_py())
 
 
 def _distinct(positions: np.ndarray) -> int:
@@ -479,6 +499,75 @@ def _merge(group: list[_Update]) -> _Update:
     return _Update(_merge_lookups([u.lookup for u in group]), columns)
 
 
+@dataclass(frozen=True)
+class _Patch:
+    """Committed UPDATE values not yet written into the columns: segments in commit order,
+    each the positions of its rows (ascending, unique) and their new values per column.
+    Immutable: add() returns a new patch, so a reader's snapshot never changes under it."""
+
+    segments: tuple[tuple[np.ndarray, dict[str, pa.Array]], ...] = ()
+
+    @property
+    def rows(self) -> int:
+        return sum(len(positions) for positions, _ in self.segments)
+
+    def add(self, found: _Found, columns: dict[str, pa.Array]) -> _Patch:
+        """found's rows take columns' values (aligned with found.valid); the last value wins
+        for a repeated rowid."""
+        if not len(found.positions):
+            return self
+        mask = pa.array(found.valid)
+        positions = found.positions
+        values = {name: column.filter(mask) for name, column in columns.items()}
+        if len(positions) > 1 and not bool(np.all(positions[1:] > positions[:-1])):
+            order = np.argsort(positions, kind="stable")
+            ordered = positions[order]
+            last = np.append(ordered[1:] != ordered[:-1], True)  # the last of equal positions
+            positions, pick = ordered[last], pa.array(order[last])
+            values = {name: column.take(pick) for name, column in values.items()}
+        return _Patch((*self.segments, (positions, values)))
+
+    def overlay(self, batch: pa.RecordBatch, positions: np.ndarray) -> pa.RecordBatch:
+        """batch (the stored rows at positions) with the patched values in."""
+        columns = dict(zip(batch.schema.names, batch.columns, strict=True))
+        for patched, values in self.segments:
+            at = np.minimum(np.searchsorted(patched, positions), len(patched) - 1)
+            hit = patched[at] == positions
+            if not hit.any():
+                continue
+            picks, mask = pa.array(at[hit]), pa.array(hit)
+            for name, column in values.items():
+                columns[name] = pc.replace_with_mask(columns[name], mask, column.take(picks))
+        return pa.RecordBatch.from_arrays(
+            [columns[n] for n in batch.schema.names], schema=batch.schema
+        )
+
+
+@dataclass(frozen=True)
+class _Committed:
+    """A reader's snapshot of the committed rows: the columns and the patch on top."""
+
+    data: pa.Table
+    patch: _Patch
+
+    def rows_at(self, positions: np.ndarray) -> pa.RecordBatch:
+        batch = _rows_at(self.data, positions)
+        return self.patch.overlay(batch, positions) if self.patch.segments else batch
+
+
+def _materialize(data: pa.Table, patch: _Patch) -> pa.Table:
+    """data with the patch written in: per column, its segments merged (later ones win) and
+    applied in one pass over the chunks they touch."""
+    names = dict.fromkeys(name for _, values in patch.segments for name in values)
+    for name in names:
+        parts = [(p, values[name]) for p, values in patch.segments if name in values]
+        positions = np.concatenate([p for p, _ in parts])
+        values = pa.concat_arrays([v for _, v in parts])
+        found = _Found(positions, np.ones(len(positions), dtype=bool))
+        data = _replace(data, found, {name: values})  # last wins: later segments win
+    return data
+
+
 def _replace(data: pa.Table, found: _Found, columns: dict[str, pa.Array]) -> pa.Table:
     """The found rows take columns' values (the last value wins for a repeated rowid). Only
     the chunks holding an updated row are rewritten, so a few rows of a large table cost
@@ -508,13 +597,15 @@ def _replace(data: pa.Table, found: _Found, columns: dict[str, pa.Array]) -> pa.
 
 
 def _remove(
-    data: pa.Table, rowids: np.ndarray, live: np.ndarray | None, found: _Found
-) -> tuple[pa.Table, np.ndarray, np.ndarray | None]:
-    """Mark the found rows dead; compact (drop the dead rows) once half the table is dead."""
+    data: pa.Table, rowids: np.ndarray, live: np.ndarray | None, patch: _Patch, found: _Found
+) -> tuple[pa.Table, np.ndarray, np.ndarray | None, _Patch]:
+    """Mark the found rows dead; compact (drop the dead rows, after writing the patch in, as
+    positions move) once half the table is dead."""
     if not len(found.positions):
-        return data, rowids, live
+        return data, rowids, live, patch
     live = np.ones(len(rowids), dtype=bool) if live is None else live.copy()
     live[found.positions] = False
     if np.count_nonzero(live) * 2 < len(live):
-        return data.filter(pa.array(live)), rowids[live], None
-    return data, rowids, live
+        data = _materialize(data, patch).filter(pa.array(live))
+        return data, rowids[live], None, _Patch()
+    return data, rowids, live, patch
