@@ -12,9 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import grpc
+import msgpack
 import pyarrow as pa
+import zstandard
 
-from .wire import Wire, fields
+from airport_contracts import DeleteAction, InsertDescriptor, flight_pb2
+from pyairport.ipc import batch_message, schema_message
+
+from .wire import Wire, fields, status
 
 Scenario = Callable[[Wire], dict[str, Any]]
 SCENARIOS: dict[str, Scenario] = {}
@@ -433,9 +439,6 @@ def transaction_action_errors(wire: Wire) -> dict[str, Any]:
 
 
 def _unpack_compressed(body: bytes) -> Any:
-    import msgpack
-    import zstandard
-
     length, data = msgpack.unpackb(body, raw=True)
     return msgpack.unpackb(
         zstandard.ZstdDecompressor().decompress(data, max_output_size=length), raw=True
@@ -443,10 +446,6 @@ def _unpack_compressed(body: bytes) -> Any:
 
 
 def _flight_info(raw: bytes) -> dict[str, Any]:
-    import msgpack
-
-    from airport_contracts import flight_pb2
-
     info = flight_pb2.FlightInfo()
     info.ParseFromString(raw)
     return {
@@ -462,8 +461,6 @@ def _flight_info(raw: bytes) -> dict[str, Any]:
 @scenario
 def attach_catalog(wire: Wire) -> dict[str, Any]:
     """ATTACH: list_schemas decoded the way DuckDB decodes it."""
-    import msgpack
-
     answer = wire.action("list_schemas", msgpack.packb({"catalog_name": ""}))
     (body,) = answer["results"]
     root = _unpack_compressed(body)
@@ -484,8 +481,6 @@ def attach_catalog(wire: Wire) -> dict[str, Any]:
 
 @scenario
 def catalog_version(wire: Wire) -> dict[str, Any]:
-    import msgpack
-
     return {"version": wire.action("catalog_version", msgpack.packb({"catalog_name": ""}))}
 
 
@@ -506,10 +501,6 @@ def scan_tickets_and_rows(wire: Wire) -> dict[str, Any]:
 
 @scenario
 def plain_flight_calls(wire: Wire) -> dict[str, Any]:
-    from airport_contracts import flight_pb2
-
-    from .wire import status
-
     descriptor = flight_pb2.FlightDescriptor(
         type=flight_pb2.FlightDescriptor.PATH, path=["batch_schema", "users"]
     )
@@ -523,19 +514,14 @@ def plain_flight_calls(wire: Wire) -> dict[str, Any]:
     try:
         wire.stub.GetFlightInfo(missing)
         missing_status = ("OK", "")
-    except Exception as error:  # grpc.RpcError
-        missing_status = status(error)  # type: ignore[arg-type]
+    except grpc.RpcError as error:
+        missing_status = status(error)
     return {"info": info, "listed": listed, "missing": missing_status}
 
 
 @scenario
 def spec002_protocols(wire: Wire) -> dict[str, Any]:
     """DoPut INSERT and the delete action of spec 002 (airport-go has since dropped them)."""
-    from airport_contracts import DeleteAction, InsertDescriptor, flight_pb2
-    from pyairport.ipc import batch_message, schema_message
-
-    from .wire import status
-
     data = users([1])
     first = schema_message(data.schema)
     first.flight_descriptor.CopyFrom(
@@ -550,8 +536,8 @@ def spec002_protocols(wire: Wire) -> dict[str, Any]:
             for r in wire.stub.DoPut(iter([first, batch_message(data.to_batches()[0])]))
         ]
         put_status = ("OK", "")
-    except Exception as error:  # grpc.RpcError
-        put, put_status = [], status(error)  # type: ignore[arg-type]
+    except grpc.RpcError as error:
+        put, put_status = [], status(error)
     body = DeleteAction(schema_name="dml_schema", table_name="users", row_ids=[1]).to_json()
     return {
         "put": {"status": put_status, "answers": len(put)},
