@@ -14,7 +14,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule
 
-from airport_contracts import Context, DMLOptions, Statement, with_statement
+from airport_contracts import Context, DMLOptions, DMLResult, Statement, with_statement
 from pyairport.backends.memory import memory_table
 
 COLUMNS = pa.schema([("id", pa.int64()), ("name", pa.string())])
@@ -39,8 +39,17 @@ class MemoryTableModel(RuleBasedStateMachine):
         return with_statement(Context.background(), statement), statement
 
     def _finish(
-        self, statement: Statement, commit: bool, staged: dict[int, dict[str, Any]]
+        self,
+        statement: Statement,
+        commit: bool,
+        staged: dict[int, dict[str, Any]],
+        result: DMLResult | None = None,
+        returned: list[dict[str, Any]] | None = None,
     ) -> None:
+        """Check the RETURNING rows (when asked for), then commit or roll back."""
+        if returned is not None:
+            assert result is not None and result.returning_data is not None
+            assert result.returning_data.read_all().to_pylist() == returned
         if commit:
             statement.commit()
             self.model = staged
@@ -70,12 +79,7 @@ class MemoryTableModel(RuleBasedStateMachine):
             expected.append(row)
         self.next_rowid += len(names)
         assert result.affected_rows == len(names)
-        if returning:
-            assert (
-                result.returning_data is not None
-                and result.returning_data.read_all().to_pylist() == expected
-            )
-        self._finish(statement, commit, staged)
+        self._finish(statement, commit, staged, result, expected if returning else None)
 
     @rule(
         data=st.data(),
@@ -122,12 +126,7 @@ class MemoryTableModel(RuleBasedStateMachine):
                     staged[rowid]["id"] = rowid * 100
                 expected.append(dict(staged[rowid]))
         assert result.affected_rows == len(expected)
-        if returning:
-            assert (
-                result.returning_data is not None
-                and result.returning_data.read_all().to_pylist() == expected
-            )
-        self._finish(statement, commit, staged)
+        self._finish(statement, commit, staged, result, expected if returning else None)
 
     @rule(
         data=st.data(),
@@ -152,12 +151,7 @@ class MemoryTableModel(RuleBasedStateMachine):
         staged = dict(self.model)
         expected = [staged.pop(r) for r in targets if r in staged]
         assert result.affected_rows == len(expected)
-        if returning:
-            assert (
-                result.returning_data is not None
-                and result.returning_data.read_all().to_pylist() == expected
-            )
-        self._finish(statement, commit, staged)
+        self._finish(statement, commit, staged, result, expected if returning else None)
 
     # An open statement that stays pending while others commit: its lookups go stale.
     @rule(data=st.data(), delete=st.booleans())
