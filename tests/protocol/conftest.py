@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import grpc
 import pyarrow as pa
 import pytest
 
 from airport_contracts import Context, DMLOptions
+from airport_contracts.contract import ERROR_TABLE
 from pyairport.client import AirportClient
 from pyairport.demo import memory_demo_catalog
 from pyairport.server import AirportServer, ServerConfig
@@ -161,3 +163,19 @@ def generated_users(n: int, start: int = 1) -> pa.Table:
             "email": pc.binary_join_element_wise("user_", text, "@example.com", ""),
         }
     )
+
+
+def assert_error_row(
+    row_id: str, params: dict[str, Any], code: grpc.StatusCode, message: str
+) -> None:
+    """code and message are the contract's error row row_id, as a client received them: the
+    exact message, or — where a parameter is the server's own text (None in params) — the
+    row's fixed prefix followed by something; never a traceback or a source path."""
+    row = next(r for r in ERROR_TABLE if r.id == row_id)
+    assert code == grpc.StatusCode[row.code], message
+    if None in params.values():
+        prefix = row.message.split("{")[0]
+        assert message.startswith(prefix) and len(message) > len(prefix)
+    else:
+        assert message == row.message.format(**params)
+    assert "Traceback" not in message and ".py" not in message
