@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from pyairport.client import AirportClient  # noqa: E402
+from pyairport.demo import generated_users  # noqa: E402
 from tests.interop.gobuild import go_server  # noqa: E402
 
 MAX_MESSAGE = 256 << 20
@@ -66,18 +67,6 @@ def pyairport_server() -> Iterator[str]:
 
 def airport_go_server() -> AbstractContextManager[str]:
     return go_server("-max-message-mb", "256")
-
-
-def users(n: int, start: int = 1) -> pa.Table:
-    ids = pa.array(np.arange(start, start + n), pa.int64())
-    text = pc.cast(ids, pa.string())
-    return pa.table(
-        {
-            "id": ids,
-            "name": pc.binary_join_element_wise("user_", text, ""),
-            "email": pc.binary_join_element_wise("user_", text, "@example.com", ""),
-        }
-    )
 
 
 def timed(
@@ -144,7 +133,7 @@ def main() -> None:
     args = parser.parse_args()
     servers: dict[str, Server] = {"airport-go": airport_go_server, "pyairport": pyairport_server}
 
-    data = users(args.rows)
+    data = generated_users(args.rows)
     print(
         f"INSERT {args.rows:,} rows (id, name, email; {data.nbytes / 1e6:,.0f} MB) in 64k-row batches"
     )
@@ -155,7 +144,7 @@ def main() -> None:
             {
                 name: lambda s=server, t=schema: timed(
                     s,
-                    lambda c: c.insert(t, "users", users(1)),  # warm the channel
+                    lambda c: c.insert(t, "users", generated_users(1)),  # warm the channel
                     lambda c: c.insert(t, "users", data, batch_rows=65_536),
                 )
                 for name, server in servers.items()
@@ -164,7 +153,7 @@ def main() -> None:
         )
 
     table_rows, k = 1_000_000, 100_000
-    seed = users(table_rows)
+    seed = generated_users(table_rows)
     # two disjoint sets of k rowids: one warms the server up, the other is measured
     chosen = np.random.default_rng(42).choice(np.arange(1, table_rows + 1), 2 * k, replace=False)
     warm_ids, rowids = (pa.array(np.sort(part), pa.int64()) for part in (chosen[:k], chosen[k:]))

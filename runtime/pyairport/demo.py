@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from airport_contracts import Table
 
@@ -80,3 +82,19 @@ def memory_demo_catalog(name: str = "") -> Catalog:
         return memory_table(table, columns, caps, comment=comment, rows=rows, id_from_rowid="id")  # type: ignore[return-value]
 
     return demo_catalog(make, name)
+
+
+def generated_users(n: int, start: int = 1) -> pa.Table:
+    """Rows for the users tables as protocol.md §4.1's DuckDB statements make them:
+    `SELECT i, 'user_'||i, 'user_'||i||'@example.com' FROM generate_series(start, start+n-1)`
+    (tests and benchmarks)."""
+    ids = pa.array(np.arange(start, start + n), pa.int64())
+    text = pc.cast(ids, pa.string())
+    return pa.table(
+        {
+            "id": ids,
+            "name": pc.binary_join_element_wise("user_", text, ""),
+            "email": pc.binary_join_element_wise("user_", text, "@example.com", ""),
+        },
+        schema=USERS_COLUMNS,
+    )

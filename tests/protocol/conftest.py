@@ -150,21 +150,6 @@ def users(
     return pa.table({"id": pa.array(ids, pa.int64()), "name": names, "email": emails})
 
 
-def generated_users(n: int, start: int = 1) -> pa.Table:
-    """INSERT ... SELECT i, 'user_'||i, 'user_'||i||'@example.com' FROM generate_series(start, n)."""
-    import pyarrow.compute as pc
-
-    ids = pa.array(range(start, start + n), pa.int64())
-    text = pc.cast(ids, pa.string())
-    return pa.table(
-        {
-            "id": ids,
-            "name": pc.binary_join_element_wise("user_", text, ""),
-            "email": pc.binary_join_element_wise("user_", text, "@example.com", ""),
-        }
-    )
-
-
 def assert_error_row(
     row_id: str, params: dict[str, Any], code: grpc.StatusCode, message: str
 ) -> None:

@@ -6,7 +6,9 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from .conftest import Running, generated_users, users
+from pyairport.demo import generated_users
+
+from .conftest import Running, users
 
 DUCKDB_BATCH = 2048
 

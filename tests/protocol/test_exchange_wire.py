@@ -17,11 +17,11 @@ from airport_contracts import Context, Statement, TransactionState, flight_pb2
 from airport_contracts.contract import COMPATIBILITY_MATRIX, MatrixRow
 from pyairport.backends.memory import memory_table
 from pyairport.catalog import Catalog, CatalogSchema
-from pyairport.demo import USERS_COLUMNS
+from pyairport.demo import USERS_COLUMNS, generated_users
 from pyairport.ipc import batch_message, read_message, schema_message
 from pyairport.server import AirportServer, ServerConfig
 
-from .conftest import Running, generated_users, users
+from .conftest import Running, users
 
 FINAL_3 = bytes.fromhex("81ad746f74616c5f6368616e676564cf0000000000000003")
 

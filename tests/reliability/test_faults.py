@@ -14,9 +14,10 @@ import pyarrow as pa
 import pytest
 
 from airport_contracts import Statement, flight_pb2
+from pyairport.demo import generated_users
 from pyairport.ipc import batch_message, schema_message
 
-from ..protocol.conftest import Running, generated_users
+from ..protocol.conftest import Running
 
 ROUNDS = int(os.environ.get("PYAIRPORT_DISCONNECT_ROUNDS", "100"))
 SPARK_ROUNDS = int(os.environ.get("PYAIRPORT_SPARK_DISCONNECT_ROUNDS", "100"))
