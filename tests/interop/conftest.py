@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from pyairport.demo import memory_demo_catalog
-from pyairport.server import AirportServer, ServerConfig
 from pyairport.transactions import MemoryTransactionManager
 
+from ..protocol.conftest import serving
 from .gobuild import GoUnavailable, binaries, go_server
 
 
@@ -27,12 +27,8 @@ def go_programs() -> dict[str, Path]:
 @contextmanager
 def pyairport_server() -> Iterator[str]:
     """pyairport's memory backend with the demo catalog and a transaction manager."""
-    catalog = memory_demo_catalog()
-    server = AirportServer(catalog, MemoryTransactionManager(), ServerConfig(port=0)).start()
-    try:
-        yield server.location
-    finally:
-        server.stop(grace=None)
+    with serving(memory_demo_catalog(), MemoryTransactionManager()) as running:
+        yield running.server.location
 
 
 @pytest.fixture

@@ -12,10 +12,9 @@ from typing import Any
 
 import pytest
 
-from pyairport.server import AirportServer, ServerConfig
 from pyairport.transactions import MemoryTransactionManager
 
-from ..protocol.conftest import Running
+from ..protocol.conftest import serving
 from .conftest import pyairport_server
 from .gobuild import go_server
 
@@ -65,15 +64,11 @@ def spark_tx_server(spark_backend: Any) -> Iterator[str]:
     """The demo catalog as Delta tables, with a transaction manager."""
     from pyairport.backends.spark import spark_demo_catalog
 
-    catalog = spark_demo_catalog(spark_backend)
-    server = AirportServer(catalog, MemoryTransactionManager(), ServerConfig(port=0)).start()
-    running = Running(server, catalog, None)
-    try:
-        yield server.location
-    finally:
-        running.client.close()
-        server.stop(0)
-        running.reset()
+    with serving(spark_demo_catalog(spark_backend), MemoryTransactionManager()) as running:
+        try:
+            yield running.server.location
+        finally:
+            running.reset()  # the Delta tables are shared with the protocol suite
 
 
 @pytest.mark.spark

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -74,8 +75,11 @@ class Running:
         return seen
 
 
-def _running(transactions: MemoryTransactionManager | None) -> Iterator[Running]:
-    catalog = memory_demo_catalog()
+@contextlib.contextmanager
+def serving(
+    catalog: Any, transactions: MemoryTransactionManager | None = None
+) -> Iterator[Running]:
+    """A server on loopback for catalog, with a client, stopped afterwards."""
     server = AirportServer(catalog, transactions, ServerConfig(port=0)).start()
     running = Running(server, catalog, transactions)
     try:
@@ -83,6 +87,11 @@ def _running(transactions: MemoryTransactionManager | None) -> Iterator[Running]
     finally:
         running.client.close()
         server.stop(0)
+
+
+def _running(transactions: MemoryTransactionManager | None) -> Iterator[Running]:
+    with serving(memory_demo_catalog(), transactions) as running:
+        yield running
 
 
 @pytest.fixture

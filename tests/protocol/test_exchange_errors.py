@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import grpc
@@ -15,9 +14,8 @@ from airport_contracts.contract import ERROR_TABLE, ErrorRow
 from pyairport.backends.memory import memory_table
 from pyairport.catalog import Catalog, CatalogSchema
 from pyairport.ipc import batch_message, schema_message
-from pyairport.server import AirportServer, ServerConfig
 
-from .conftest import Running, assert_error_row, users
+from .conftest import Running, assert_error_row, serving, users
 
 
 def _call(
@@ -73,17 +71,6 @@ class _Raising:
         return _Schema()
 
 
-@contextlib.contextmanager
-def _server_with(catalog: Any) -> Iterator[Running]:
-    server = AirportServer(catalog, None, ServerConfig(port=0)).start()
-    running = Running(server, catalog, None)
-    try:
-        yield running
-    finally:
-        running.client.close()
-        server.stop(0)
-
-
 class _BadReturning:
     """A table whose RETURNING data does not fit the output schema (protocol §1.8)."""
 
@@ -106,7 +93,7 @@ class _BadReturning:
 def _with_bad_returning(**columns: pa.Array) -> tuple[grpc.StatusCode, str]:
     returned = pa.RecordBatch.from_pydict(columns)
     catalog = Catalog("", [CatalogSchema("s", tables=[_BadReturning(returned)])])  # type: ignore[list-item]
-    with _server_with(catalog) as running:
+    with serving(catalog) as running:
         rowids = pa.table({"rowid": pa.array([1], pa.int64())})
         headers = {**_dml("delete", "s/users"), "return-chunks": "1"}
         code, message, _ = _call(running, headers, _stream(rowids))
@@ -114,7 +101,7 @@ def _with_bad_returning(**columns: pa.Array) -> tuple[grpc.StatusCode, str]:
 
 
 def _lookup_failure(fail: str) -> tuple[grpc.StatusCode, str]:
-    with _server_with(_Raising(fail)) as running:
+    with serving(_Raising(fail)) as running:
         code, message, _ = _call(running, _dml("insert"), _stream(USERS))
         return code, message
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import grpc
@@ -22,9 +22,8 @@ from pyairport.backends.memory import memory_table
 from pyairport.catalog import Catalog, CatalogSchema
 from pyairport.client import RemoteError
 from pyairport.demo import USERS_COLUMNS
-from pyairport.server import AirportServer, ServerConfig
 
-from .conftest import Running, assert_error_row, users
+from .conftest import Running, assert_error_row, serving, users
 
 ROWID_ID = 2**64 - 1
 
@@ -220,17 +219,6 @@ class _BrokenCatalog(Catalog):
         raise OSError("metastore unreachable")
 
 
-@contextlib.contextmanager
-def _server(catalog: Catalog) -> Iterator[Running]:
-    server = AirportServer(catalog, None, ServerConfig(port=0)).start()
-    running = Running(server, catalog, None)
-    try:
-        yield running
-    finally:
-        running.client.close()
-        server.stop(0)
-
-
 def _error(call: Callable[[], object]) -> RemoteError:
     with pytest.raises(RemoteError) as err:
         call()
@@ -258,12 +246,12 @@ def _info(srv: Running, descriptor: flight_pb2.FlightDescriptor) -> RemoteError:
 
 
 def _bad_scan(mode: str) -> RemoteError:
-    with _server(Catalog("", [CatalogSchema("s", tables=[_BadScans(mode)])])) as running:  # type: ignore[list-item]
+    with serving(Catalog("", [CatalogSchema("s", tables=[_BadScans(mode)])])) as running:  # type: ignore[list-item]
         return _get(running, b'{"schema":"s","table":"t"}')
 
 
 def _broken_catalog() -> RemoteError:
-    with _server(_BrokenCatalog("")) as running:
+    with serving(_BrokenCatalog("")) as running:
         return _error(lambda: running.client.action("list_schemas", b""))
 
 
