@@ -1,9 +1,11 @@
 """The server the benchmarks talk to, in its own process: a no-op sink (the transport's
-ceiling) beside memory tables, plus a `bench_reset` action that refills a table."""
+ceiling) beside memory tables, plus a `bench_reset` action that refills a table and a
+`bench_first_touch` action that times writing into fresh memory."""
 
 from __future__ import annotations
 
 import sys
+import time
 
 import pyarrow as pa
 
@@ -62,8 +64,23 @@ def main() -> None:
         schema.add(memory_table(name, COLUMNS, rows=rows(int(count))))
         return [b"ok"]
 
+    def first_touch(ctx: Context, body: bytes, headers: dict[str, str]) -> list[bytes]:
+        """Seconds to write this many bytes into memory the process has not used before, in
+        2 MiB pieces that are all kept (what a table storing received batches does)."""
+        total, piece = int(body), 2 * 1024 * 1024
+        start = time.perf_counter()
+        kept = [b"\x01" * piece for _ in range(total // piece)]
+        seconds = time.perf_counter() - start
+        del kept
+        return [repr(seconds).encode()]
+
     config = ServerConfig(port=0, max_message_bytes=256 * 1024 * 1024)
-    server = AirportServer(catalog, None, config, extra_actions={"bench_reset": reset}).start()
+    server = AirportServer(
+        catalog,
+        None,
+        config,
+        extra_actions={"bench_reset": reset, "bench_first_touch": first_touch},
+    ).start()
     print(server.location, flush=True)
     sys.stdin.read()  # run until the benchmark closes our stdin
     server.stop(0)

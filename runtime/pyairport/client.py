@@ -2,12 +2,18 @@
 
 Built on the generated gRPC stubs rather than pyarrow.flight so that callers (tests,
 benchmarks, scripts) see the server's exact status code, message and final-metadata bytes.
-With RETURNING it works in lock-step like DuckDB: one batch out, one answer back.
+With RETURNING the server answers each input batch before it reads the next (protocol
+§1.12). DuckDB waits for that answer before it sends again (lock_step=True does the same);
+by default the client keeps sending while it reads, so a statement costs no round trip per
+batch.
 """
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import queue
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlparse
@@ -33,6 +39,7 @@ from airport_contracts import (
 from .ipc import batch_message, read_message, schema_message
 
 _END = object()
+_OUTBOX_MESSAGES = 4  # serialized batches waiting for gRPC to send them
 
 
 class RemoteError(Exception):
@@ -118,10 +125,11 @@ def _batches(
         return data.schema, iter(data.to_batches(max_chunksize=max_rows))
     if isinstance(data, pa.RecordBatchReader):
         return data.schema, iter(data)
-    items = list(data)
-    if not items:
+    batches = iter(data)
+    first = next(batches, None)  # the schema; the rest streams as the call goes
+    if first is None:
         raise ValueError("no batches and no schema: pass a pa.Table to send an empty input")
-    return items[0].schema, iter(items)
+    return first.schema, itertools.chain([first], batches)
 
 
 class AirportClient:
@@ -184,6 +192,7 @@ class AirportClient:
         returning: bool = False,
         transaction_id: str | None = None,
         batch_rows: int | None = None,
+        lock_step: bool = False,
     ) -> DMLAnswer:
         """INSERT the rows of data (every user-visible column, no rowid)."""
         return self.exchange(
@@ -194,6 +203,7 @@ class AirportClient:
             returning=returning,
             transaction_id=transaction_id,
             batch_rows=batch_rows,
+            lock_step=lock_step,
         )
 
     def update(
@@ -205,6 +215,7 @@ class AirportClient:
         returning: bool = False,
         transaction_id: str | None = None,
         batch_rows: int | None = None,
+        lock_step: bool = False,
     ) -> DMLAnswer:
         """UPDATE: data holds the new values and a rowid column (DuckDB puts it last)."""
         return self.exchange(
@@ -215,6 +226,7 @@ class AirportClient:
             returning=returning,
             transaction_id=transaction_id,
             batch_rows=batch_rows,
+            lock_step=lock_step,
         )
 
     def delete(
@@ -227,6 +239,7 @@ class AirportClient:
         transaction_id: str | None = None,
         batch_rows: int | None = None,
         rowid_type: pa.DataType | None = None,
+        lock_step: bool = False,
     ) -> DMLAnswer:
         """DELETE the rows with these rowids (sent as one column named rowid)."""
         if not isinstance(rowids, pa.Table):
@@ -239,6 +252,7 @@ class AirportClient:
             returning=returning,
             transaction_id=transaction_id,
             batch_rows=batch_rows,
+            lock_step=lock_step,
         )
 
     def exchange(
@@ -252,8 +266,12 @@ class AirportClient:
         transaction_id: str | None = None,
         batch_rows: int | None = None,
         headers: dict[str, str] | None = None,
+        lock_step: bool = False,
     ) -> DMLAnswer:
-        """One DoExchange DML call with DuckDB's headers and message order."""
+        """One DoExchange DML call with DuckDB's headers and message order.
+
+        lock_step (with returning): send a batch only after the answer to the previous one
+        has arrived, as DuckDB does."""
         input_schema, batches = _batches(data, batch_rows)
         call_headers = {"airport-operation": operation, "airport-flight-path": f"{schema}/{table}"}
         if returning:
@@ -266,7 +284,9 @@ class AirportClient:
         )
         first = schema_message(input_schema)
         first.flight_descriptor.CopyFrom(descriptor)
-        outbox: queue.Queue[object] = queue.Queue()
+        # Bounded: a caller streaming more data than fits in memory has it serialized only
+        # as fast as gRPC sends it.
+        outbox: queue.Queue[object] = queue.Queue(maxsize=_OUTBOX_MESSAGES)
 
         def requests() -> Iterator[flight_pb2.FlightData]:
             while (item := outbox.get()) is not _END:
@@ -274,18 +294,37 @@ class AirportClient:
                 yield item
 
         outbox.put(first)
+        responses = self.stub.DoExchange(requests(), metadata=self.metadata(call_headers))
         try:
-            responses = self.stub.DoExchange(requests(), metadata=self.metadata(call_headers))
-            if returning:
+            if returning and lock_step:
                 return self._lock_step(responses, outbox, batches)
-            for batch in batches:
-                outbox.put(batch_message(batch))
-            outbox.put(_END)
-            return _collect(responses)
+            return self._pipelined(responses, outbox, batches)
         except grpc.RpcError as error:
             raise remote_error(error) from None
+        except BaseException:
+            # The caller's data failed (or the caller was interrupted) half way: cancel, as
+            # ending the input would have the server commit the batches it already has.
+            responses.cancel()
+            raise
         finally:
-            outbox.put(_END)
+            # Wakes gRPC's sending thread if it waits for a message; a full outbox means it
+            # is not waiting, and it stops by itself once the call has ended.
+            with contextlib.suppress(queue.Full):
+                outbox.put_nowait(_END)
+
+    def _pipelined(
+        self,
+        responses: Iterator[flight_pb2.FlightData],
+        outbox: queue.Queue[object],
+        batches: Iterator[pa.RecordBatch],
+    ) -> DMLAnswer:
+        """Send every batch while a thread reads the answers as they come (RETURNING batches,
+        the final metadata, or an early error that makes sending the rest pointless)."""
+        answer = _Answer(responses)
+        for batch in itertools.chain(map(batch_message, batches), [_END]):
+            if not answer.put(outbox, batch):
+                break  # the server has ended the call: its status is the answer
+        return answer.result()
 
     def _lock_step(
         self,
@@ -418,6 +457,44 @@ class AirportClient:
             return [r.body for r in results]
         except grpc.RpcError as error:
             raise remote_error(error) from None
+
+
+class _Answer:
+    """Collects a DoExchange answer on its own thread while the caller keeps sending."""
+
+    def __init__(self, responses: Iterator[flight_pb2.FlightData]) -> None:
+        self.done = threading.Event()
+        self._answer: DMLAnswer | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(
+            target=self._collect, args=(responses,), name="airport-answer", daemon=True
+        )
+        self._thread.start()
+
+    def _collect(self, responses: Iterator[flight_pb2.FlightData]) -> None:
+        try:
+            self._answer = _collect(responses)
+        except BaseException as error:  # an RpcError, or an answer that is not Arrow IPC
+            self._error = error
+        finally:
+            self.done.set()
+
+    def put(self, outbox: queue.Queue[object], message: object) -> bool:
+        """Queue message for sending unless the call ends first (then nothing sends it)."""
+        while not self.done.is_set():
+            try:
+                outbox.put(message, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def result(self) -> DMLAnswer:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._answer is not None
+        return self._answer
 
 
 def _collect(

@@ -11,6 +11,7 @@ import grpc
 
 from airport_contracts import Catalog, Dispatcher, TransactionManager, flight_pb2_grpc
 
+from .allocator import keep_message_memory
 from .auth import BearerTokenInterceptor
 from .read_side import ReadSide
 from .transport import FlightService
@@ -32,6 +33,8 @@ class ServerConfig:
     auth_token: str | None = None  # require "authorization: Bearer <token>" on every call
     tls_cert: bytes | None = None  # PEM certificate chain and key: serve grpc+tls://
     tls_key: bytes | None = None
+    # Let freed multi-MB message buffers serve the next message (glibc; see allocator.py).
+    keep_message_memory: bool = True
 
 
 class AirportServer:
@@ -46,6 +49,8 @@ class AirportServer:
         interceptors: tuple[grpc.ServerInterceptor, ...] = (),
     ) -> None:
         self.config = config
+        if config.keep_message_memory:
+            keep_message_memory()  # before gRPC's threads take their malloc arenas
         self.dispatcher = Dispatcher(catalog, transactions, config.max_row_ids)
         if config.auth_token:
             interceptors = (BearerTokenInterceptor(config.auth_token), *interceptors)

@@ -1,5 +1,6 @@
 """protocol.md §4.1-4.2: the DML scenarios airport-go's integration tests assert, replayed over
-gRPC with the calls DuckDB makes (2048-row batches, lock-step RETURNING, rowid last)."""
+gRPC with the calls DuckDB makes (2048-row batches, lock-step RETURNING, rowid last).
+AirportClient pipelines RETURNING by default; the multi-batch scenarios run both ways."""
 
 from __future__ import annotations
 
@@ -27,7 +28,9 @@ def _update(
 ) -> object:
     """UPDATE ... SET <values> WHERE rowid IN rowids, as DuckDB sends it: SET columns, rowid last."""
     data = pa.table({**values, "rowid": pa.array(rowids, pa.int64())})
-    return srv.client.update(schema, "users", data, returning=returning, batch_rows=DUCKDB_BATCH)
+    return srv.client.update(
+        schema, "users", data, returning=returning, batch_rows=DUCKDB_BATCH, lock_step=True
+    )
 
 
 def _seed(srv: Running, schema: str, n: int) -> None:
@@ -70,11 +73,20 @@ def test_04_insert_returning_id(srv: Running, schema: str) -> None:
 
 @BOTH
 @pytest.mark.parametrize("n", [10, 100_000])
-def test_05_06_insert_generated_rows_returning(srv: Running, schema: str, n: int) -> None:
+@pytest.mark.parametrize("lock_step", [True, False], ids=["lock_step", "pipelined"])
+def test_05_06_insert_generated_rows_returning(
+    srv: Running, schema: str, n: int, lock_step: bool
+) -> None:
     answer = srv.client.insert(
-        schema, "users", generated_users(n), returning=True, batch_rows=DUCKDB_BATCH
+        schema,
+        "users",
+        generated_users(n),
+        returning=True,
+        batch_rows=DUCKDB_BATCH,
+        lock_step=lock_step,
     )
     assert answer.returning is not None and answer.returning.num_rows == n
+    assert answer.returning.column("id").to_pylist() == list(range(1, n + 1))
     assert answer.total_changed == n
 
 

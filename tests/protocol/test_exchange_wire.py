@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Iterator
 
 import grpc
@@ -17,6 +18,7 @@ from airport_contracts import Context, Statement, TransactionState, flight_pb2
 from airport_contracts.contract import COMPATIBILITY_MATRIX, MatrixRow
 from pyairport.backends.memory import memory_table
 from pyairport.catalog import Catalog, CatalogSchema
+from pyairport.client import RemoteError
 from pyairport.demo import USERS_COLUMNS, generated_users
 from pyairport.ipc import batch_message, read_message, schema_message
 from pyairport.server import AirportServer, ServerConfig
@@ -114,19 +116,34 @@ def test_schema_arrives_before_any_batch_is_sent(srv: Running) -> None:
     assert list(responses)[-1].app_metadata
 
 
-def test_disconnect_mid_returning_update_leaves_table_unchanged(
-    srv: Running, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    rolled_back = threading.Event()
-    original_rollback = Statement.rollback
+@pytest.fixture
+def statement_ends(srv: Running, monkeypatch: pytest.MonkeyPatch) -> queue.Queue[str]:
+    """How each statement on dml_schema.users ended, "commit" or "rollback", as the server
+    ends it: what a test waits for before it reads the table (a client's call can return
+    before the server has finished the statement)."""
+    ends: queue.Queue[str] = queue.Queue()
+    table = srv.table("dml_schema")
+    original_commit, original_rollback = Statement.commit, Statement.rollback
+
+    def commit(self: Statement) -> None:
+        original_commit(self)
+        if table in self._staged:
+            ends.put("commit")
 
     def rollback(self: Statement) -> list[BaseException]:
         errors = original_rollback(self)
-        if srv.table("dml_schema") in self._staged:  # this test's statement, not another's
-            rolled_back.set()
+        if table in self._staged:
+            ends.put("rollback")
         return errors
 
+    monkeypatch.setattr(Statement, "commit", commit)
     monkeypatch.setattr(Statement, "rollback", rollback)
+    return ends
+
+
+def test_disconnect_mid_returning_update_leaves_table_unchanged(
+    srv: Running, statement_ends: queue.Queue[str]
+) -> None:
     srv.client.insert("dml_schema", "users", users([1, 2, 3]))
     before = srv.rows("dml_schema")
     data = pa.table({"name": ["X"], "rowid": pa.array([1], pa.int64())})
@@ -136,8 +153,58 @@ def test_disconnect_mid_returning_update_leaves_table_unchanged(
     assert read_message(next(responses)).type == "record batch"  # the first batch was processed
     responses.cancel()  # type: ignore[attr-defined]  # the client goes away mid-statement
     outbox.put(None)
-    assert rolled_back.wait(10), "the server never rolled the statement back"
+    assert statement_ends.get(timeout=10) == "commit"  # the INSERT above
+    assert statement_ends.get(timeout=10) == "rollback"
     assert srv.rows("dml_schema") == before
+
+
+class _SourceBroke(Exception):
+    """The caller's data source failing half way through a statement."""
+
+
+def _breaking_after(batches: int) -> Iterator[pa.RecordBatch]:
+    for i in range(batches):
+        yield from generated_users(100, start=1000 + 100 * i).to_batches()
+    raise _SourceBroke("the caller's data source broke")
+
+
+@pytest.mark.parametrize(
+    "returning,lock_step",
+    [(False, False), (True, False), (True, True)],
+    ids=["plain", "returning-pipelined", "returning-lock-step"],
+)
+def test_client_data_failing_half_way_cancels_the_statement(
+    srv: Running, statement_ends: queue.Queue[str], returning: bool, lock_step: bool
+) -> None:
+    """The client cancels rather than ends its input, which would commit the batches sent."""
+    srv.client.insert("dml_schema", "users", users([1, 2, 3]))
+    before = srv.rows("dml_schema")
+    with pytest.raises(_SourceBroke):
+        srv.client.insert(
+            "dml_schema", "users", _breaking_after(3), returning=returning, lock_step=lock_step
+        )
+    assert statement_ends.get(timeout=10) == "commit"  # the INSERT of users 1-3
+    assert statement_ends.get(timeout=10) == "rollback"
+    assert srv.rows("dml_schema") == before
+
+
+def test_client_stops_sending_once_the_server_has_answered_with_an_error(srv: Running) -> None:
+    sent = 0
+
+    def slow_source() -> Iterator[pa.RecordBatch]:
+        nonlocal sent
+        for i in range(200):
+            sent += 1
+            time.sleep(0.02)
+            yield from generated_users(10, start=1 + 10 * i).to_batches()
+
+    with pytest.raises(RemoteError) as raised:
+        srv.client.insert("demo_schema", "readonly", slow_source())
+    assert (raised.value.code, raised.value.message) == (
+        grpc.StatusCode.FAILED_PRECONDITION,
+        "table 'readonly' does not support INSERT operations",
+    )
+    assert sent < 50, f"{sent} of 200 batches produced after the server had refused the statement"
 
 
 def test_concurrent_inserts_from_eight_clients_lose_nothing(srv: Running) -> None:

@@ -43,6 +43,7 @@ from .shaping import (
     conform_insert,
     conform_update,
     returning_reader,
+    returning_schema,
 )
 
 SCAN_BATCH_ROWS = 65_536
@@ -268,6 +269,7 @@ class MemoryTable(BackendTable["_Pending"]):
     ) -> DMLResult:
         pending, immediate = self._stage(ctx)
         affected, returned = 0, []
+        wanted = returning_schema(self.schema, opts)
         for ids, values in chunks:
             ctx.raise_if_done()
             columns = conform_update(values, self.schema)
@@ -275,14 +277,15 @@ class MemoryTable(BackendTable["_Pending"]):
             found = lookup.found
             pending.updates.append(_Update(lookup, columns))
             affected += int(found.valid.sum())
-            if opts is not None and opts.returning:
-                after = committed.rows_at(found.positions)
-                arrays = dict(zip(after.schema.names, after.columns, strict=True))
-                arrays.update({n: c.filter(pa.array(found.valid)) for n, c in columns.items()})
+            if wanted is not None:
+                # Only the columns the UPDATE leaves alone are read from the table.
+                kept = [name for name in wanted.names if name not in columns]
+                after = committed.rows_at(found.positions, kept)
+                arrays = dict(zip(kept, after.columns, strict=True))
+                valid = pa.array(found.valid)
+                arrays.update({n: columns[n].filter(valid) for n in wanted.names if n in columns})
                 returned.append(
-                    pa.RecordBatch.from_arrays(
-                        [arrays[n] for n in self.schema.names], schema=self.schema
-                    )
+                    pa.RecordBatch.from_arrays([arrays[n] for n in wanted.names], schema=wanted)
                 )
         if immediate:
             self._apply(pending)
@@ -295,14 +298,15 @@ class MemoryTable(BackendTable["_Pending"]):
     ) -> DMLResult:
         pending, immediate = self._stage(ctx)
         affected, returned = 0, []
+        wanted = returning_schema(self.schema, opts)
         for ids in id_chunks:
             ctx.raise_if_done()
             committed, lookup = self._lookup(ids)
             found = lookup.found
             pending.deletes.append(lookup)
             affected += _distinct(found.positions)
-            if opts is not None and opts.returning:
-                returned.append(committed.rows_at(found.positions))
+            if wanted is not None:
+                returned.append(committed.rows_at(found.positions, wanted.names))
         if immediate:
             self._apply(pending)
         return DMLResult(
@@ -356,15 +360,19 @@ def _rows_at(data: pa.Table, positions: np.ndarray) -> pa.RecordBatch:
         return pa.RecordBatch.from_pylist([], schema=data.schema)
     columns = []
     plans: dict[tuple[int, ...], _TakePlan] = {}
+    indices: pa.Array | None = None
     for column in data.columns:
+        if column.num_chunks == 1:  # the common case (inserts are coalesced): a plain take
+            indices = pa.array(positions) if indices is None else indices
+            columns.append(column.chunk(0).take(indices))
+            continue
         lengths = tuple(len(chunk) for chunk in column.chunks)
         plan = plans.get(lengths) or plans.setdefault(lengths, _TakePlan.of(lengths, positions))
-        grouped = pa.concat_arrays(
-            [
-                column.chunk(c).take(pa.array(local))
-                for c, local in zip(plan.chunks, plan.local, strict=True)
-            ]
-        )
+        pieces = [
+            column.chunk(c).take(pa.array(local))
+            for c, local in zip(plan.chunks, plan.local, strict=True)
+        ]
+        grouped = pieces[0] if len(pieces) == 1 else pa.concat_arrays(pieces)
         columns.append(grouped if plan.restore is None else grouped.take(plan.restore))
     return pa.RecordBatch.from_arrays(columns, schema=data.schema)
 
@@ -537,7 +545,8 @@ class _Patch:
                 continue
             picks, mask = pa.array(at[hit]), pa.array(hit)
             for name, column in values.items():
-                columns[name] = pc.replace_with_mask(columns[name], mask, column.take(picks))
+                if name in columns:  # a column the reader asked for
+                    columns[name] = pc.replace_with_mask(columns[name], mask, column.take(picks))
         return pa.RecordBatch.from_arrays(
             [columns[n] for n in batch.schema.names], schema=batch.schema
         )
@@ -550,8 +559,9 @@ class _Committed:
     data: pa.Table
     patch: _Patch
 
-    def rows_at(self, positions: np.ndarray) -> pa.RecordBatch:
-        batch = _rows_at(self.data, positions)
+    def rows_at(self, positions: np.ndarray, names: Sequence[str]) -> pa.RecordBatch:
+        """The named columns of the rows at positions, in this order."""
+        batch = _rows_at(self.data.select(list(names)), positions)
         return self.patch.overlay(batch, positions) if self.patch.segments else batch
 
 

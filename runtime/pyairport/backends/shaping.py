@@ -121,13 +121,21 @@ def legacy_chunks(
         raise ValueError(f"row_ids count ({len(ids)}) does not match input rows ({offset})")
 
 
+def returning_schema(schema: pa.Schema, opts: DMLOptions | None) -> pa.Schema | None:
+    """The columns a statement returns (opts.returning_columns, by default every column
+    but the rowid), or None without RETURNING: a table gathers only these."""
+    if opts is None or not opts.returning:
+        return None
+    return project_schema(schema, opts.returning_columns or returning_columns(schema))
+
+
 def returning_reader(
     schema: pa.Schema, batches: list[pa.RecordBatch], opts: DMLOptions | None
 ) -> pa.RecordBatchReader | None:
     """RETURNING data: rows of the table schema projected to opts.returning_columns."""
-    if opts is None or not opts.returning:
+    projected = returning_schema(schema, opts)
+    if projected is None:
         return None
-    projected = project_schema(schema, opts.returning_columns or returning_columns(schema))
     out = [
         pa.RecordBatch.from_arrays([b.column(n) for n in projected.names], schema=projected)
         for b in batches
