@@ -108,14 +108,14 @@ class Change:
 
     def send(self, client: AirportClient, rowids: pa.Array) -> object:
         """The statement on these rowids (UPDATE sets email to '<rowid>@updated.com')."""
-        rows, returning = self.batch_rows, self.returning
+        shape = {"batch_rows": self.batch_rows, "returning": self.returning, "lock_step": True}
         if self.op == "delete":
-            return client.delete(self.schema, "users", rowids, batch_rows=rows, returning=returning)
+            return client.delete(self.schema, "users", rowids, **shape)
         text = pc.cast(rowids, pa.string())
         values = pa.table(
             {"email": pc.binary_join_element_wise(text, "@updated.com", ""), "rowid": rowids}
         )
-        return client.update(self.schema, "users", values, batch_rows=rows, returning=returning)
+        return client.update(self.schema, "users", values, **shape)
 
     @property
     def label(self) -> str:

@@ -1,0 +1,29 @@
+"""The benchmark script runs end to end (at a small size) and prints every figure it
+promises; the figures themselves are for `make bench`, not for tests."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "run.py"
+
+
+def test_memory_benchmark_prints_every_figure() -> None:
+    run = subprocess.run(
+        [sys.executable, str(BENCH), "--rows", "200000", "--repeats", "1"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stderr
+    out = run.stdout
+    assert re.search(r"ratio memory/sink\s+\d+\.\d\d", out)
+    assert re.search(r"page faults", out) and re.search(r"fresh memory.*\d+ ms", out)
+    for op in ("UPDATE", "DELETE"):
+        for batch in ("65536", "2048"):
+            assert re.search(rf"{op}\s+RETURNING on/off\s+{batch}-row batches\s+\d+\.\d\d", out)
+            assert re.search(rf"{op}\s+RETURNING on/off, lock-step\s+{batch}-row batches", out)
+    assert re.search(r"DoGet over Flight\s+\d+ MB/s", out)
