@@ -117,34 +117,44 @@ def test_schema_arrives_before_any_batch_is_sent(srv: Running) -> None:
 
 
 @pytest.fixture
-def statement_ends(srv: Running, monkeypatch: pytest.MonkeyPatch) -> queue.Queue[str]:
-    """How each statement on dml_schema.users ended, "commit" or "rollback", as the server
-    ends it: what a test waits for before it reads the table (a client's call can return
-    before the server has finished the statement)."""
-    ends: queue.Queue[str] = queue.Queue()
-    table = srv.table("dml_schema")
-    original_commit, original_rollback = Statement.commit, Statement.rollback
+def statement_log(monkeypatch: pytest.MonkeyPatch) -> queue.Queue[str]:
+    """What the server does with statements, in order: "open", "commit", "rollback". A test
+    waits on it before it reads a table, since a client's call can return before the server
+    has finished the statement. (Each test has a server of its own.)"""
+    log: queue.Queue[str] = queue.Queue()
+    original_init, original_commit = Statement.__init__, Statement.commit
+    original_rollback = Statement.rollback
+
+    def init(self: Statement, statement_id: str) -> None:
+        original_init(self, statement_id)
+        log.put("open")
 
     def commit(self: Statement) -> None:
         original_commit(self)
-        if table in self._staged:
-            ends.put("commit")
+        log.put("commit")
 
     def rollback(self: Statement) -> list[BaseException]:
+        already = self.state == "rolled_back"
         errors = original_rollback(self)
-        if table in self._staged:
-            ends.put("rollback")
+        if not already:
+            log.put("rollback")
         return errors
 
+    monkeypatch.setattr(Statement, "__init__", init)
     monkeypatch.setattr(Statement, "commit", commit)
     monkeypatch.setattr(Statement, "rollback", rollback)
-    return ends
+    return log
+
+
+def _next_events(log: queue.Queue[str], count: int) -> list[str]:
+    return [log.get(timeout=10) for _ in range(count)]
 
 
 def test_disconnect_mid_returning_update_leaves_table_unchanged(
-    srv: Running, statement_ends: queue.Queue[str]
+    srv: Running, statement_log: queue.Queue[str]
 ) -> None:
     srv.client.insert("dml_schema", "users", users([1, 2, 3]))
+    assert _next_events(statement_log, 2) == ["open", "commit"]
     before = srv.rows("dml_schema")
     data = pa.table({"name": ["X"], "rowid": pa.array([1], pa.int64())})
     outbox, responses = _lock_step_call(srv, _headers("update", returning=True), data.schema)
@@ -153,19 +163,12 @@ def test_disconnect_mid_returning_update_leaves_table_unchanged(
     assert read_message(next(responses)).type == "record batch"  # the first batch was processed
     responses.cancel()  # type: ignore[attr-defined]  # the client goes away mid-statement
     outbox.put(None)
-    assert statement_ends.get(timeout=10) == "commit"  # the INSERT above
-    assert statement_ends.get(timeout=10) == "rollback"
+    assert _next_events(statement_log, 2) == ["open", "rollback"]
     assert srv.rows("dml_schema") == before
 
 
 class _SourceBroke(Exception):
     """The caller's data source failing half way through a statement."""
-
-
-def _breaking_after(batches: int) -> Iterator[pa.RecordBatch]:
-    for i in range(batches):
-        yield from generated_users(100, start=1000 + 100 * i).to_batches()
-    raise _SourceBroke("the caller's data source broke")
 
 
 @pytest.mark.parametrize(
@@ -174,17 +177,25 @@ def _breaking_after(batches: int) -> Iterator[pa.RecordBatch]:
     ids=["plain", "returning-pipelined", "returning-lock-step"],
 )
 def test_client_data_failing_half_way_cancels_the_statement(
-    srv: Running, statement_ends: queue.Queue[str], returning: bool, lock_step: bool
+    srv: Running, statement_log: queue.Queue[str], returning: bool, lock_step: bool
 ) -> None:
     """The client cancels rather than ends its input, which would commit the batches sent."""
     srv.client.insert("dml_schema", "users", users([1, 2, 3]))
+    assert _next_events(statement_log, 2) == ["open", "commit"]
     before = srv.rows("dml_schema")
+
+    def breaking_source() -> Iterator[pa.RecordBatch]:
+        for i in range(3):
+            yield from generated_users(100, start=1000 + 100 * i).to_batches()
+        # Only once the server has begun the statement: a cancel before that is no test.
+        assert statement_log.get(timeout=10) == "open"
+        raise _SourceBroke("the caller's data source broke")
+
     with pytest.raises(_SourceBroke):
         srv.client.insert(
-            "dml_schema", "users", _breaking_after(3), returning=returning, lock_step=lock_step
+            "dml_schema", "users", breaking_source(), returning=returning, lock_step=lock_step
         )
-    assert statement_ends.get(timeout=10) == "commit"  # the INSERT of users 1-3
-    assert statement_ends.get(timeout=10) == "rollback"
+    assert _next_events(statement_log, 1) == ["rollback"]
     assert srv.rows("dml_schema") == before
 
 
