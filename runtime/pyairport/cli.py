@@ -130,9 +130,9 @@ def _serve(args: argparse.Namespace) -> int:
     print(f"pyairport serving on {server.location} (backend {args.backend})", flush=True)
     stop.wait()
     print("pyairport: shutting down", flush=True)
+    _exit_soon()  # armed first: stopping Spark under load, like interpreter teardown, can hang
     server.stop(grace=2.0)
     close_backend()
-    _exit_soon()
     return 0
 
 
@@ -145,8 +145,10 @@ def _tls(cert: str | None, key: str | None) -> tuple[bytes | None, bytes | None]
         return cert_file.read(), key_file.read()
 
 
-def _exit_soon(seconds: float = 15.0) -> None:
-    """End the process even if interpreter teardown hangs (an embedded JVM's gateway can)."""
+def _exit_soon(seconds: float = 30.0) -> None:
+    """End the process this long after a signal even if shutting down hangs: stopping the
+    server, the backend (Spark's JVM, slow when the machine is busy) or interpreter teardown
+    (an embedded JVM's gateway can)."""
 
     def force() -> None:
         sys.stdout.flush()
