@@ -51,6 +51,9 @@ def _serve(warehouse: Path) -> tuple[subprocess.Popen[str], str]:
     if not match:
         os.killpg(process.pid, signal.SIGKILL)
         raise AssertionError(f"server did not start: {line!r}")
+    # Keep reading what it (and the Spark JVM that shares its stdout) prints: a full pipe
+    # would block the writer, and with it the server's shutdown.
+    threading.Thread(target=process.stdout.read, daemon=True).start()
     return process, match.group(1)
 
 
