@@ -128,9 +128,12 @@ def _serve(args: argparse.Namespace) -> int:
         signal.signal(signum, lambda *_: stop.set())
     server.start()
     print(f"pyairport serving on {server.location} (backend {args.backend})", flush=True)
-    stop.wait()
+    # Python runs signal handlers in the main thread only, and the kernel may deliver the
+    # signal to any thread (gRPC's, Spark's): a wait without a timeout would then never wake.
+    while not stop.is_set():
+        stop.wait(0.2)
     print("pyairport: shutting down", flush=True)
-    _exit_soon()  # armed first: stopping Spark under load, like interpreter teardown, can hang
+    _exit_soon()  # armed first: nothing in shutting down may keep the process alive
     server.stop(grace=2.0)
     close_backend()
     return 0
@@ -147,8 +150,7 @@ def _tls(cert: str | None, key: str | None) -> tuple[bytes | None, bytes | None]
 
 def _exit_soon(seconds: float = 30.0) -> None:
     """End the process this long after a signal even if shutting down hangs: stopping the
-    server, the backend (Spark's JVM, slow when the machine is busy) or interpreter teardown
-    (an embedded JVM's gateway can)."""
+    server, the backend (Spark's JVM) or interpreter teardown (an embedded JVM's gateway can)."""
 
     def force() -> None:
         sys.stdout.flush()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
 import re
 import signal
@@ -11,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 
 from pyairport.client import AirportClient
 
@@ -52,6 +54,24 @@ def test_sigint_also_stops_it() -> None:
     process.send_signal(signal.SIGINT)
     process.communicate(timeout=20)
     assert process.returncode == 0
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="tgkill is Linux's")
+def test_sigterm_that_lands_on_another_thread_still_stops_it() -> None:
+    """The kernel may hand a process's SIGTERM to any of its threads (gRPC's, Spark's). Python
+    runs the handler only in the main thread, which must therefore not sleep unwakeably."""
+    process, _ = _start()
+    try:
+        others = [int(t) for t in os.listdir(f"/proc/{process.pid}/task") if int(t) != process.pid]
+        assert others, "the server runs gRPC threads"
+        ctypes.CDLL(None, use_errno=True).tgkill(process.pid, others[-1], signal.SIGTERM)
+        out, err = process.communicate(timeout=20)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 0, err
+    assert "shutting down" in out
 
 
 def test_bad_flag_is_one_line() -> None:
