@@ -7,6 +7,7 @@ from __future__ import annotations
 import mmap
 import sys
 import time
+from collections.abc import Callable
 
 import pyarrow as pa
 
@@ -77,15 +78,18 @@ def main() -> None:
         memory.close()
         return [repr(seconds).encode()]
 
+    serve_until_stdin_closes(catalog, {"bench_reset": reset, "bench_first_touch": first_touch})
+
+
+def serve_until_stdin_closes(
+    catalog: Catalog, actions: dict[str, Callable[..., list[bytes]]]
+) -> None:
+    """Serve catalog (with the bench actions), print the address for the benchmark, and
+    stop when the benchmark closes our stdin."""
     config = ServerConfig(port=0, max_message_bytes=256 * 1024 * 1024)
-    server = AirportServer(
-        catalog,
-        None,
-        config,
-        extra_actions={"bench_reset": reset, "bench_first_touch": first_touch},
-    ).start()
+    server = AirportServer(catalog, None, config, extra_actions=actions).start()
     print(server.location, flush=True)
-    sys.stdin.read()  # run until the benchmark closes our stdin
+    sys.stdin.read()
     server.stop(0)
 
 

@@ -5,19 +5,17 @@ scratch warehouse, plus bench actions: `bench_reset` (a new table with N rows) a
 from __future__ import annotations
 
 import shutil
-import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
 
-from bench_server import COLUMNS, rows
+from bench_server import COLUMNS, rows, serve_until_stdin_closes
 
 from airport_contracts import Context
 from pyairport.backends.spark import SparkBackend
 from pyairport.backends.spark_session import spark_session
 from pyairport.catalog import Catalog
-from pyairport.server import AirportServer, ServerConfig
 
 
 def main() -> None:
@@ -45,16 +43,7 @@ def main() -> None:
         )
         return [str(time.perf_counter() - start).encode()]
 
-    config = ServerConfig(port=0, max_message_bytes=256 * 1024 * 1024)
-    server = AirportServer(
-        catalog,
-        None,
-        config,
-        extra_actions={"bench_reset": reset, "bench_direct_write": direct_write},
-    ).start()
-    print(server.location, flush=True)
-    sys.stdin.read()
-    server.stop(0)
+    serve_until_stdin_closes(catalog, {"bench_reset": reset, "bench_direct_write": direct_write})
     session.stop()
     shutil.rmtree(warehouse, ignore_errors=True)
 

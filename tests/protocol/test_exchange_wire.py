@@ -150,12 +150,17 @@ def _next_events(log: queue.Queue[str], count: int) -> list[str]:
     return [log.get(timeout=10) for _ in range(count)]
 
 
+def _seed_three_users(srv: Running, log: queue.Queue[str]) -> list[dict[str, object]]:
+    """Users 1-3 in dml_schema.users, committed; the table's rows."""
+    srv.client.insert("dml_schema", "users", users([1, 2, 3]))
+    assert _next_events(log, 2) == ["open", "commit"]
+    return srv.rows("dml_schema")
+
+
 def test_disconnect_mid_returning_update_leaves_table_unchanged(
     srv: Running, statement_log: queue.Queue[str]
 ) -> None:
-    srv.client.insert("dml_schema", "users", users([1, 2, 3]))
-    assert _next_events(statement_log, 2) == ["open", "commit"]
-    before = srv.rows("dml_schema")
+    before = _seed_three_users(srv, statement_log)
     data = pa.table({"name": ["X"], "rowid": pa.array([1], pa.int64())})
     outbox, responses = _lock_step_call(srv, _headers("update", returning=True), data.schema)
     next(responses)  # schema
@@ -180,9 +185,7 @@ def test_client_data_failing_half_way_cancels_the_statement(
     srv: Running, statement_log: queue.Queue[str], returning: bool, lock_step: bool
 ) -> None:
     """The client cancels rather than ends its input, which would commit the batches sent."""
-    srv.client.insert("dml_schema", "users", users([1, 2, 3]))
-    assert _next_events(statement_log, 2) == ["open", "commit"]
-    before = srv.rows("dml_schema")
+    before = _seed_three_users(srv, statement_log)
 
     def breaking_source() -> Iterator[pa.RecordBatch]:
         for i in range(3):
