@@ -9,7 +9,7 @@ ones are cut out of pyarrow's serialization. pyarrow parses every flatbuffer.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pyarrow as pa
 
@@ -20,13 +20,6 @@ _CONTINUATION = b"\xff\xff\xff\xff"
 
 class StreamError(Exception):
     """The client's IPC stream is not what Flight promises (message order or content)."""
-
-
-def _ending(
-    messages: Iterator[flight_pb2.FlightData], on_end: Callable[[], None]
-) -> Iterator[flight_pb2.FlightData]:
-    yield from messages
-    on_end()
 
 
 def read_message(data: flight_pb2.FlightData) -> pa.ipc.Message:
@@ -77,12 +70,8 @@ class FlightDataInput:
     StreamError: Airport DML never sends them.
     """
 
-    def __init__(
-        self, messages: Iterator[flight_pb2.FlightData], on_end: Callable[[], None] = lambda: None
-    ) -> None:
-        """on_end runs when the client's stream ends; it raises if the end was really the
-        client going away (see transport.py)."""
-        self._messages = _ending(messages, on_end)
+    def __init__(self, messages: Iterator[flight_pb2.FlightData]) -> None:
+        self._messages = messages
         self._schema: pa.Schema | None = None
         self._schema_read = False
         self.descriptor: flight_pb2.FlightDescriptor | None = None

@@ -9,7 +9,6 @@ message: never a traceback or a file path.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
@@ -49,25 +48,25 @@ ACTION_DESCRIPTIONS = {
 }
 
 
-# grpcio can end a cancelled call's request stream as if the client had half-closed it, and
-# mark the call cancelled only a moment later (when its polling thread gets to the next
-# event). Before the end of the input may end the statement, poll the call for that long;
-# grpc runs termination callbacks late, so ask context.is_active(), not our Context.
-END_OF_INPUT_GRACE = 0.005
-_POLL = 0.0005
+def client_messages(
+    request_iterator: Iterator[flight_pb2.FlightData], grpc_context: grpc.ServicerContext
+) -> Iterator[flight_pb2.FlightData]:
+    """The client's messages, ending only if the client really finished sending.
 
-
-def _end_of_input(grpc_context: grpc.ServicerContext) -> Callable[[], None]:
-    def check() -> None:
-        deadline = time.monotonic() + END_OF_INPUT_GRACE
-        while True:
-            if not grpc_context.is_active():
-                raise Canceled()
-            if time.monotonic() >= deadline:
-                return
-            time.sleep(_POLL)  # lets grpc's polling thread run
-
-    return check
+    grpcio can end a cancelled call's request stream as if the client had half-closed it and
+    flag the cancellation only when its polling thread gets to the next event — later still
+    when other threads hold the GIL (a fixed wait missed most of them then). So at the end,
+    ask for one more message: the call answers that request after any event already queued
+    for it, so the answer is the end again only if the client did finish. A client that went
+    away, here or earlier, is Canceled: the statement rolls back, and is never committed.
+    """
+    try:
+        yield from request_iterator
+        next(request_iterator, None)
+    except grpc.RpcError:
+        raise Canceled() from None
+    if not grpc_context.is_active():
+        raise Canceled()
 
 
 def _abort(grpc_context: grpc.ServicerContext, error: AirportError) -> None:
@@ -116,7 +115,7 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
             context,
             "DoExchange",
             lambda: self.dispatcher.exchange(
-                ctx, request, FlightDataInput(request_iterator, _end_of_input(context))
+                ctx, request, FlightDataInput(client_messages(request_iterator, context))
             ),
         )
         try:
@@ -140,7 +139,7 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
     ) -> Iterator[flight_pb2.PutResult]:
         ctx = call_context(context)
         headers = call_headers(context)
-        stream = FlightDataInput(request_iterator, _end_of_input(context))
+        stream = FlightDataInput(client_messages(request_iterator, context))
 
         def put() -> bytes:
             descriptor = stream.read_descriptor()

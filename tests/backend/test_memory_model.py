@@ -10,6 +10,7 @@ import threading
 from typing import Any
 
 import pyarrow as pa
+import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule
@@ -360,3 +361,37 @@ def test_an_update_rewrites_only_the_chunks_it_touches() -> None:
     assert data_address(after[2]) == data_address(before[2])
     assert data_address(after[1]) != data_address(before[1])
     assert table.to_table().to_pylist()[149]["name"] == "last"
+
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _seeded(rowids: list[int]) -> Any:
+    names = [f"r{r}" for r in rowids]
+    rows = pa.table({"rowid": pa.array(rowids, pa.int64()), "id": pa.array(rowids), "name": names})
+    return memory_table("t", COLUMNS, rows=rows)
+
+
+def test_rowids_are_found_with_and_without_gaps_and_at_the_ends_of_int64() -> None:
+    """Rowids without a gap are found by their offset, others by a search: both find exactly
+    the rows there are, also for rowids at the limits of int64."""
+    asked = [INT64_MIN, INT64_MIN + 1, -1, 0, 4, 5, 6, 7, 8, 9, 10, INT64_MAX - 1, INT64_MAX]
+    for rowids in ([5, 6, 7], [9, 5, 7], [INT64_MAX - 2, INT64_MAX - 1, INT64_MAX], [-3, -2]):
+        table = _seeded(rowids)
+        assert table.to_table().column("rowid").to_pylist() == sorted(rowids)
+        result = table.delete_by_row_ids(Context.background(), pa.array(asked, pa.int64()), None)
+        assert result.affected_rows == len(set(asked) & set(rowids)), rowids
+        assert table.to_table().column("rowid").to_pylist() == sorted(set(rowids) - set(asked))
+
+
+def test_seed_rows_must_name_each_rowid_once() -> None:
+    with pytest.raises(ValueError, match="seed rows repeat rowid 5"):
+        _seeded([7, 5, 5])
+    with pytest.raises(ValueError, match="seed rows have a null rowid"):
+        memory_table(
+            "t",
+            COLUMNS,
+            rows=pa.table(
+                {"rowid": pa.array([1, None], pa.int64()), "id": [1, 2], "name": ["a", "b"]}
+            ),
+        )

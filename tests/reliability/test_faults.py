@@ -7,9 +7,11 @@ import os
 import queue
 import random
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
+import grpc._server as grpc_server
 import pyarrow as pa
 import pytest
 
@@ -20,6 +22,7 @@ from pyairport.ipc import batch_message, schema_message
 from ..protocol.conftest import Running
 
 ROUNDS = int(os.environ.get("PYAIRPORT_DISCONNECT_ROUNDS", "100"))
+LATE_CANCEL_ROUNDS = 20
 SPARK_ROUNDS = int(os.environ.get("PYAIRPORT_SPARK_DISCONNECT_ROUNDS", "100"))
 
 
@@ -100,6 +103,31 @@ def test_random_disconnects_on_the_memory_backend(
     for round_ in range(ROUNDS):
         _disconnect_midway(srv, rng, rng.choice(["dml_schema", "batch_schema"]), rollbacks)
         assert rollbacks.empty(), f"round {round_}: more rollbacks than statements"
+
+
+def test_disconnects_grpc_reports_late_never_commit(
+    srv: Running, rollbacks: queue.Queue[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """grpcio ends a cancelled call's request stream first and flags the cancellation when its
+    polling thread handles the next event: late when other Python threads hold the GIL (a fixed
+    5 ms wait for the flag then let most such statements commit). Here that event is handled
+    50 ms late on every call; no statement may commit."""
+    original = grpc_server._receive_close_on_server
+
+    def handled_late(state: Any) -> Any:
+        callback = original(state)
+
+        def late(event: Any) -> Any:
+            time.sleep(0.05)
+            return callback(event)
+
+        return late
+
+    srv.client.insert("batch_schema", "users", generated_users(500))
+    monkeypatch.setattr(grpc_server, "_receive_close_on_server", handled_late)
+    rng = random.Random(20261126)
+    for _ in range(LATE_CANCEL_ROUNDS):
+        _disconnect_midway(srv, rng, "batch_schema", rollbacks)
 
 
 @pytest.mark.spark

@@ -156,12 +156,11 @@ class MemoryTable(BackendTable["_Pending"]):
     # --- storage ----------------------------------------------------------------------------
 
     def _seed(self, rows: pa.Table) -> None:
-        ids = (
-            rows.column(self.schema[0].name).to_numpy()
-            if self.schema[0].name in rows.column_names
-            else None
-        )
-        if ids is None:
+        rowid = self.schema[0].name
+        if rowid in rows.column_names:
+            rows = _sorted_by_rowid(rows, rowid)
+            ids = rows.column(rowid).to_numpy()
+        else:
             ids = self._allocate(rows.num_rows)
         batch = conform_insert(
             rows.combine_chunks().to_batches()[0],
@@ -407,13 +406,36 @@ class _TakePlan:
         )
 
 
+def _sorted_by_rowid(rows: pa.Table, rowid: str) -> pa.Table:
+    """Seed rows in rowid order; lookups need the rowids ascending and unique."""
+    ids = rows.column(rowid)
+    if ids.null_count:
+        raise ValueError(f"seed rows have a null {rowid}")
+    ordered = np.asarray(ids.to_numpy(), dtype=np.int64)
+    if len(ordered) > 1 and not bool(np.all(ordered[1:] > ordered[:-1])):
+        rows = rows.sort_by(rowid)
+        ordered = np.asarray(rows.column(rowid).to_numpy(), dtype=np.int64)
+        repeated = ordered[1:][ordered[1:] == ordered[:-1]]
+        if len(repeated):
+            raise ValueError(f"seed rows repeat {rowid} {int(repeated[0])}")
+    return rows
+
+
 def _positions(rowids: np.ndarray, live: np.ndarray | None, ids: np.ndarray) -> _Found:
     """Where the live rows with these rowids are (deleted rows are not found)."""
-    if len(rowids) == 0:
+    n = len(rowids)
+    if n == 0:
         return _Found(np.empty(0, dtype=np.int64), np.zeros(len(ids), dtype=bool))
-    pos = np.searchsorted(rowids, ids)
-    clipped = np.minimum(pos, len(rowids) - 1)
-    valid = (pos < len(rowids)) & (rowids[clipped] == ids)
+    first, last = int(rowids[0]), int(rowids[-1])
+    if last - first == n - 1:
+        # Ascending unique rowids without a gap (inserts allocate them consecutively; deleted
+        # rows stay in place, masked, until compaction): a rowid's offset is its position.
+        valid = (ids >= first) & (ids <= last)
+        clipped = np.where(valid, ids - first, 0)
+    else:
+        pos = np.searchsorted(rowids, ids)
+        clipped = np.minimum(pos, n - 1)
+        valid = (pos < n) & (rowids[clipped] == ids)
     if live is not None:
         valid &= live[clipped]
     return _Found(clipped[valid], valid)
