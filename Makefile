@@ -51,6 +51,7 @@ check: $(STAMP)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict generated/airport_contracts
+	MYPYPATH=generated:codegen $(BIN)/mypy --strict runtime/pyairport codegen/airport_codegen
 
 lint: $(STAMP)
 	$(BIN)/ruff check codegen runtime tests bench

@@ -18,7 +18,17 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .model import Contract, Field, Method, TypeRef
+from .model import (
+    Contract,
+    ErrorRow,
+    Field,
+    Helper,
+    Interface,
+    Method,
+    Payload,
+    TypeDef,
+    TypeRef,
+)
 
 KINDS = (
     "missing in Go",
@@ -363,15 +373,14 @@ def _packages(contract: Contract) -> set[str]:
 
 
 def _mentioned_names(contract: Contract) -> set[str]:
-    names = set()
-    for item in [
+    named: list[Interface | TypeDef | Payload | Helper | ErrorRow] = [
         *contract.interfaces,
         *contract.types,
         *contract.payloads,
         *contract.helpers,
         *contract.errors,
-    ]:
-        names.add(item.go.ident)
+    ]
+    names = {item.go.ident for item in named}
     for t in contract.types:
         names |= {v.go for v in t.values}
     return names

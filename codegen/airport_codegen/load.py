@@ -84,7 +84,7 @@ class _Node:
             return None
         return self.value[key]
 
-    def str(self, key: str, default: str | None = None) -> str:
+    def string(self, key: str, default: str | None = None) -> str:
         value = self._get(key, default is None)
         if value is None:
             assert default is not None
@@ -93,13 +93,13 @@ class _Node:
             raise ContractError(f"{self.sub(key)}: expected a string, got {_kind(value)}")
         return value
 
-    def int(self, key: str) -> int:
+    def integer(self, key: str) -> int:
         value = self._get(key, True)
         if not isinstance(value, int) or isinstance(value, bool):
             raise ContractError(f"{self.sub(key)}: expected an integer, got {_kind(value)}")
         return value
 
-    def bool(self, key: str, default: bool) -> bool:
+    def boolean(self, key: str, default: bool) -> bool:
         value = self._get(key, False)
         if value is None:
             return default
@@ -141,7 +141,7 @@ class _Node:
         node = _Node(value, self.sub(key))
         result = {}
         for k in value:
-            result[k] = node.str(k)
+            result[k] = node.string(k)
         return result
 
     def sub(self, key: str) -> str:
@@ -187,11 +187,11 @@ def build_contract(data: Any) -> Contract:
     assert upstream is not None
     specs = tuple(_spec(n) for n in meta.nodes("specs", required=True))
     contract = Contract(
-        name=meta.str("name"),
-        version=meta.int("version"),
-        doc=meta.str("doc"),
-        upstream_module=upstream.str("module"),
-        upstream_ref=upstream.str("ref"),
+        name=meta.string("name"),
+        version=meta.integer("version"),
+        doc=meta.string("doc"),
+        upstream_module=upstream.string("module"),
+        upstream_ref=upstream.string("ref"),
         specs=specs,
         rowid=_rowid(root.node("rowid")),
         types=tuple(_typedef(n) for n in root.nodes("types", required=True)),
@@ -227,7 +227,7 @@ def build_contract(data: Any) -> Contract:
 
 
 def _spec(n: _Node) -> Spec:
-    spec = Spec(id=n.str("id"), file=n.str("file"), title=n.str("title"))
+    spec = Spec(id=n.string("id"), file=n.string("file"), title=n.string("title"))
     n.done()
     return spec
 
@@ -237,10 +237,10 @@ def _go(n: _Node, key: str = "go") -> GoHome:
     if node is None:
         return GoHome()
     home = GoHome(
-        package=node.str("package", ""),
-        file=node.str("file", ""),
-        ident=node.str("ident", ""),
-        format=node.str("format", ""),
+        package=node.string("package", ""),
+        file=node.string("file", ""),
+        ident=node.string("ident", ""),
+        format=node.string("format", ""),
     )
     node.done()
     return home
@@ -249,11 +249,11 @@ def _go(n: _Node, key: str = "go") -> GoHome:
 def _rowid(n: _Node | None) -> Rowid:
     assert n is not None
     rowid = Rowid(
-        name=n.str("name"),
-        metadata_key=n.str("metadata_key"),
+        name=n.string("name"),
+        metadata_key=n.string("metadata_key"),
         accepted_types=n.strs("accepted_types", required=True),
-        returning_excludes_metadata_value=n.str("returning_excludes_metadata_value"),
-        doc=n.str("doc"),
+        returning_excludes_metadata_value=n.string("returning_excludes_metadata_value"),
+        doc=n.string("doc"),
         sources=n.strs("sources", required=True),
     )
     n.done()
@@ -262,25 +262,25 @@ def _rowid(n: _Node | None) -> Rowid:
 
 def _field(n: _Node, payload: bool = False) -> Field:
     f = Field(
-        name=n.str("name"),
-        type=parse_type(n.str("type"), n.sub("type")),
-        doc=n.str("doc"),
-        go=n.str("go", ""),
-        go_type=n.str("go_type", ""),
+        name=n.string("name"),
+        type=parse_type(n.string("type"), n.sub("type")),
+        doc=n.string("doc"),
+        go=n.string("go", ""),
+        go_type=n.string("go_type", ""),
         default=n.optional_str("default"),
-        wire=n.str("wire", "") if payload else "",
-        required=n.bool("required", False) if payload else False,
-        omitempty=n.bool("omitempty", False) if payload else False,
+        wire=n.string("wire", "") if payload else "",
+        required=n.boolean("required", False) if payload else False,
+        omitempty=n.boolean("omitempty", False) if payload else False,
         const=n.optional_str("const") if payload else None,
-        nullable=n.bool("nullable", False) if payload else False,
-        json_bytes=n.str("json_bytes", "") if payload else "",
+        nullable=n.boolean("nullable", False) if payload else False,
+        json_bytes=n.string("json_bytes", "") if payload else "",
     )
     n.done()
     return f
 
 
 def _typedef(n: _Node) -> TypeDef:
-    kind = n.str("kind")
+    kind = n.string("kind")
     if kind not in TYPE_KINDS:
         raise ContractError(
             f"{n.sub('kind')}: unknown kind '{kind}' (expected {_one_of(TYPE_KINDS)})"
@@ -288,23 +288,30 @@ def _typedef(n: _Node) -> TypeDef:
     values = []
     for v in n.nodes("values"):
         values.append(
-            EnumValue(name=v.str("name"), go=v.str("go"), value=v.str("value"), doc=v.str("doc"))
+            EnumValue(
+                name=v.string("name"),
+                go=v.string("go"),
+                value=v.string("value"),
+                doc=v.string("doc"),
+            )
         )
         v.done()
     transitions = []
     for t in n.nodes("transitions"):
-        transitions.append(Transition(source=t.str("from"), target=t.str("to"), by=t.str("by")))
+        transitions.append(
+            Transition(source=t.string("from"), target=t.string("to"), by=t.string("by"))
+        )
         t.done()
     td = TypeDef(
-        name=n.str("name"),
+        name=n.string("name"),
         kind=kind,
-        doc=n.str("doc"),
+        doc=n.string("doc"),
         go=_go(n),
         sources=n.strs("sources", required=True),
         fields=tuple(_field(f) for f in n.nodes("fields")),
         values=tuple(values),
         transitions=tuple(transitions),
-        message=n.str("message", ""),
+        message=n.string("message", ""),
     )
     if kind == "enum" and not td.values:
         raise ContractError(f"{n.path}: an enum needs values")
@@ -316,10 +323,10 @@ def _typedef(n: _Node) -> TypeDef:
 
 def _param(n: _Node) -> Param:
     p = Param(
-        name=n.str("name"),
-        type=parse_type(n.str("type"), n.sub("type")),
-        doc=n.str("doc", ""),
-        go=n.str("go", ""),
+        name=n.string("name"),
+        type=parse_type(n.string("type"), n.sub("type")),
+        doc=n.string("doc", ""),
+        go=n.string("go", ""),
         default=n.optional_str("default"),
     )
     n.done()
@@ -329,10 +336,10 @@ def _param(n: _Node) -> Param:
 def _returns(n: _Node | None) -> Returns:
     assert n is not None
     r = Returns(
-        type=parse_type(n.str("type"), n.sub("type")),
-        doc=n.str("doc", ""),
-        go_name=n.str("go_name", ""),
-        go_type=n.str("go_type", ""),
+        type=parse_type(n.string("type"), n.sub("type")),
+        doc=n.string("doc", ""),
+        go_name=n.string("go_name", ""),
+        go_type=n.string("go_type", ""),
     )
     n.done()
     return r
@@ -340,12 +347,12 @@ def _returns(n: _Node | None) -> Returns:
 
 def _method(n: _Node) -> Method:
     m = Method(
-        name=n.str("name"),
-        python=n.str("python"),
-        doc=n.str("doc"),
+        name=n.string("name"),
+        python=n.string("python"),
+        doc=n.string("doc"),
         params=tuple(_param(p) for p in n.nodes("params", required=True)),
         returns=_returns(n.node("returns")),
-        raises=n.bool("raises", False),
+        raises=n.boolean("raises", False),
         go_params=tuple(sorted(n.str_map("go_params").items())),
     )
     n.done()
@@ -354,8 +361,8 @@ def _method(n: _Node) -> Method:
 
 def _interface(n: _Node) -> Interface:
     i = Interface(
-        name=n.str("name"),
-        doc=n.str("doc"),
+        name=n.string("name"),
+        doc=n.string("doc"),
         go=_go(n),
         sources=n.strs("sources", required=True),
         methods=tuple(_method(m) for m in n.nodes("methods", required=True)),
@@ -368,9 +375,9 @@ def _interface(n: _Node) -> Interface:
 
 def _helper(n: _Node) -> Helper:
     h = Helper(
-        name=n.str("name"),
-        python=n.str("python"),
-        doc=n.str("doc"),
+        name=n.string("name"),
+        python=n.string("python"),
+        doc=n.string("doc"),
         go=_go(n),
         sources=n.strs("sources", required=True),
         params=tuple(_param(p) for p in n.nodes("params", required=True)),
@@ -381,18 +388,18 @@ def _helper(n: _Node) -> Helper:
 
 
 def _payload(n: _Node) -> Payload:
-    encoding = n.str("encoding")
+    encoding = n.string("encoding")
     if encoding not in ENCODINGS:
         raise ContractError(
             f"{n.sub('encoding')}: unknown encoding '{encoding}' (expected {_one_of(ENCODINGS)})"
         )
-    key_order = n.str("key_order", "declared")
+    key_order = n.string("key_order", "declared")
     if key_order not in KEY_ORDERS:
         raise ContractError(f"{n.sub('key_order')}: unknown key order '{key_order}'")
     p = Payload(
-        name=n.str("name"),
+        name=n.string("name"),
         encoding=encoding,
-        doc=n.str("doc"),
+        doc=n.string("doc"),
         go=_go(n),
         sources=n.strs("sources", required=True),
         fields=tuple(_field(f, payload=True) for f in n.nodes("fields", required=True)),
@@ -412,21 +419,21 @@ _PLACEHOLDER = re.compile(r"{([a-z_]+)}")
 
 
 def _error(n: _Node) -> ErrorRow:
-    code = n.str("code")
+    code = n.string("code")
     if code not in STATUS_CODES:
         raise ContractError(f"{n.sub('code')}: unknown gRPC status code '{code}'")
     e = ErrorRow(
-        id=n.str("id"),
-        cls=n.str("class"),
+        id=n.string("id"),
+        cls=n.string("class"),
         protocols=n.strs("protocols", required=True),
         code=code,
-        message=n.str("message"),
+        message=n.string("message"),
         params=n.strs("params", required=True),
-        condition=n.str("condition"),
+        condition=n.string("condition"),
         sources=n.strs("sources", required=True),
         go=_go(n),
-        note=n.str("note", ""),
-        deviation=n.str("deviation", ""),
+        note=n.string("note", ""),
+        deviation=n.string("deviation", ""),
     )
     placeholders = _PLACEHOLDER.findall(e.message)
     if sorted(set(placeholders)) != sorted(e.params):
@@ -441,8 +448,8 @@ def _error(n: _Node) -> ErrorRow:
 
 def _rule(n: _Node) -> ValidationRule:
     r = ValidationRule(
-        id=n.str("id"),
-        doc=n.str("doc"),
+        id=n.string("id"),
+        doc=n.string("doc"),
         sources=n.strs("sources", required=True),
         errors=tuple(n.str_map("errors").items()),
     )
@@ -464,34 +471,34 @@ def _protocol(n: _Node) -> ProtocolDef:
     headers = []
     for h in n.nodes("headers"):
         header = Header(
-            name=h.str("name"),
-            role=h.str("role"),
-            missing=h.str("missing", ""),
-            invalid=h.str("invalid", ""),
-            true_value=h.str("true_value", ""),
-            note=h.str("note", ""),
+            name=h.string("name"),
+            role=h.string("role"),
+            missing=h.string("missing", ""),
+            invalid=h.string("invalid", ""),
+            true_value=h.string("true_value", ""),
+            note=h.string("note", ""),
         )
         if header.role not in HEADER_ROLES:
             raise ContractError(f"{h.sub('role')}: unknown header role '{header.role}'")
         h.done()
         headers.append(header)
-    table_errors = n.str("table_errors", "wrap")
+    table_errors = n.string("table_errors", "wrap")
     if table_errors not in TABLE_ERRORS:
         raise ContractError(f"{n.sub('table_errors')}: expected {_one_of(TABLE_ERRORS)}")
     p = ProtocolDef(
-        id=n.str("id"),
-        transport=n.str("transport"),
-        doc=n.str("doc"),
+        id=n.string("id"),
+        transport=n.string("transport"),
+        doc=n.string("doc"),
         sources=n.strs("sources", required=True),
         headers=tuple(headers),
         go=_go(n),
-        no_metadata=n.str("no_metadata", ""),
-        unknown_operation=n.str("unknown_operation", ""),
+        no_metadata=n.string("no_metadata", ""),
+        unknown_operation=n.string("unknown_operation", ""),
         function_operations=n.strs("function_operations"),
-        function_operation_error=n.str("function_operation_error", ""),
-        unknown_action=n.str("unknown_action", ""),
+        function_operation_error=n.string("function_operation_error", ""),
+        unknown_action=n.string("unknown_action", ""),
         table_errors=table_errors,
-        no_manager=n.str("no_manager", ""),
+        no_manager=n.string("no_manager", ""),
     )
     n.done()
     return p
@@ -499,21 +506,21 @@ def _protocol(n: _Node) -> ProtocolDef:
 
 def _operation(n: _Node) -> Operation:
     op = Operation(
-        id=n.str("id"),
-        protocol=n.str("protocol"),
-        name=n.str("name"),
-        doc=n.str("doc"),
+        id=n.string("id"),
+        protocol=n.string("protocol"),
+        name=n.string("name"),
+        doc=n.string("doc"),
         sources=n.strs("sources", required=True),
-        statement=n.str("statement", ""),
-        request=n.str("request", ""),
-        response=n.str("response", ""),
+        statement=n.string("statement", ""),
+        request=n.string("request", ""),
+        response=n.string("response", ""),
         interfaces=n.strs("interfaces"),
-        not_supported=n.str("not_supported", ""),
-        capability_check=n.str("capability_check", ""),
-        rowid=n.str("rowid", ""),
+        not_supported=n.string("not_supported", ""),
+        capability_check=n.string("capability_check", ""),
+        rowid=n.string("rowid", ""),
         validation=n.strs("validation"),
-        output_schema=n.str("output_schema", ""),
-        total_changed=n.str("total_changed", ""),
+        output_schema=n.string("output_schema", ""),
+        total_changed=n.string("total_changed", ""),
     )
     for key, value, allowed in (
         ("capability_check", op.capability_check, CAPABILITY_CHECKS),
@@ -530,7 +537,7 @@ def _operation(n: _Node) -> Operation:
 
 
 def _deviation(n: _Node) -> Deviation:
-    d = Deviation(id=n.str("id"), doc=n.str("doc"), sources=n.strs("sources", required=True))
+    d = Deviation(id=n.string("id"), doc=n.string("doc"), sources=n.strs("sources", required=True))
     n.done()
     return d
 
@@ -669,22 +676,22 @@ def _check_references(c: Contract) -> None:
         for k, p in enumerate(h.params):
             check_type(p.type, f"helpers[{i}].params[{k}].type")
         check_type(h.returns.type, f"helpers[{i}].returns.type")
-    for i, p in enumerate(c.payloads):
-        check_sources(p.sources, f"payloads[{i}].sources")
+    for i, payload in enumerate(c.payloads):
+        check_sources(payload.sources, f"payloads[{i}].sources")
         _unique(
-            ((f.wire, f"payloads[{i}].fields[{j}].wire") for j, f in enumerate(p.fields)),
+            ((f.wire, f"payloads[{i}].fields[{j}].wire") for j, f in enumerate(payload.fields)),
             "wire key",
         )
-        for j, f in enumerate(p.fields):
+        for j, f in enumerate(payload.fields):
             check_type(f.type, f"payloads[{i}].fields[{j}].type")
-    for i, e in enumerate(c.errors):
-        check_sources(e.sources, f"errors[{i}].sources")
-        for p in e.protocols:
-            ref("protocol", p, protocol_ids | {"any"}, f"errors[{i}].protocols")
-        ref("deviation", e.deviation, deviation_ids, f"errors[{i}].deviation")
-    for i, r in enumerate(c.validation_rules):
-        check_sources(r.sources, f"validation_rules[{i}].sources")
-        for key, err in r.errors:
+    for i, error in enumerate(c.errors):
+        check_sources(error.sources, f"errors[{i}].sources")
+        for protocol_id in error.protocols:
+            ref("protocol", protocol_id, protocol_ids | {"any"}, f"errors[{i}].protocols")
+        ref("deviation", error.deviation, deviation_ids, f"errors[{i}].deviation")
+    for i, rule in enumerate(c.validation_rules):
+        check_sources(rule.sources, f"validation_rules[{i}].sources")
+        for key, err in rule.errors:
             ref("error", err, error_ids, f"validation_rules[{i}].errors.{key}")
     for i, row in enumerate(c.matrix):
         for name in row.implements:
@@ -695,19 +702,19 @@ def _check_references(c: Contract) -> None:
                     "interface", value, set(row.implements), f"compatibility_matrix.rows[{i}].{key}"
                 )
     check_sources(c.matrix_sources, "compatibility_matrix.sources")
-    for i, p in enumerate(c.protocols):
-        check_sources(p.sources, f"protocols[{i}].sources")
+    for i, protocol in enumerate(c.protocols):
+        check_sources(protocol.sources, f"protocols[{i}].sources")
         for key, value in (
-            ("no_metadata", p.no_metadata),
-            ("unknown_operation", p.unknown_operation),
-            ("function_operation_error", p.function_operation_error),
-            ("unknown_action", p.unknown_action),
-            ("no_manager", p.no_manager),
+            ("no_metadata", protocol.no_metadata),
+            ("unknown_operation", protocol.unknown_operation),
+            ("function_operation_error", protocol.function_operation_error),
+            ("unknown_action", protocol.unknown_action),
+            ("no_manager", protocol.no_manager),
         ):
             ref("error", value, error_ids, f"protocols[{i}].{key}")
-        for j, h in enumerate(p.headers):
-            ref("error", h.missing, error_ids, f"protocols[{i}].headers[{j}].missing")
-            ref("error", h.invalid, error_ids, f"protocols[{i}].headers[{j}].invalid")
+        for j, header in enumerate(protocol.headers):
+            ref("error", header.missing, error_ids, f"protocols[{i}].headers[{j}].missing")
+            ref("error", header.invalid, error_ids, f"protocols[{i}].headers[{j}].invalid")
     for i, o in enumerate(c.operations):
         path = f"operations[{i}]"
         check_sources(o.sources, f"{path}.sources")
@@ -717,8 +724,8 @@ def _check_references(c: Contract) -> None:
         ref("error", o.not_supported, error_ids, f"{path}.not_supported")
         ref("payload", o.request, payloads, f"{path}.request")
         ref("payload", o.response, payloads | {STREAM_RESPONSE}, f"{path}.response")
-        for rule in o.validation:
-            ref("validation rule", rule, rules, f"{path}.validation")
+        for rule_id in o.validation:
+            ref("validation rule", rule_id, rules, f"{path}.validation")
         if o.interfaces and not o.not_supported:
             raise ContractError(f"{path}: an operation with interfaces needs 'not_supported'")
     _check_names(c)

@@ -16,7 +16,7 @@ import grpc
 from airport_contracts import Unauthenticated
 
 
-class BearerTokenInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
+class BearerTokenInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # not subscriptable at run time
     def __init__(self, token: str) -> None:
         if not token:
             raise ValueError("the bearer token must not be empty")

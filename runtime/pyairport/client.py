@@ -86,8 +86,8 @@ _BY_CODE: dict[grpc.StatusCode, type[RemoteError]] = {
 
 
 def remote_error(error: grpc.RpcError) -> RemoteError:
-    code = error.code()  # type: ignore[attr-defined]
-    return _BY_CODE.get(code, RemoteError)(code, error.details() or "")  # type: ignore[attr-defined]
+    code = error.code()
+    return _BY_CODE.get(code, RemoteError)(code, error.details() or "")
 
 
 @dataclass(frozen=True)
@@ -163,7 +163,7 @@ class AirportClient:
             self._channel = grpc.secure_channel(target, credentials, options=options)
         else:
             self._channel = grpc.insecure_channel(target, options=options)
-        self.stub = flight_pb2_grpc.FlightServiceStub(self._channel)
+        self.stub = flight_pb2_grpc.FlightServiceStub(self._channel)  # type: ignore[no-untyped-call]
         self._token = token
 
     def close(self) -> None:

@@ -79,7 +79,7 @@ def memory_demo_catalog(name: str = "") -> Catalog:
         comment: str,
         rows: pa.Table | None,
     ) -> Table:
-        return memory_table(table, columns, caps, comment=comment, rows=rows, id_from_rowid="id")  # type: ignore[return-value]
+        return memory_table(table, columns, caps, comment=comment, rows=rows, id_from_rowid="id")
 
     return demo_catalog(make, name)
 

@@ -177,7 +177,11 @@ class ReadSide:
         except Exception:
             raise ScanSchemaNotFound(schema=schema_name) from None
         table = schema.table(ctx, table_name) if schema is not None else None
-        ticket = {"catalog": self.catalog_name, "schema": schema_name, "table": table_name}
+        ticket: dict[str, Any] = {
+            "catalog": self.catalog_name,
+            "schema": schema_name,
+            "table": table_name,
+        }
         filters = parameters.get("json_filters")
         if filters:
             ticket["filters"] = base64.b64encode(

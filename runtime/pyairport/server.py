@@ -6,6 +6,7 @@ import logging
 from collections.abc import Callable
 from concurrent import futures
 from dataclasses import dataclass
+from typing import Any
 
 import grpc
 
@@ -46,7 +47,7 @@ class AirportServer:
         transactions: TransactionManager | None = None,
         config: ServerConfig = ServerConfig(),
         extra_actions: dict[str, Callable[..., list[bytes]]] | None = None,
-        interceptors: tuple[grpc.ServerInterceptor, ...] = (),
+        interceptors: tuple[grpc.ServerInterceptor[Any, Any], ...] = (),
     ) -> None:
         self.config = config
         if config.keep_message_memory:
@@ -65,7 +66,7 @@ class AirportServer:
                 max_workers=config.max_workers, thread_name_prefix="pyairport"
             ),
             options=options,
-            interceptors=interceptors,
+            interceptors=list(interceptors),
         )
         address = f"{config.host}:{config.port}"
         try:
@@ -83,7 +84,7 @@ class AirportServer:
         # Scan endpoints name this address (protocol §2.7), known once the port is bound.
         self.read_side = ReadSide(catalog, self.location)  # type: ignore[arg-type]
         service = FlightService(self.dispatcher, extra_actions, self.read_side)
-        flight_pb2_grpc.add_FlightServiceServicer_to_server(service, self._server)
+        flight_pb2_grpc.add_FlightServiceServicer_to_server(service, self._server)  # type: ignore[no-untyped-call]
 
     @property
     def location(self) -> str:
