@@ -5,7 +5,9 @@ the same run. `make bench` runs them; the README shows the latest output.
    against the same INSERT into a no-op sink on the same transport. Target ratio >= 0.9.
 2. UPDATE and DELETE of 100k rowids in a 1M-row memory table: rows/s (target >= 5M rows/s),
    and RETURNING on vs off: ratio, target <= 1.2. RETURNING is measured as AirportClient sends
-   it (pipelined) and in DuckDB's lock-step, where a client round trip per batch is added.
+   it (pipelined) and in DuckDB's lock-step, where a client round trip per batch is added;
+   beside it, the same statements on a memory table in this process (no transport): the
+   ratio of the table's own work.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -25,6 +28,8 @@ import pyarrow as pa
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_server import rows  # noqa: E402
 
+from airport_contracts import Context, DMLOptions, returning_columns  # noqa: E402
+from pyairport.backends.memory import memory_table  # noqa: E402
 from pyairport.client import AirportClient  # noqa: E402
 
 
@@ -142,6 +147,7 @@ def update_delete_bench(client: AirportClient, repeats: int) -> None:
                 print(
                     f"  {op.upper():6} {label:48} {k / seconds / 1e6:6.2f} M rows/s  ({seconds * 1000:6.1f} ms)"
                 )
+    in_process = in_process_returning(update, rowids, table_rows, repeats)
     for shape, target in (("on", "   (target <= 1.20)"), ("lock-step", "")):
         for op in ("update", "delete"):
             for batch_rows in (65_536, 2048):
@@ -150,6 +156,13 @@ def update_delete_bench(client: AirportClient, repeats: int) -> None:
                 print(
                     f"  {op.upper():6} {what:28} {batch_rows:>6}-row batches  {ratio:5.2f}{target}"
                 )
+    for op in ("update", "delete"):
+        for batch_rows in (65_536, 2048):
+            plain, returning = in_process[(op, batch_rows)]
+            print(
+                f"  {op.upper():6} the table alone, in-process {batch_rows:>6}-row batches"
+                f"  {plain * 1000:5.1f} ms, RETURNING {returning * 1000:5.1f} ms: on/off {returning / plain:5.2f}"
+            )
     # DuckDB's lock-step through a table that does nothing: what the round trips alone cost.
     data = rows(k)
     plain = best_of(repeats, lambda: client.insert("bench", "sink", data, batch_rows=2048))
@@ -164,6 +177,45 @@ def update_delete_bench(client: AirportClient, repeats: int) -> None:
         f"  transport floor: no-op table, {trips} lock-step round trips cost {(lock_step - plain) * 1e6 / trips:5.0f} us each;"
         f" RETURNING on/off ratio {lock_step / plain:5.2f}"
     )
+
+
+def in_process_returning(
+    update: pa.Table, rowids: pa.Array, table_rows: int, repeats: int
+) -> dict[tuple[str, int], tuple[float, float]]:
+    """The same statements on a memory table called in this process, no transport: the
+    RETURNING on/off ratio of the table's own work, which no transport can bring down."""
+    data = rows(table_rows)
+    opts = DMLOptions(returning=True, returning_columns=returning_columns(data.schema))
+    tables: list[Any] = []
+
+    def fresh() -> None:
+        tables[:] = [memory_table("target", data.schema, rows=data)]
+
+    results = {}
+    for op, payload in (("update", update), ("delete", pa.table({"rowid": rowids}))):
+        for batch_rows in (65_536, 2048):
+            plain, returning = (
+                best_of(
+                    repeats,
+                    functools.partial(_statement, tables, op, payload, batch_rows, options),
+                    before=fresh,
+                )
+                for options in (None, opts)
+            )
+            results[(op, batch_rows)] = (plain, returning)
+    return results
+
+
+def _statement(
+    tables: list[Any], op: str, payload: pa.Table, batch_rows: int, opts: DMLOptions | None
+) -> None:
+    reader = pa.RecordBatchReader.from_batches(
+        payload.schema, payload.to_batches(max_chunksize=batch_rows)
+    )
+    method = tables[0].update_batch if op == "update" else tables[0].delete_batch
+    result = method(Context.background(), reader, opts)
+    if result.returning_data is not None:
+        result.returning_data.read_all()
 
 
 def scan_bench(client: AirportClient, location: str, n: int, repeats: int) -> None:

@@ -26,4 +26,8 @@ def test_memory_benchmark_prints_every_figure() -> None:
         for batch in ("65536", "2048"):
             assert re.search(rf"{op}\s+RETURNING on/off\s+{batch}-row batches\s+\d+\.\d\d", out)
             assert re.search(rf"{op}\s+RETURNING on/off, lock-step\s+{batch}-row batches", out)
+            assert re.search(
+                rf"{op}\s+the table alone, in-process\s+{batch}-row batches.*on/off\s+\d+\.\d\d",
+                out,
+            )
     assert re.search(r"DoGet over Flight\s+\d+ MB/s", out)
