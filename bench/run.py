@@ -197,7 +197,9 @@ def in_process_returning(
             plain, returning = (
                 best_of(
                     repeats,
-                    functools.partial(_statement, tables, op, payload, batch_rows, options),
+                    functools.partial(
+                        _in_process_statement, tables, op, payload, batch_rows, options
+                    ),
                     before=fresh,
                 )
                 for options in (None, opts)
@@ -206,7 +208,7 @@ def in_process_returning(
     return results
 
 
-def _statement(
+def _in_process_statement(
     tables: list[Any], op: str, payload: pa.Table, batch_rows: int, opts: DMLOptions | None
 ) -> None:
     reader = pa.RecordBatchReader.from_batches(
