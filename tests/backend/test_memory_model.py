@@ -6,6 +6,8 @@ and the final table with a dict that does the same thing row by row."""
 
 from __future__ import annotations
 
+import math
+import random
 import threading
 from typing import Any
 
@@ -361,6 +363,35 @@ def test_an_update_rewrites_only_the_chunks_it_touches() -> None:
     assert data_address(after[2]) == data_address(before[2])
     assert data_address(after[1]) != data_address(before[1])
     assert table.to_table().to_pylist()[149]["name"] == "last"
+
+
+def test_a_long_run_of_single_row_updates_keeps_the_patch_small_and_the_last_values() -> None:
+    """DuckDB sends each single-row UPDATE as a statement of its own. Their values are merged
+    in the patch (never read in between here, so never written into the columns): each
+    column keeps at most 1 + log2(rows) runs however long the run is, so a RETURNING lookup
+    stays cheap, and every row reads its last value, also where the columns alternate."""
+    rows = 100
+    table = _seeded(list(range(1, rows + 1)))
+    model = {r: {"id": r, "name": f"r{r}"} for r in range(1, rows + 1)}
+    rng = random.Random(7)
+    for i in range(2000):
+        rowid = rng.randint(1, rows)
+        column, value = ("id", i) if i % 3 == 0 else ("name", f"v{i}")
+        model[rowid][column] = value
+        result = table.update_by_row_ids(
+            Context.background(),
+            pa.array([rowid], pa.int64()),
+            _reader(pa.table({column: pa.array([value], COLUMNS.field(column).type)}), 1),
+            OPTS,
+        )
+        assert result.returning_data is not None
+        assert result.returning_data.read_all().to_pylist() == [model[rowid]]
+    runs = table._patch.columns
+    assert set(runs) == {"id", "name"}
+    assert all(len(column_runs) <= 1 + math.log2(rows) for column_runs in runs.values())
+    found = {r["rowid"]: {"id": r["id"], "name": r["name"]} for r in table.to_table().to_pylist()}
+    assert found == model
+    assert not table._patch.columns  # reading wrote the patch into the columns
 
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1

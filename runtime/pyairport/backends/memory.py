@@ -5,9 +5,10 @@ sorted, so a rowid lookup is a numpy searchsorted. Two layers sit on top, so tha
 DELETE nor UPDATE rewrites whole columns per statement:
 - a deletion mask: DELETE marks rows dead (a copy-on-write numpy bool array); the table is
   compacted once half of it is dead;
-- a patch: UPDATE adds its rows' positions and new values (in commit order); the patch is
-  written into the columns — only the chunks holding a patched row — when a scan needs whole
-  columns or it reaches a quarter of the table, so a run of UPDATEs pays one rewrite.
+- a patch: UPDATE adds its rows' positions and new values per column (later values win,
+  small additions merged into larger ones); the patch is written into the columns — only
+  the chunks holding a patched row — when a scan needs whole columns or it reaches a
+  quarter of the table, so a run of UPDATEs pays one rewrite.
 Every DML call stages its change in the statement scope (airport_contracts.Statement) and
 the change is applied once, under the table lock, when the statement commits: a failure or
 a disconnect mid-statement leaves no trace, however many batches the client sent. Called
@@ -182,7 +183,7 @@ class MemoryTable(BackendTable["_Pending"]):
         """The committed data with the patch written in (done once, under the lock, so the
         next reader finds it done), and its deletion mask."""
         with self._lock:
-            if self._patch.segments:
+            if self._patch.columns:
                 self._data, self._patch = _materialize(self._data, self._patch), _Patch()
             return self._data, self._live
 
@@ -530,16 +531,40 @@ def _merge(group: list[_Update]) -> _Update:
 
 
 @dataclass(frozen=True)
-class _Patch:
-    """Committed UPDATE values not yet written into the columns: segments in commit order,
-    each the positions of its rows (ascending, unique) and their new values per column.
-    Immutable: add() returns a new patch, so a reader's snapshot never changes under it."""
+class _Run:
+    """Patched rows of one column: their positions (ascending, unique) and new values."""
 
-    segments: tuple[tuple[np.ndarray, dict[str, pa.Array]], ...] = ()
+    positions: np.ndarray
+    values: pa.Array
+
+    def then(self, newer: _Run) -> _Run:
+        """This run with newer's values on top (newer wins where both have a row)."""
+        positions = np.concatenate([self.positions, newer.positions])
+        order = np.argsort(positions, kind="stable")  # equal positions: newer comes last
+        ordered = positions[order]
+        last = np.append(ordered[1:] != ordered[:-1], True)
+        values = pa.concat_arrays([self.values, newer.values]).take(pa.array(order[last]))
+        return _Run(ordered[last], values)
+
+
+@dataclass(frozen=True)
+class _Patch:
+    """Committed UPDATE values not yet written into the columns: per column, runs of patched
+    rows, oldest first (a later run wins). A new run is merged into the one before it while
+    it is at least half that one's size, so a column keeps O(log rows) runs however many
+    statements patched it (DuckDB sends each single-row UPDATE as its own statement), and a
+    row is merged O(log rows) times. Immutable: add() returns a new patch, so a reader's
+    snapshot never changes under it."""
+
+    columns: dict[str, tuple[_Run, ...]] = field(default_factory=dict)  # never mutated
 
     @property
     def rows(self) -> int:
-        return sum(len(positions) for positions, _ in self.segments)
+        """Patched values held for the most patched column (a row patched by several runs
+        counts once per run)."""
+        return max(
+            (sum(len(r.positions) for r in runs) for runs in self.columns.values()), default=0
+        )
 
     def add(self, found: _Found, columns: dict[str, pa.Array]) -> _Patch:
         """found's rows take columns' values (aligned with found.valid); the last value wins
@@ -555,20 +580,26 @@ class _Patch:
             last = np.append(ordered[1:] != ordered[:-1], True)  # the last of equal positions
             positions, pick = ordered[last], pa.array(order[last])
             values = {name: column.take(pick) for name, column in values.items()}
-        return _Patch((*self.segments, (positions, values)))
+        patched = dict(self.columns)
+        for name, column in values.items():
+            runs = (*patched.get(name, ()), _Run(positions, column))
+            while len(runs) > 1 and 2 * len(runs[-1].positions) >= len(runs[-2].positions):
+                runs = (*runs[:-2], runs[-2].then(runs[-1]))
+            patched[name] = runs
+        return _Patch(patched)
 
     def overlay(self, batch: pa.RecordBatch, positions: np.ndarray) -> pa.RecordBatch:
         """batch (the stored rows at positions) with the patched values in."""
         columns = dict(zip(batch.schema.names, batch.columns, strict=True))
-        for patched, values in self.segments:
-            at = np.minimum(np.searchsorted(patched, positions), len(patched) - 1)
-            hit = patched[at] == positions
-            if not hit.any():
+        for name, runs in self.columns.items():
+            if name not in columns:  # not a column the reader asked for
                 continue
-            picks, mask = pa.array(at[hit]), pa.array(hit)
-            for name, column in values.items():
-                if name in columns:  # a column the reader asked for
-                    columns[name] = pc.replace_with_mask(columns[name], mask, column.take(picks))
+            for run in runs:
+                at = np.minimum(np.searchsorted(run.positions, positions), len(run.positions) - 1)
+                hit = run.positions[at] == positions
+                if hit.any():
+                    patched = run.values.take(pa.array(at[hit]))
+                    columns[name] = pc.replace_with_mask(columns[name], pa.array(hit), patched)
         return pa.RecordBatch.from_arrays(
             [columns[n] for n in batch.schema.names], schema=batch.schema
         )
@@ -584,19 +615,17 @@ class _Committed:
     def rows_at(self, positions: np.ndarray, names: Sequence[str]) -> pa.RecordBatch:
         """The named columns of the rows at positions, in this order."""
         batch = _rows_at(self.data.select(list(names)), positions)
-        return self.patch.overlay(batch, positions) if self.patch.segments else batch
+        return self.patch.overlay(batch, positions) if self.patch.columns else batch
 
 
 def _materialize(data: pa.Table, patch: _Patch) -> pa.Table:
-    """data with the patch written in: per column, its segments merged (later ones win) and
-    applied in one pass over the chunks they touch."""
-    names = dict.fromkeys(name for _, values in patch.segments for name in values)
-    for name in names:
-        parts = [(p, values[name]) for p, values in patch.segments if name in values]
-        positions = np.concatenate([p for p, _ in parts])
-        values = pa.concat_arrays([v for _, v in parts])
+    """data with the patch written in: per column, its runs (later ones win) applied in one
+    pass over the chunks they touch."""
+    for name, runs in patch.columns.items():
+        positions = np.concatenate([run.positions for run in runs])
+        values = pa.concat_arrays([run.values for run in runs])
         found = _Found(positions, np.ones(len(positions), dtype=bool))
-        data = _replace(data, found, {name: values})  # last wins: later segments win
+        data = _replace(data, found, {name: values})  # last wins: later runs win
     return data
 
 
