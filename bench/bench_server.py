@@ -1,6 +1,7 @@
 """The server the benchmarks talk to, in its own process: a no-op sink (the transport's
-ceiling) beside memory tables, plus a `bench_reset` action that refills a table and a
-`bench_first_touch` action that times writing into fresh memory."""
+ceiling) and an echo (RETURNING that costs the table nothing) beside memory tables, plus a
+`bench_reset` action that refills a table and a `bench_first_touch` action that times
+writing into fresh memory."""
 
 from __future__ import annotations
 
@@ -57,8 +58,26 @@ class Sink:
         return DMLResult(affected_rows=sum(b.num_rows for b in rows))
 
 
+class Echo(Sink):
+    """Keeps nothing and returns the rows it was sent as RETURNING rows: a table whose
+    RETURNING is free, so what RETURNING costs here is the transport's alone."""
+
+    def name(self) -> str:
+        return "echo"
+
+    def insert(
+        self, ctx: Context, rows: pa.RecordBatchReader, opts: DMLOptions | None
+    ) -> DMLResult:
+        batches = list(rows)
+        returned = None
+        if opts is not None and opts.returning:
+            returned = pa.RecordBatchReader.from_batches(COLUMNS, batches)
+        return DMLResult(affected_rows=sum(b.num_rows for b in batches), returning_data=returned)
+
+
 def main() -> None:
-    schema = CatalogSchema("bench", tables=[Sink(), memory_table("target", COLUMNS)])  # type: ignore[list-item]
+    tables = [Sink(), Echo(), memory_table("target", COLUMNS)]
+    schema = CatalogSchema("bench", tables=tables)  # type: ignore[arg-type]
     catalog = Catalog("", [schema])
 
     def reset(ctx: Context, body: bytes, headers: dict[str, str]) -> list[bytes]:

@@ -3,12 +3,20 @@ same demo catalog (dml_schema.users: legacy UPDATE/DELETE; batch_schema.users: b
 server in its own process, started fresh for every measurement.
 
 - INSERT of 10M rows (id, name, email) in 64k-row batches
-- UPDATE (SET email) and DELETE of 100k random rowids in a 1M-row table, plain in 64k-row
-  batches and with RETURNING in DuckDB's 2048-row lock-step, each after the same statement
-  on 100k other rowids (so both servers are measured warm)
+- UPDATE (SET email) and DELETE of 100k random rowids in a 1M-row table, in 64k-row and in
+  DuckDB's 2048-row batches, plain and with RETURNING in DuckDB's lock-step, each after the
+  same statement on 100k other rowids (so both servers are measured warm)
 
-Prints rows/s for both and the ratio pyairport/airport-go (goal >= 1.0). airport-go's
-server is tests/interop/go/cmd/airport-go-server (built with the Go toolchain, cached).
+Prints rows/s for both and the ratio pyairport/airport-go (goal >= 1.0), then each server's
+own RETURNING on/off ratio (what RETURNING costs in the contract's reference).
+
+- 1-row statements (DuckDB's single-row INSERT/UPDATE/DELETE): p50 latency through
+  pyarrow.flight's C++ client (DuckDB's is C++ too), beside a bare grpcio server that only
+  reads the input and answers (bench/grpc_floor_server.py): the floor under any server built
+  on grpcio's Python server.
+
+airport-go's server is tests/interop/go/cmd/airport-go-server (built with the Go toolchain,
+cached).
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.flight as flight
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -69,6 +78,24 @@ def airport_go_server() -> AbstractContextManager[str]:
     return go_server("-max-message-mb", "256")
 
 
+@contextmanager
+def grpc_floor_server() -> Iterator[str]:
+    """bench/grpc_floor_server.py in its own process; it stops when its stdin closes."""
+    process = subprocess.Popen(
+        [sys.executable, str(Path(__file__).parent / "grpc_floor_server.py")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, GRPC_VERBOSITY="NONE"),
+    )
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        yield process.stdout.readline().strip()
+    finally:
+        process.stdin.close()
+        process.wait(timeout=30)
+
+
 def timed(
     server: Server, prepare: Callable[[AirportClient], None], run: Callable[[AirportClient], object]
 ) -> float:
@@ -84,17 +111,21 @@ def timed(
             client.close()
 
 
-def compare(label: str, rows: int, runs: dict[str, Callable[[], float]], repeats: int) -> None:
-    """Best of `repeats`, the two servers interleaved so drift falls on both alike."""
+def compare(
+    label: str, rows: int, runs: dict[str, Callable[[], float]], repeats: int
+) -> dict[str, float]:
+    """Best of `repeats` (seconds per server), the two servers interleaved so drift falls on
+    both alike."""
     best = {name: float("inf") for name in runs}
     for _ in range(repeats):
         for name, run in runs.items():
             best[name] = min(best[name], run())
     go, py = best["airport-go"], best["pyairport"]
     print(
-        f"  {label:46} airport-go {rows / go / 1e6:6.2f} M rows/s   "
+        f"  {label:52} airport-go {rows / go / 1e6:6.2f} M rows/s   "
         f"pyairport {rows / py / 1e6:6.2f} M rows/s   ratio {go / py:5.2f}"
     )
+    return best
 
 
 @dataclass(frozen=True)
@@ -130,6 +161,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--table-rows", type=int, default=1_000_000)
+    parser.add_argument("--changed", type=int, default=100_000, help="rowids per UPDATE/DELETE")
+    parser.add_argument("--latency-samples", type=int, default=300)
     args = parser.parse_args()
     servers: dict[str, Server] = {"airport-go": airport_go_server, "pyairport": pyairport_server}
 
@@ -152,34 +186,114 @@ def main() -> None:
             args.repeats,
         )
 
-    table_rows, k = 1_000_000, 100_000
+    table_rows, k = args.table_rows, args.changed
     seed = generated_users(table_rows)
     # two disjoint sets of k rowids: one warms the server up, the other is measured
     chosen = np.random.default_rng(42).choice(np.arange(1, table_rows + 1), 2 * k, replace=False)
     warm_ids, rowids = (pa.array(np.sort(part), pa.int64()) for part in (chosen[:k], chosen[k:]))
     print(f"UPDATE / DELETE of {k:,} random rowids in a {table_rows:,}-row table")
+    seconds: dict[Change, dict[str, float]] = {}
     for schema in ("dml_schema", "batch_schema"):
         for op in ("update", "delete"):
-            for batch_rows, returning in ((65_536, False), (2048, True)):
-                change = Change(schema, op, batch_rows, returning)
+            for batch_rows in (65_536, 2048):
+                for returning in (False, True):
+                    change = Change(schema, op, batch_rows, returning)
 
-                def prepare(client: AirportClient, change: Change = change) -> None:
-                    client.insert(change.schema, "users", seed, batch_rows=65_536)  # rowids 1..n
-                    # steady state: the same statement on other rows first, so neither server
-                    # is timed on first-call costs (lazy imports, fresh memory pages, indexes)
-                    change.send(client, warm_ids)
+                    def prepare(client: AirportClient, change: Change = change) -> None:
+                        client.insert(change.schema, "users", seed, batch_rows=65_536)  # 1..n
+                        # steady state: the same statement on other rows first, so neither
+                        # server is timed on first-call costs (lazy imports, fresh pages)
+                        change.send(client, warm_ids)
 
-                compare(
-                    change.label,
-                    k,
-                    {
-                        name: lambda s=server, p=prepare, c=change: timed(
-                            s, p, lambda client: c.send(client, rowids)
-                        )
-                        for name, server in servers.items()
-                    },
-                    args.repeats,
-                )
+                    seconds[change] = compare(
+                        change.label,
+                        k,
+                        {
+                            name: lambda s=server, p=prepare, c=change: timed(
+                                s, p, lambda client: c.send(client, rowids)
+                            )
+                            for name, server in servers.items()
+                        },
+                        args.repeats,
+                    )
+    print("RETURNING on/off (lock-step) on each server (the issue's target for pyairport: <= 1.2)")
+    for change, on in seconds.items():
+        if change.returning:
+            plain = Change(change.schema, change.op, change.batch_rows, returning=False)
+            off = seconds[plain]
+            print(
+                f"  {plain.label:52} airport-go {on['airport-go'] / off['airport-go']:5.2f}"
+                f"   pyairport {on['pyairport'] / off['pyairport']:5.2f}"
+            )
+    one_row_latency({**servers, "bare grpcio": grpc_floor_server}, args.latency_samples)
+
+
+def flight_statement(
+    client: flight.FlightClient, op: str, table: str, data: pa.Table, returning: bool = False
+) -> None:
+    """One DML statement as DuckDB sends it, through pyarrow.flight's DoExchange; a server
+    error raises."""
+    headers = [(b"airport-operation", op.encode()), (b"airport-flight-path", table.encode())]
+    if returning:
+        headers.append((b"return-chunks", b"1"))
+    writer, reader = client.do_exchange(
+        flight.FlightDescriptor.for_path(*table.split("/")),
+        flight.FlightCallOptions(headers=headers),
+    )
+    writer.begin(data.schema)
+    writer.write_table(data)
+    writer.done_writing()
+    while True:
+        try:
+            reader.read_chunk()
+        except StopIteration:
+            break
+    writer.close()
+
+
+def one_row_latency(servers: dict[str, Server], samples: int) -> None:
+    """p50 of each 1-row statement on a fresh server: the first fifth of the runs warms up;
+    UPDATE and DELETE name rows that exist (DELETE a different one each time)."""
+    table = "batch_schema/users"
+    warm = samples // 5
+    statements: dict[str, Callable[[int], tuple[str, pa.Table, bool]]] = {
+        "INSERT": lambda n: ("insert", generated_users(1), False),
+        "UPDATE": lambda n: ("update", _set_email(n + 1), False),
+        "UPDATE, RETURNING": lambda n: ("update", _set_email(n + 1), True),
+        "DELETE": lambda n: ("delete", pa.table({"rowid": pa.array([2 * samples + n + 1])}), False),
+    }
+    p50: dict[str, dict[str, float]] = {label: {} for label in statements}
+    for name, server in servers.items():
+        with server() as location:
+            seeder = AirportClient(location)
+            seeder.insert(*table.split("/"), generated_users(4 * samples))  # rowids 1..4s
+            seeder.close()
+            client = flight.connect(location)
+            for label, statement in statements.items():
+                times = []
+                for n in range(warm + samples):
+                    op, data, returning = statement(n)
+                    start = time.perf_counter()
+                    flight_statement(client, op, table, data, returning)
+                    times.append(time.perf_counter() - start)
+                p50[label][name] = float(np.median(times[warm:]))
+            client.close()
+    print(f"1-row statements: p50 of {samples}, through pyarrow.flight's C++ client")
+    for label, by_server in p50.items():
+        go, py = by_server["airport-go"], by_server["pyairport"]
+        print(
+            f"  {label:52} airport-go {go * 1000:6.2f} ms        pyairport {py * 1000:6.2f} ms"
+            f"        ratio {go / py:5.2f}"
+        )
+    floor = float(np.median([by_server["bare grpcio"] for by_server in p50.values()]))
+    print(
+        f"  the same exchange on a bare grpcio server (reads the input, answers; no table):"
+        f" {floor * 1000:5.2f} ms"
+    )
+
+
+def _set_email(rowid: int) -> pa.Table:
+    return pa.table({"email": [f"{rowid}@updated.com"], "rowid": pa.array([rowid], pa.int64())})
 
 
 if __name__ == "__main__":

@@ -30,4 +30,12 @@ def test_memory_benchmark_prints_every_figure() -> None:
                 rf"{op}\s+the table alone, in-process\s+{batch}-row batches.*on/off\s+\d+\.\d\d",
                 out,
             )
+    assert "the transport alone: a table returning the 100,000 rows it is sent" in out
+    for batch in ("65536", "2048"):
+        assert re.search(
+            rf"{batch}-row batches\s+[\d.]+ ms, RETURNING\s+[\d.]+ ms \(on/off\s+\d+\.\d\d\),"
+            r" in lock-step\s+[\d.]+ ms \(on/off\s+\d+\.\d\d\)",
+            out,
+        )
+    assert re.search(r"transport alone: a table returning no rows.*on/off\s+\d+\.\d\d", out)
     assert re.search(r"DoGet over Flight\s+\d+ MB/s", out)
