@@ -394,6 +394,64 @@ def test_a_long_run_of_single_row_updates_keeps_the_patch_small_and_the_last_val
     assert not table._patch.columns  # reading wrote the patch into the columns
 
 
+def test_single_row_statements_interleaved_find_the_right_rows() -> None:
+    """INSERT, UPDATE and DELETE one row at a time, as DuckDB sends them, through the chunk
+    compaction and the dead-row compaction: every RETURNING row and the final table match a
+    plain model. Between those compactions, an INSERT extends the rowid index in place
+    rather than have the next UPDATE rebuild it from the column."""
+    table = memory_table("t", COLUMNS)
+    table.insert(Context.background(), _reader(_names(50), 50), None)  # rowids 1..50
+    model = {r: {"id": r - 1, "name": f"n{r - 1}"} for r in range(1, 51)}
+    rng = random.Random(11)
+    next_rowid, extended_in_place = 51, 0
+    for i in range(600):
+        before = table._rowid_buffer
+        row = pa.table({"id": pa.array([1000 + i], pa.int64()), "name": [f"i{i}"]})
+        table.insert(Context.background(), _reader(row, 1), None)
+        model[next_rowid] = {"id": 1000 + i, "name": f"i{i}"}
+        next_rowid += 1
+        if before is not None and table._rowid_buffer is before:
+            extended_in_place += 1
+        target = rng.choice(sorted(model))
+        model[target]["name"] = f"u{i}"
+        updated = table.update_by_row_ids(
+            Context.background(),
+            pa.array([target], pa.int64()),
+            _reader(pa.table({"name": [f"u{i}"]}), 1),
+            OPTS,
+        )
+        assert updated.returning_data is not None
+        assert updated.returning_data.read_all().to_pylist() == [model[target]]
+        if i % 3:  # the table keeps growing, so chunks pile up; a third as many die
+            continue
+        gone = rng.choice(sorted(model))
+        deleted = table.delete_by_row_ids(Context.background(), pa.array([gone], pa.int64()), OPTS)
+        assert deleted.returning_data is not None
+        assert deleted.returning_data.read_all().to_pylist() == [model.pop(gone)]
+    data = table.to_table()
+    assert data.column(0).num_chunks < 256
+    found = {r["rowid"]: {"id": r["id"], "name": r["name"]} for r in data.to_pylist()}
+    assert found == model
+    assert extended_in_place > 500
+
+
+def test_compacting_chunks_copies_only_the_small_ones_at_the_end() -> None:
+    """Many single-row INSERTs leave one chunk each; when they pile up, only those small
+    chunks are combined: a large chunk before them keeps its memory (O(small rows), not
+    O(table))."""
+    table = memory_table("t", COLUMNS)
+    table.insert(Context.background(), _reader(_names(20_000), 20_000), None)
+    first = table.to_table().column("name").chunk(0).buffers()[2].address
+    for i in range(300):
+        row = pa.table({"id": pa.array([i], pa.int64()), "name": [f"s{i}"]})
+        table.insert(Context.background(), _reader(row, 1), None)
+    data = table.to_table()
+    assert data.column("name").num_chunks < 256
+    assert data.column("name").chunk(0).buffers()[2].address == first
+    assert data.column("rowid").to_pylist() == list(range(1, 20_301))
+    assert data.column("name").to_pylist()[-300:] == [f"s{i}" for i in range(300)]
+
+
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 

@@ -13,7 +13,8 @@ BENCH = Path(__file__).resolve().parents[2] / "bench" / "run.py"
 
 def test_memory_benchmark_prints_every_figure() -> None:
     run = subprocess.run(
-        [sys.executable, str(BENCH), "--rows", "200000", "--repeats", "1"],
+        [sys.executable, str(BENCH), "--rows", "200000", "--repeats", "1"]
+        + ["--single-row-statements", "2000"],
         capture_output=True,
         text=True,
         timeout=600,
@@ -38,4 +39,10 @@ def test_memory_benchmark_prints_every_figure() -> None:
             out,
         )
     assert re.search(r"transport alone: a table returning no rows.*on/off\s+\d+\.\d\d", out)
+    for label in ("UPDATE", "UPDATE, RETURNING"):
+        assert re.search(
+            rf"{label}\s+statements 1-1,000\s+\d+ us each \(baseline\), the last 1,000\s+\d+ us each:"
+            r" ratio\s+\d+\.\d\d",
+            out,
+        )
     assert re.search(r"DoGet over Flight\s+\d+ MB/s", out)

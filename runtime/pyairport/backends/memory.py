@@ -109,9 +109,12 @@ class MemoryTable(BackendTable["_Pending"]):
         # changed in place, so a lookup or scan taken before a commit stays consistent.
         self._live: np.ndarray | None = None
         self._patch = _Patch()  # committed UPDATE values not yet written into the columns
-        # numpy copy of the rowid column for lookups: built on first need after an INSERT
-        # (inserts do not pay for it; UPDATE/DELETE look rows up with it)
-        self._rowids: np.ndarray | None = np.empty(0, dtype=np.int64)
+        # numpy copy of the rowid column for lookups: built when an UPDATE/DELETE first
+        # needs it (a table that only takes INSERTs never pays for it), then kept up to date
+        self._rowids: np.ndarray | None = None
+        # the buffer _rowids is the front of, whose free tail takes inserted rowids (None
+        # when _rowids is an array of its own)
+        self._rowid_buffer: np.ndarray | None = None
         self._last_rowid = 0  # the largest committed rowid (the rowid column is sorted)
         self._version = 0  # bumped whenever committed data changes
         self._next_rowid = 1
@@ -190,7 +193,7 @@ class MemoryTable(BackendTable["_Pending"]):
     def _index(self) -> np.ndarray:
         """The rowid column as a sorted numpy array (call with the lock held)."""
         if self._rowids is None:
-            self._rowids = _rowid_array(self._data)
+            self._rowids, self._rowid_buffer = _rowid_array(self._data), None
         return self._rowids
 
     def _lookup(self, ids: np.ndarray) -> tuple[_Committed, _Lookup]:
@@ -214,16 +217,19 @@ class MemoryTable(BackendTable["_Pending"]):
     def _apply(self, pending: _Pending) -> None:
         with self._lock:
             data, rowids, live, version = self._data, self._rowids, self._live, self._version
-            patch = self._patch
+            patch, buffer = self._patch, self._rowid_buffer
             if pending.inserts:
-                data, live, patch, self._last_rowid = _append(
+                data, live, patch, self._last_rowid, appended = _append(
                     data, live, patch, self._last_rowid, pending.inserts, self.schema
                 )
-                rowids = None
+                if rowids is not None and appended is not None:
+                    rowids, buffer = _extended(rowids, buffer, _rowid_array(appended))
+                else:  # rows moved: the index is rebuilt when next needed
+                    rowids, buffer = None, None
                 version += 1
             if pending.updates or pending.deletes:
                 if rowids is None:
-                    rowids = _rowid_array(data)
+                    rowids, buffer = _rowid_array(data), None
                 for group in _group_updates(pending.updates):
                     found = _found(rowids, live, version, group.lookup)
                     patch = patch.add(found, group.columns)
@@ -232,10 +238,12 @@ class MemoryTable(BackendTable["_Pending"]):
                     data, patch = _materialize(data, patch), _Patch()
                 if pending.deletes:
                     found = _found(rowids, live, version, _merge_lookups(pending.deletes))
-                    data, rowids, live, patch = _remove(data, rowids, live, patch, found)
+                    data, kept, live, patch = _remove(data, rowids, live, patch, found)
+                    if kept is not rowids:  # compacted: a new array
+                        rowids, buffer = kept, None
                     version += 1
             self._data, self._rowids, self._live, self._version = data, rowids, live, version
-            self._patch = patch
+            self._patch, self._rowid_buffer = patch, buffer
 
     # --- shaping input ----------------------------------------------------------------------
 
@@ -446,6 +454,21 @@ def _rowid_array(data: pa.Table) -> np.ndarray:
     return np.asarray(data.column(0).to_numpy(), dtype=np.int64)
 
 
+def _extended(
+    rowids: np.ndarray, buffer: np.ndarray | None, added: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(rowids followed by added, the buffer it is the front of), in O(len(added))
+    amortised. rowids is buffer's front when buffer is given; added goes into its free tail
+    while there is room. Every index handed out before ends where rowids ends, so none of
+    them sees the write. Otherwise the rowids move into a new buffer twice their size."""
+    n, k = len(rowids), len(added)
+    if buffer is None or len(buffer) < n + k:
+        buffer = np.empty(max(2 * (n + k), 1024), dtype=np.int64)
+        buffer[:n] = rowids
+    buffer[n : n + k] = added
+    return buffer[: n + k], buffer
+
+
 def _append(
     data: pa.Table,
     live: np.ndarray | None,
@@ -453,12 +476,13 @@ def _append(
     last_rowid: int,
     batches: list[pa.RecordBatch],
     schema: pa.Schema,
-) -> tuple[pa.Table, np.ndarray | None, _Patch, int]:
+) -> tuple[pa.Table, np.ndarray | None, _Patch, int, pa.Table | None]:
     """data with batches appended, kept sorted by rowid: (data, its deletion mask, its
-    patch, its last rowid)."""
+    patch, its last rowid, the rows appended at its end — None when rows already there
+    moved)."""
     added = pa.Table.from_batches(batches, schema=schema)
     if not added.num_rows:
-        return data, live, patch, last_rowid
+        return data, live, patch, last_rowid, added
     if added.num_rows < _SMALL_BATCH_ROWS * len(batches):
         # DuckDB sends 2048-row batches: coalesce them (O(new rows)) so chunks stay large.
         added = added.combine_chunks()
@@ -466,20 +490,33 @@ def _append(
     # order), so only the boundary with what is committed can be out of order: that happens
     # when concurrent statements commit in another order than they allocated.
     ids = added.column(0)
-    out_of_order = data.num_rows > 0 and ids[0].as_py() < last_rowid
-    compact = data.column(0).num_chunks >= _MAX_CHUNKS  # many small statements
-    if out_of_order or compact:  # rows move: settle the patch and the mask first
-        data, patch = _materialize(data, patch), _Patch()
+    new_last = max(last_rowid, ids[len(ids) - 1].as_py())
+    if data.num_rows > 0 and ids[0].as_py() < last_rowid:  # rows move: settle the patch and
+        data, patch = _materialize(data, patch), _Patch()  # the mask first
         if live is not None:
             data, live = data.filter(pa.array(live)), None
+        data = pa.concat_tables([data, added]).sort_by(schema[0].name)
+        return data, live, patch, new_last, None
     data = pa.concat_tables([data, added]) if data.num_rows else added
     if live is not None:
         live = np.concatenate([live, np.ones(added.num_rows, dtype=bool)])
-    if out_of_order:
-        data = data.sort_by(schema[0].name)
-    if compact:
-        data = data.combine_chunks()  # amortised O(n)
-    return data, live, patch, max(last_rowid, ids[len(ids) - 1].as_py())
+    if data.column(0).num_chunks >= _MAX_CHUNKS:  # many small statements
+        data = _fewer_chunks(data)
+    return data, live, patch, new_last, added
+
+
+def _fewer_chunks(data: pa.Table) -> pa.Table:
+    """data in fewer chunks, rows where they were (positions, the mask and the patch stay
+    valid): the trailing chunks smaller than _SMALL_BATCH_ROWS become one, O(their rows);
+    if there are not two of those, every chunk becomes one (amortised O(n))."""
+    lengths = [len(chunk) for chunk in data.column(0).chunks]
+    small = 0
+    while small < len(lengths) and lengths[-1 - small] < _SMALL_BATCH_ROWS:
+        small += 1
+    if small < 2:
+        return data.combine_chunks()
+    kept = sum(lengths[: len(lengths) - small])
+    return pa.concat_tables([data.slice(0, kept), data.slice(kept).combine_chunks()])
 
 
 def _distinct(positions: np.ndarray) -> int:
