@@ -10,7 +10,8 @@ the same run. `make bench` runs them; the README shows the latest output.
    process (the table's own work, no transport), and RETURNING through tables that do no
    work (the transport's alone).
 3. 10,000 single-row UPDATEs in a row on a 1M-row memory table (in-process): the last
-   thousand statements against the first thousand; flat is 1.00.
+   thousand statements against the first thousand (flat is 1.00), and UPDATEs each after a
+   single-row INSERT against UPDATEs alone.
 4. DoGet of the 10M-row table against reading the same rows from a local IPC file.
 """
 
@@ -252,32 +253,53 @@ def _in_process_statement(
 
 
 def single_row_runs(table_rows: int, statements: int) -> None:
-    """Single-row UPDATEs one after another, as DuckDB sends `UPDATE ... WHERE id = ?` in a
-    loop, on a memory table in this process: the last thousand statements against the
-    first thousand (baseline). The table keeps their values pending until a scan, so each
-    statement must not pay for the ones before it: flat is 1.00."""
+    """Single-row statements one after another, as DuckDB sends `UPDATE ... WHERE id = ?` in
+    a loop, on a memory table in this process. UPDATEs alone: the last thousand against the
+    first thousand (baseline); the table keeps their values pending until a scan, so each
+    statement must not pay for the ones before it (flat is 1.00). Then UPDATEs each after a
+    single-row INSERT, against UPDATEs alone: an INSERT must not make the next UPDATE pay
+    for the table's size."""
     data = rows(table_rows)
     opts = DMLOptions(returning=True, returning_columns=returning_columns(data.schema))
     rng = np.random.default_rng(7)
     print(
         f"{statements:,} single-row UPDATE statements in a row, {table_rows:,}-row memory table, in-process"
     )
-    for label, options in (("", None), (", RETURNING", opts)):
+
+    def run(options: DMLOptions | None, insert_before: bool) -> list[float]:
+        """Seconds per UPDATE statement, in order."""
         table = memory_table("target", data.schema, rows=data)
+        one_row = rows(1)
         times = []
         for rowid in rng.integers(1, table_rows + 1, statements):
+            if insert_before:
+                table.insert(Context.background(), _reader(one_row), None)
             values = pa.table({"value": [float(rowid)], "rowid": pa.array([rowid], pa.int64())})
-            reader = pa.RecordBatchReader.from_batches(values.schema, values.to_batches())
             start = time.perf_counter()
-            result = table.update_batch(Context.background(), reader, options)
+            result = table.update_batch(Context.background(), _reader(values), options)
             if result.returning_data is not None:
                 result.returning_data.read_all()
             times.append(time.perf_counter() - start)
+        return times
+
+    alone = {}
+    for label, options in (("", None), (", RETURNING", opts)):
+        times = run(options, insert_before=False)
         first, last = np.median(times[:1000]), np.median(times[-1000:])
+        alone[label] = last
         print(
             f"  UPDATE{label:11}  statements 1-1,000 {first * 1e6:6.0f} us each (baseline),"
             f" the last 1,000 {last * 1e6:6.0f} us each: ratio {last / first:5.2f}   (flat = 1.00)"
         )
+    after_insert = np.median(run(None, insert_before=True)[-1000:])
+    print(
+        f"  UPDATE, each after a single-row INSERT: the last 1,000 {after_insert * 1e6:6.0f} us each:"
+        f" ratio to UPDATE alone {after_insert / alone['']:5.2f}   (same cost = 1.00)"
+    )
+
+
+def _reader(table: pa.Table) -> pa.RecordBatchReader:
+    return pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
 
 
 def scan_bench(client: AirportClient, location: str, n: int, repeats: int) -> None:

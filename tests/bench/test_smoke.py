@@ -45,4 +45,7 @@ def test_memory_benchmark_prints_every_figure() -> None:
             r" ratio\s+\d+\.\d\d",
             out,
         )
+    assert re.search(
+        r"UPDATE, each after a single-row INSERT.*ratio to UPDATE alone\s+\d+\.\d\d", out
+    )
     assert re.search(r"DoGet over Flight\s+\d+ MB/s", out)
