@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule
 
 from airport_contracts import Context, DMLOptions, DMLResult, Statement, with_statement
+from pyairport.backends import memory
 from pyairport.backends.memory import memory_table
 
 COLUMNS = pa.schema([("id", pa.int64()), ("name", pa.string())])
@@ -392,6 +393,34 @@ def test_a_long_run_of_single_row_updates_keeps_the_patch_small_and_the_last_val
     found = {r["rowid"]: {"id": r["id"], "name": r["name"]} for r in table.to_table().to_pylist()}
     assert found == model
     assert not table._patch.columns  # reading wrote the patch into the columns
+
+
+def test_large_updates_keep_their_runs_until_there_are_too_many(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A large UPDATE's values are not merged into the patch (that would cost the UPDATE the
+    patch's size); once a column has more than _MAX_RUNS runs, the patch is written into
+    the columns. (The limits are lowered so that 10-row UPDATEs count as large.)"""
+    monkeypatch.setattr(memory, "_RUN_MERGE_ROWS", 8)
+    monkeypatch.setattr(memory, "_MAX_RUNS", 3)
+    table = _seeded(list(range(1, 101)))
+    for i in range(4):
+        rowids = list(range(10 * i + 1, 10 * i + 11))
+        result = table.update_by_row_ids(
+            Context.background(),
+            pa.array(rowids, pa.int64()),
+            _reader(pa.table({"name": [f"s{i}-{r}" for r in rowids]}), 10),
+            OPTS,
+        )
+        assert result.returning_data is not None
+        assert result.returning_data.read_all().column("name").to_pylist() == [
+            f"s{i}-{r}" for r in rowids
+        ]
+        runs = table._patch.columns.get("name", ())
+        assert len(runs) == (i + 1 if i < 3 else 0)  # the fourth run is one too many
+    names = table.to_table().column("name").to_pylist()
+    assert names[:40] == [f"s{r // 10}-{r + 1}" for r in range(40)]
+    assert names[40:] == [f"r{r}" for r in range(41, 101)]
 
 
 def test_single_row_statements_interleaved_find_the_right_rows() -> None:

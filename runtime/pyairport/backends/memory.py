@@ -51,6 +51,8 @@ SCAN_BATCH_ROWS = 65_536
 _MAX_CHUNKS = 256  # compact the table once this many statements have appended chunks
 _PATCH_MIN_ROWS = 65_536  # write a patch into the columns beyond max(this, a quarter of the rows)
 _SMALL_BATCH_ROWS = 16_384  # input batches smaller than this on average are coalesced
+_RUN_MERGE_ROWS = 65_536  # patch runs are merged up to this size (a large UPDATE's run stays)
+_MAX_RUNS = 32  # a patch with more runs in a column than this is written into the columns
 
 
 @dataclass
@@ -234,7 +236,9 @@ class MemoryTable(BackendTable["_Pending"]):
                     found = _found(rowids, live, version, group.lookup)
                     patch = patch.add(found, group.columns)
                     version += 1
-                if patch.rows > max(_PATCH_MIN_ROWS, data.num_rows // 4):
+                if patch.rows > max(_PATCH_MIN_ROWS, data.num_rows // 4) or (
+                    patch.most_runs > _MAX_RUNS
+                ):
                     data, patch = _materialize(data, patch), _Patch()
                 if pending.deletes:
                     found = _found(rowids, live, version, _merge_lookups(pending.deletes))
@@ -584,14 +588,22 @@ class _Run:
         return _Run(ordered[last], values)
 
 
+def _mergeable(older: _Run, newer: _Run) -> bool:
+    size, newer_size = len(older.positions), len(newer.positions)
+    return 2 * newer_size >= size and size + newer_size <= _RUN_MERGE_ROWS
+
+
 @dataclass(frozen=True)
 class _Patch:
     """Committed UPDATE values not yet written into the columns: per column, runs of patched
     rows, oldest first (a later run wins). A new run is merged into the one before it while
-    it is at least half that one's size, so a column keeps O(log rows) runs however many
-    statements patched it (DuckDB sends each single-row UPDATE as its own statement), and a
-    row is merged O(log rows) times. Immutable: add() returns a new patch, so a reader's
-    snapshot never changes under it."""
+    it is at least half that one's size, up to _RUN_MERGE_ROWS: however many small
+    statements patched a column (DuckDB sends each single-row UPDATE as its own statement),
+    it keeps O(log rows) small runs, and a row is merged O(log rows) times. Runs of large
+    UPDATEs are kept as they are (merging them would cost each such UPDATE the size of the
+    patch); the table writes the patch into its columns once a column has more than
+    _MAX_RUNS runs. Immutable: add() returns a new patch, so a reader's snapshot never
+    changes under it."""
 
     columns: dict[str, tuple[_Run, ...]] = field(default_factory=dict)  # never mutated
 
@@ -602,6 +614,10 @@ class _Patch:
         return max(
             (sum(len(r.positions) for r in runs) for runs in self.columns.values()), default=0
         )
+
+    @property
+    def most_runs(self) -> int:
+        return max((len(runs) for runs in self.columns.values()), default=0)
 
     def add(self, found: _Found, columns: dict[str, pa.Array]) -> _Patch:
         """found's rows take columns' values (aligned with found.valid); the last value wins
@@ -620,7 +636,7 @@ class _Patch:
         patched = dict(self.columns)
         for name, column in values.items():
             runs = (*patched.get(name, ()), _Run(positions, column))
-            while len(runs) > 1 and 2 * len(runs[-1].positions) >= len(runs[-2].positions):
+            while len(runs) > 1 and _mergeable(runs[-2], runs[-1]):
                 runs = (*runs[:-2], runs[-2].then(runs[-1]))
             patched[name] = runs
         return _Patch(patched)
