@@ -1,14 +1,17 @@
 """The in-memory backend: the reference implementation of the table interfaces.
 
 Storage is one immutable, chunked pyarrow Table whose first column is the rowid, kept
-sorted, so a rowid lookup is a numpy searchsorted. Two layers sit on top, so that neither
-DELETE nor UPDATE rewrites whole columns per statement:
+sorted, so a rowid lookup is an offset or a numpy searchsorted in a copy of that column
+(which INSERTs extend in place). Two layers sit on top, so that neither DELETE nor UPDATE
+rewrites whole columns per statement:
 - a deletion mask: DELETE marks rows dead (a copy-on-write numpy bool array); the table is
   compacted once half of it is dead;
 - a patch: UPDATE adds its rows' positions and new values per column (later values win,
   small additions merged into larger ones); the patch is written into the columns — only
-  the chunks holding a patched row — when a scan needs whole columns or it reaches a
-  quarter of the table, so a run of UPDATEs pays one rewrite.
+  the chunks holding a patched row — when a scan needs whole columns, when it reaches a
+  quarter of the table or when a column has too many runs, so a run of UPDATEs pays one
+  rewrite.
+Single-row statements (DuckDB sends one per row) cost the same however many came before.
 Every DML call stages its change in the statement scope (airport_contracts.Statement) and
 the change is applied once, under the table lock, when the statement commits: a failure or
 a disconnect mid-statement leaves no trace, however many batches the client sent. Called
@@ -580,12 +583,16 @@ class _Run:
 
     def then(self, newer: _Run) -> _Run:
         """This run with newer's values on top (newer wins where both have a row)."""
-        positions = np.concatenate([self.positions, newer.positions])
-        order = np.argsort(positions, kind="stable")  # equal positions: newer comes last
-        ordered = positions[order]
-        last = np.append(ordered[1:] != ordered[:-1], True)
-        values = pa.concat_arrays([self.values, newer.values]).take(pa.array(order[last]))
-        return _Run(ordered[last], values)
+        positions, pick = _last_of_each(np.concatenate([self.positions, newer.positions]))
+        return _Run(positions, pa.concat_arrays([self.values, newer.values]).take(pick))
+
+
+def _last_of_each(positions: np.ndarray) -> tuple[np.ndarray, pa.Array]:
+    """The distinct positions, ascending, and where in `positions` each occurs last."""
+    order = np.argsort(positions, kind="stable")  # equal positions keep their order
+    ordered = positions[order]
+    last = np.append(ordered[1:] != ordered[:-1], True)
+    return ordered[last], pa.array(order[last])
 
 
 def _mergeable(older: _Run, newer: _Run) -> bool:
@@ -628,10 +635,7 @@ class _Patch:
         positions = found.positions
         values = {name: column.filter(mask) for name, column in columns.items()}
         if len(positions) > 1 and not bool(np.all(positions[1:] > positions[:-1])):
-            order = np.argsort(positions, kind="stable")
-            ordered = positions[order]
-            last = np.append(ordered[1:] != ordered[:-1], True)  # the last of equal positions
-            positions, pick = ordered[last], pa.array(order[last])
+            positions, pick = _last_of_each(positions)
             values = {name: column.take(pick) for name, column in values.items()}
         patched = dict(self.columns)
         for name, column in values.items():
