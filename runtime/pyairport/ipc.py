@@ -39,10 +39,8 @@ def read_message(data: flight_pb2.FlightData) -> pa.ipc.Message:
 
 def _split(serialized: pa.Buffer) -> tuple[bytes, bytes]:
     """(metadata, body) of one encapsulated IPC message as pyarrow serializes it."""
-    view = memoryview(serialized)
-    offset = 8 if bytes(view[:4]) == _CONTINUATION else 4
-    length = struct.unpack_from("<i", view, offset - 4)[0]
-    return bytes(view[offset : offset + length]), bytes(view[offset + length :])
+    header, body = _message_parts(serialized)
+    return bytes(header), bytes(body)
 
 
 def schema_message(schema: pa.Schema) -> flight_pb2.FlightData:
@@ -53,6 +51,52 @@ def schema_message(schema: pa.Schema) -> flight_pb2.FlightData:
 def batch_message(batch: pa.RecordBatch, app_metadata: bytes = b"") -> flight_pb2.FlightData:
     header, body = _split(batch.serialize())
     return flight_pb2.FlightData(data_header=header, data_body=body, app_metadata=app_metadata)
+
+
+# What the server sends, as FlightData wire bytes built straight from pyarrow's buffer: going
+# through a FlightData object copies a batch's body three more times (slicing it out,
+# into the message, and SerializeToString), which was most of a DoGet's time in the server.
+# The bytes are the ones protobuf writes: fields in number order, empty ones left out.
+_DATA_HEADER, _APP_METADATA, _DATA_BODY = b"\x12", b"\x1a", b"\xc2\x3e"  # fields 2, 3, 1000
+
+
+def encode_schema(schema: pa.Schema) -> bytes:
+    return _flight_data(_message_parts(schema.serialize())[0])
+
+
+def encode_batch(batch: pa.RecordBatch) -> bytes:
+    return _flight_data(*_message_parts(batch.serialize()))
+
+
+def encode_app_metadata(app_metadata: bytes) -> bytes:
+    return _flight_data(b"", app_metadata=app_metadata)
+
+
+def _message_parts(serialized: pa.Buffer) -> tuple[memoryview, memoryview]:
+    """(metadata, body) of one encapsulated IPC message, as views (no copy)."""
+    view = memoryview(serialized)
+    offset = 8 if bytes(view[:4]) == _CONTINUATION else 4
+    length = struct.unpack_from("<i", view, offset - 4)[0]
+    return view[offset : offset + length], view[offset + length :]
+
+
+def _flight_data(
+    header: bytes | memoryview, body: bytes | memoryview = b"", app_metadata: bytes = b""
+) -> bytes:
+    parts: list[bytes | memoryview] = []
+    for tag, value in ((_DATA_HEADER, header), (_APP_METADATA, app_metadata), (_DATA_BODY, body)):
+        if len(value):
+            parts += (tag, _varint(len(value)), value)
+    return b"".join(parts)
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
 
 
 def serialize_schema(schema: pa.Schema) -> bytes:

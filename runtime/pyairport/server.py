@@ -10,12 +10,12 @@ from typing import Any
 
 import grpc
 
-from airport_contracts import Catalog, Dispatcher, TransactionManager, flight_pb2_grpc
+from airport_contracts import Catalog, Dispatcher, TransactionManager
 
 from .allocator import keep_message_memory
 from .auth import BearerTokenInterceptor
 from .read_side import ReadSide
-from .transport import FlightService
+from .transport import FlightService, add_to_server
 
 log = logging.getLogger("pyairport.server")
 
@@ -84,7 +84,7 @@ class AirportServer:
         # Scan endpoints name this address (protocol §2.7), known once the port is bound.
         self.read_side = ReadSide(catalog, self.location)  # type: ignore[arg-type]
         service = FlightService(self.dispatcher, extra_actions, self.read_side)
-        flight_pb2_grpc.add_FlightServiceServicer_to_server(service, self._server)  # type: ignore[no-untyped-call]
+        add_to_server(service, self._server)
 
     @property
     def location(self) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import grpc
 
@@ -30,7 +30,7 @@ from airport_contracts import (
 from airport_contracts.dispatch import transaction_id_from_headers
 
 from .context import call_context, call_headers
-from .ipc import FlightDataInput, batch_message, schema_message
+from .ipc import FlightDataInput, encode_app_metadata, encode_batch, encode_schema
 from .read_side import ReadSide
 
 log = logging.getLogger("pyairport.transport")
@@ -107,7 +107,7 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
 
     def DoExchange(
         self, request_iterator: Iterator[flight_pb2.FlightData], context: grpc.ServicerContext
-    ) -> Iterator[flight_pb2.FlightData]:
+    ) -> Iterator[bytes]:  # FlightData wire bytes (see add_to_server)
         ctx = call_context(context)
         headers = call_headers(context)
         request = self._guard(context, "DoExchange", lambda: parse_exchange_headers(headers))
@@ -124,11 +124,11 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
                 if event is None:
                     return
                 if isinstance(event, OutputSchema):
-                    yield schema_message(event.schema)
+                    yield encode_schema(event.schema)
                 elif isinstance(event, OutputBatch):
-                    yield batch_message(event.batch)
+                    yield encode_batch(event.batch)
                 elif isinstance(event, OutputFinal):
-                    yield flight_pb2.FlightData(app_metadata=event.app_metadata)
+                    yield encode_app_metadata(event.app_metadata)
         finally:
             # A client that goes away while we wait to send leaves the dispatcher suspended;
             # closing it rolls the statement back now rather than at garbage collection.
@@ -172,16 +172,16 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
 
     def DoGet(
         self, request: flight_pb2.Ticket, context: grpc.ServicerContext
-    ) -> Iterator[flight_pb2.FlightData]:
+    ) -> Iterator[bytes]:  # FlightData wire bytes (see add_to_server)
         read_side = self._read_side(context)
         ctx = call_context(context)
         reader = self._guard(context, "DoGet", lambda: read_side.scan(ctx, request.ticket))
-        yield schema_message(reader.schema)
+        yield encode_schema(reader.schema)
         while True:
             batch = self._guard(context, "DoGet", lambda: _next_batch(reader))
             if batch is None:
                 return
-            yield batch_message(batch)
+            yield encode_batch(batch)
 
     def GetFlightInfo(
         self, request: flight_pb2.FlightDescriptor, context: grpc.ServicerContext
@@ -208,6 +208,43 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
     ) -> Iterator[flight_pb2.ActionType]:
         for name, description in sorted(ACTION_DESCRIPTIONS.items()):
             yield flight_pb2.ActionType(type=name, description=description)
+
+
+# The methods whose answers FlightService encodes itself (ipc.encode_*): gRPC sends them as
+# they are instead of serializing FlightData objects.
+WIRE_ENCODED = ("DoGet", "DoExchange")
+
+
+def add_to_server(service: FlightService, server: grpc.Server) -> None:
+    """Register service's methods on server: the generated registration, with the answers of
+    WIRE_ENCODED methods passed through as bytes."""
+    generated = _Registrations()
+    flight_pb2_grpc.add_FlightServiceServicer_to_server(service, generated)  # type: ignore[no-untyped-call]
+    handlers = {
+        # grpcio's handlers are named tuples (its type stubs do not say so)
+        name: handler._replace(response_serializer=bytes) if name in WIRE_ENCODED else handler  # type: ignore[attr-defined]
+        for name, handler in generated.handlers.items()
+    }
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler(generated.service, handlers),)
+    )
+    server.add_registered_method_handlers(generated.service, handlers)  # type: ignore[attr-defined]
+
+
+class _Registrations:
+    """Stands in for a grpc.Server to receive what the generated registration registers."""
+
+    def __init__(self) -> None:
+        self.service = ""
+        self.handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
+
+    def add_generic_rpc_handlers(self, handlers: object) -> None:
+        """The same handlers arrive by add_registered_method_handlers."""
+
+    def add_registered_method_handlers(
+        self, service: str, handlers: dict[str, grpc.RpcMethodHandler[Any, Any]]
+    ) -> None:
+        self.service, self.handlers = service, dict(handlers)
 
 
 def _next_batch(reader: object) -> object:

@@ -56,6 +56,41 @@ def test_message_order_and_final_metadata_bytes(srv: Running) -> None:
     assert final.app_metadata == FINAL_3 and not final.data_header and not final.data_body
 
 
+@pytest.mark.parametrize("rows", [0, 1, 3000, 300_000])
+def test_answers_are_the_bytes_protobuf_writes(srv: Running, rows: int) -> None:
+    """The server encodes its DoExchange and DoGet answers itself (pyairport.ipc.encode_*),
+    not through FlightData objects: on the wire each message must be exactly what protobuf
+    writes for the same FlightData (body lengths here take one to four varint bytes)."""
+    channel = grpc.insecure_channel(
+        srv.server.location.removeprefix("grpc://"),
+        options=[("grpc.max_receive_message_length", 64 << 20)],
+    )
+    service = "/arrow.flight.protocol.FlightService/"
+    exchange = channel.stream_stream(
+        service + "DoExchange", request_serializer=flight_pb2.FlightData.SerializeToString
+    )
+    do_get = channel.unary_stream(service + "DoGet", request_serializer=bytes)
+    data = generated_users(rows)
+    messages = [schema_message(data.schema), *map(batch_message, data.to_batches())]
+    answers = list(exchange(iter(messages), metadata=_headers("insert", returning=True)))
+    ticket = flight_pb2.Ticket(ticket=b'{"schema":"dml_schema","table":"users"}')
+    scanned = list(do_get(ticket.SerializeToString()))
+    channel.close()
+    for wire in answers + scanned:
+        assert flight_pb2.FlightData.FromString(wire).SerializeToString() == wire
+    assert _rows_in(answers[:-1]) == rows  # schema, RETURNING batches, then the final metadata
+    final = flight_pb2.FlightData.FromString(answers[-1])
+    assert msgpack.unpackb(final.app_metadata) == {"total_changed": rows}
+    assert _rows_in(scanned) == rows
+
+
+def _rows_in(wire_messages: list[bytes]) -> int:
+    """Rows in an IPC stream given as FlightData wire bytes: a schema, then batches."""
+    messages = [read_message(flight_pb2.FlightData.FromString(w)) for w in wire_messages]
+    schema = pa.ipc.read_schema(messages[0])
+    return sum(pa.ipc.read_record_batch(m, schema).num_rows for m in messages[1:])
+
+
 def test_returning_batch_per_input_batch_then_final(srv: Running) -> None:
     data = users([1, 2, 3])
     messages = [schema_message(data.schema)] + [
