@@ -51,10 +51,12 @@ def best_of(
     return min(times)
 
 
-def start_server() -> tuple[subprocess.Popen[str], str]:
+def start_server(script: str = "bench_server.py") -> tuple[subprocess.Popen[str], str]:
+    """A server script of bench/ in its own process: (process, the location it prints). It
+    stops when its stdin closes."""
     env = dict(os.environ, GRPC_VERBOSITY="NONE")
     process = subprocess.Popen(
-        [sys.executable, str(Path(__file__).parent / "bench_server.py")],
+        [sys.executable, str(Path(__file__).parent / script)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -243,11 +245,8 @@ def in_process_returning(
 def _in_process_statement(
     tables: list[Any], op: str, payload: pa.Table, batch_rows: int, opts: DMLOptions | None
 ) -> None:
-    reader = pa.RecordBatchReader.from_batches(
-        payload.schema, payload.to_batches(max_chunksize=batch_rows)
-    )
     method = tables[0].update_batch if op == "update" else tables[0].delete_batch
-    result = method(Context.background(), reader, opts)
+    result = method(Context.background(), _reader(payload, batch_rows), opts)
     if result.returning_data is not None:
         result.returning_data.read_all()
 
@@ -298,8 +297,10 @@ def single_row_runs(table_rows: int, statements: int) -> None:
     )
 
 
-def _reader(table: pa.Table) -> pa.RecordBatchReader:
-    return pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
+def _reader(table: pa.Table, batch_rows: int | None = None) -> pa.RecordBatchReader:
+    return pa.RecordBatchReader.from_batches(
+        table.schema, table.to_batches(max_chunksize=batch_rows)
+    )
 
 
 def scan_bench(client: AirportClient, location: str, n: int, repeats: int) -> None:

@@ -38,6 +38,8 @@ import pyarrow.flight as flight
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from run import start_server  # noqa: E402  (bench/, this script's folder)
+
 from pyairport.client import AirportClient  # noqa: E402
 from pyairport.demo import generated_users  # noqa: E402
 from tests.interop.gobuild import go_server  # noqa: E402
@@ -80,18 +82,12 @@ def airport_go_server() -> AbstractContextManager[str]:
 
 @contextmanager
 def grpc_floor_server() -> Iterator[str]:
-    """bench/grpc_floor_server.py in its own process; it stops when its stdin closes."""
-    process = subprocess.Popen(
-        [sys.executable, str(Path(__file__).parent / "grpc_floor_server.py")],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        env=dict(os.environ, GRPC_VERBOSITY="NONE"),
-    )
-    assert process.stdin is not None and process.stdout is not None
+    """bench/grpc_floor_server.py in its own process."""
+    process, location = start_server("grpc_floor_server.py")
     try:
-        yield process.stdout.readline().strip()
+        yield location
     finally:
+        assert process.stdin is not None
         process.stdin.close()
         process.wait(timeout=30)
 
