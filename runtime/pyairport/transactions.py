@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Callable
 
 from airport_contracts import Context, TransactionState
 from airport_contracts.types import TRANSACTION_STATE_TRANSITIONS
@@ -15,20 +17,39 @@ class TransactionError(Exception):
 
 
 class MemoryTransactionManager:
-    """Thread-safe; keeps the newest `capacity` finished transactions so a client can still
-    ask for their status, and forgets older ones (active ones are never forgotten)."""
+    """Thread-safe and bounded.
 
-    def __init__(self, capacity: int = 100_000) -> None:
-        self._states: OrderedDict[str, TransactionState] = OrderedDict()
-        self._finished = 0
+    DuckDB begins a transaction for every statement, reads included, and only a DML
+    statement finishes it: a server that kept every transaction it began would grow without
+    end. So an active transaction nobody has used (begun, or asked about: the server asks
+    before each statement it runs in it) for `idle_timeout` seconds is aborted, and so is the
+    least recently used one when more than `max_active` are active. The newest `capacity`
+    finished transactions are kept so a client can still ask for their status; older ones
+    are forgotten (then unknown)."""
+
+    def __init__(
+        self,
+        capacity: int = 100_000,
+        idle_timeout: float | None = 3600.0,
+        max_active: int = 1_000_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._active: OrderedDict[str, float] = OrderedDict()  # id → last used, oldest first
+        self._finished: OrderedDict[str, TransactionState] = OrderedDict()  # oldest first
         self._capacity = capacity
+        self._idle_timeout = idle_timeout
+        self._max_active = max_active
+        self._clock = clock
         self._lock = threading.Lock()
 
     def begin_transaction(self, ctx: Context) -> str:
         ctx.raise_if_done()
         tx_id = str(uuid.uuid4())
         with self._lock:
-            self._states[tx_id] = TransactionState.ACTIVE
+            self._abort_idle()
+            self._active[tx_id] = self._clock()
+            if len(self._active) > self._max_active:
+                self._finish_locked(next(iter(self._active)), TransactionState.ABORTED)
         return tx_id
 
     def commit_transaction(self, ctx: Context, tx_id: str) -> None:
@@ -41,12 +62,17 @@ class MemoryTransactionManager:
         self, ctx: Context, tx_id: str
     ) -> tuple[TransactionState | None, bool]:
         with self._lock:
-            state = self._states.get(tx_id)
+            self._abort_idle()
+            if tx_id in self._active:
+                self._touch(tx_id)
+                return TransactionState.ACTIVE, True
+            state = self._finished.get(tx_id)
         return state, state is not None
 
     def _finish(self, tx_id: str, target: TransactionState, strict: bool) -> None:
         with self._lock:
-            state = self._states.get(tx_id)
+            self._abort_idle()
+            state = TransactionState.ACTIVE if tx_id in self._active else self._finished.get(tx_id)
             if state is None:
                 if strict:
                     raise TransactionError(f"transaction {tx_id} not found")
@@ -59,17 +85,25 @@ class MemoryTransactionManager:
                         f"transaction {tx_id} is {state.value}, cannot become {target.value}"
                     )
                 return  # a committed transaction stays committed
-            self._states[tx_id] = target
-            self._states.move_to_end(tx_id)
-            self._finished += 1
-            self._forget_old()
+            self._finish_locked(tx_id, target)
 
-    def _forget_old(self) -> None:
-        while self._finished > self._capacity:
-            for key, state in self._states.items():
-                if state is not TransactionState.ACTIVE:
-                    del self._states[key]
-                    self._finished -= 1
-                    break
-            else:
+    def _touch(self, tx_id: str) -> None:
+        self._active[tx_id] = self._clock()
+        self._active.move_to_end(tx_id)
+
+    def _abort_idle(self) -> None:
+        """Abort the active transactions unused for idle_timeout (the oldest come first)."""
+        if self._idle_timeout is None:
+            return
+        deadline = self._clock() - self._idle_timeout
+        while self._active:
+            tx_id, last_used = next(iter(self._active.items()))
+            if last_used > deadline:
                 return
+            self._finish_locked(tx_id, TransactionState.ABORTED)
+
+    def _finish_locked(self, tx_id: str, target: TransactionState) -> None:
+        del self._active[tx_id]
+        self._finished[tx_id] = target
+        if len(self._finished) > self._capacity:
+            self._finished.popitem(last=False)
