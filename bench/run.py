@@ -11,7 +11,8 @@ the same run. `make bench` runs them; the README shows the latest output.
    work (the transport's alone).
 3. 10,000 single-row UPDATEs in a row on a 1M-row memory table (in-process): the last
    thousand statements against the first thousand (flat is 1.00), and UPDATEs each after a
-   single-row INSERT against UPDATEs alone.
+   single-row INSERT against UPDATEs alone. Single-row DELETEs, and INSERTs after them, in
+   a table ten times the size of the baseline's (same cost is 1.00).
 4. DoGet of the 10M-row table against reading the same rows from a local IPC file.
 """
 
@@ -78,6 +79,7 @@ def main() -> None:
         insert_bench(client, process.pid, args.rows, args.repeats)
         update_delete_bench(client, args.repeats)
         single_row_runs(1_000_000, args.single_row_statements)
+        single_row_deletes(args.rows // 10, args.rows, args.single_row_statements // 5)
         scan_bench(client, location, args.rows, args.repeats)
     finally:
         client.close()
@@ -295,6 +297,41 @@ def single_row_runs(table_rows: int, statements: int) -> None:
         f"  UPDATE, each after a single-row INSERT: the last 1,000 {after_insert * 1e6:6.0f} us each:"
         f" ratio to UPDATE alone {after_insert / alone['']:5.2f}   (same cost = 1.00)"
     )
+
+
+def single_row_deletes(small: int, large: int, statements: int) -> None:
+    """Single-row DELETEs on a memory table in this process, and single-row INSERTs into the
+    table with those rows dead, in a table of `small` rows (baseline) and one of `large`:
+    neither may cost in proportion to the table (same cost = 1.00)."""
+    print(f"{statements:,} single-row DELETEs, then INSERTs, in-process")
+    p50 = {}
+    for n in (small, large):
+        table = memory_table("target", rows(n).schema, rows=rows(n))
+        rowids = np.random.default_rng(3).choice(np.arange(1, n + 1), statements, replace=False)
+        p50[n] = _deletes_then_inserts(table, rowids)
+    for i, label in enumerate(("DELETE", "INSERT after the deletes")):
+        base, big = p50[small][i], p50[large][i]
+        print(
+            f"  {label:24} {small:>11,} rows {base * 1e6:6.0f} us each (baseline),"
+            f" {large:>11,} rows {big * 1e6:6.0f} us each: ratio {big / base:5.2f}   (same cost = 1.00)"
+        )
+
+
+def _deletes_then_inserts(table: Any, rowids: np.ndarray) -> tuple[float, float]:
+    """Median seconds of a single-row DELETE of each rowid, then of as many single-row
+    INSERTs."""
+    deletes, inserts = [], []
+    for rowid in rowids:
+        start = time.perf_counter()
+        ids = pa.table({"rowid": pa.array([rowid], pa.int64())})
+        table.delete_batch(Context.background(), _reader(ids), None)
+        deletes.append(time.perf_counter() - start)
+    row = rows(1)
+    for _ in rowids:
+        start = time.perf_counter()
+        table.insert(Context.background(), _reader(row), None)
+        inserts.append(time.perf_counter() - start)
+    return float(np.median(deletes)), float(np.median(inserts))
 
 
 def _reader(table: pa.Table, batch_rows: int | None = None) -> pa.RecordBatchReader:

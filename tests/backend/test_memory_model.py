@@ -6,11 +6,13 @@ and the final table with a dict that does the same thing row by row."""
 
 from __future__ import annotations
 
+import gc
 import math
 import random
 import threading
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import settings
@@ -513,3 +515,81 @@ def test_seed_rows_must_name_each_rowid_once() -> None:
                 {"rowid": pa.array([1, None], pa.int64()), "id": [1, 2], "name": ["a", "b"]}
             ),
         )
+
+
+def _delete(table: Any, *rowids: int) -> None:
+    table.delete_by_row_ids(Context.background(), pa.array(rowids, pa.int64()), None)
+
+
+def test_a_delete_marks_the_mask_in_place_while_no_scan_reads_it() -> None:
+    """A single-row DELETE costs O(1), not a copy of a mask as long as the table; an INSERT
+    after it extends the mask in place too."""
+    table = memory_table("t", COLUMNS, rows=_names(1000))
+    _delete(table, 1)
+    mask, buffer = table._mask, table._mask.buffer
+    for rowid in range(2, 200):
+        _delete(table, rowid)
+        table.insert(Context.background(), _reader(_names(1), 1), None)
+    assert table._mask is mask and table._mask.buffer is buffer
+    assert table.num_rows == 1000 - 199 + 198
+    assert table.to_table().column("rowid").to_pylist() == [*range(200, 1001), *range(1001, 1199)]
+
+
+def test_a_scan_sees_the_rows_as_they_were_when_it_began() -> None:
+    """Rows deleted while a scan is being read (one statement deletes a row the scan has
+    passed and one it has not) are either both in what it returns or neither: it reads a
+    mask no DELETE changes."""
+    table = memory_table("t", COLUMNS, rows=_names(3 * memory.SCAN_BATCH_ROWS))
+    _delete(table, 10)  # the table has a mask before the scan begins
+    reader = table.scan(Context.background())
+    first = reader.read_next_batch()
+    last_rowid = 3 * memory.SCAN_BATCH_ROWS
+    _delete(table, 5, last_rowid)
+    rest = [reader.read_next_batch() for _ in range(2)]
+    with pytest.raises(StopIteration):
+        reader.read_next_batch()
+    scanned = pa.Table.from_batches([first, *rest]).column("rowid").to_pylist()
+    assert 5 in scanned and last_rowid in scanned and 10 not in scanned
+    assert len(scanned) == last_rowid - 1
+    after = table.to_table().column("rowid").to_pylist()
+    assert 5 not in after and last_rowid not in after and len(after) == last_rowid - 3
+    # a scan read to its end no longer holds the mask: the next DELETE marks it in place
+    mask = table._mask
+    assert table.scan(Context.background()).read_all().num_rows == last_rowid - 3
+    _delete(table, 7)
+    assert table._mask is mask
+
+
+def test_a_scan_given_up_half_way_lets_deletes_mark_in_place_again() -> None:
+    table = memory_table("t", COLUMNS, rows=_names(2 * memory.SCAN_BATCH_ROWS))
+    _delete(table, 1)
+    reader = table.scan(Context.background())
+    reader.read_next_batch()
+    del reader
+    gc.collect()
+    mask = table._mask
+    _delete(table, 2)
+    assert table._mask is mask
+
+
+def test_a_failed_insert_leaves_the_mask_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An INSERT extends the mask in place; when a later step of the commit fails, the
+    extension is taken back and the table is as it was."""
+    table = memory_table("t", COLUMNS, rows=_names(10))
+    _delete(table, 3)  # a mask, and the rowid index an INSERT extends after the mask
+    extended = memory._extended
+
+    def rowid_index_fails(front: Any, buffer: Any, added: Any) -> Any:
+        if added.dtype == np.int64:
+            raise MemoryError("no room for the rowid index")
+        return extended(front, buffer, added)
+
+    monkeypatch.setattr(memory, "_extended", rowid_index_fails)
+    with pytest.raises(MemoryError):
+        table.insert(Context.background(), _reader(_names(4), 4), None)
+    monkeypatch.undo()
+    assert table.num_rows == 9
+    assert table.to_table().column("rowid").to_pylist() == [1, 2, *range(4, 11)]
+    table.insert(Context.background(), _reader(_names(2), 2), None)  # 11-14 were allocated
+    _delete(table, 15)
+    assert table.to_table().column("rowid").to_pylist() == [1, 2, *range(4, 11), 16]

@@ -48,4 +48,10 @@ def test_memory_benchmark_prints_every_figure() -> None:
     assert re.search(
         r"UPDATE, each after a single-row INSERT.*ratio to UPDATE alone\s+\d+\.\d\d", out
     )
+    for label in ("DELETE", "INSERT after the deletes"):
+        assert re.search(
+            rf"{label}\s+20,000 rows\s+\d+ us each \(baseline\),\s+200,000 rows\s+\d+ us each:"
+            r" ratio\s+\d+\.\d\d",
+            out,
+        )
     assert re.search(r"DoGet over Flight\s+\d+ MB/s", out)

@@ -4,8 +4,9 @@ Storage is one immutable, chunked pyarrow Table whose first column is the rowid,
 sorted, so a rowid lookup is an offset or a numpy searchsorted in a copy of that column
 (which INSERTs extend in place). Two layers sit on top, so that neither DELETE nor UPDATE
 rewrites whole columns per statement:
-- a deletion mask: DELETE marks rows dead (a copy-on-write numpy bool array); the table is
-  compacted once half of it is dead;
+- a deletion mask: DELETE marks rows dead in a numpy bool array, in place (a scan reading
+  the mask makes the next DELETE mark a copy); the table is compacted once half of it is
+  dead;
 - a patch: UPDATE adds its rows' positions and new values per column (later values win,
   small additions merged into larger ones); the patch is written into the columns — only
   the chunks holding a patched row — when a scan needs whole columns, when it reaches a
@@ -110,9 +111,7 @@ class MemoryTable(BackendTable["_Pending"]):
         self.schema = pa.schema([rowid_field(), *columns], metadata=columns.metadata)
         self._lock = threading.Lock()
         self._data = self.schema.empty_table()
-        # False marks a deleted row of _data; None when no row is deleted. Replaced, never
-        # changed in place, so a lookup or scan taken before a commit stays consistent.
-        self._live: np.ndarray | None = None
+        self._mask: _DeletionMask | None = None  # None while no row of _data is deleted
         self._patch = _Patch()  # committed UPDATE values not yet written into the columns
         # numpy copy of the rowid column for lookups: built when an UPDATE/DELETE first
         # needs it (a table that only takes INSERTs never pays for it), then kept up to date
@@ -132,31 +131,34 @@ class MemoryTable(BackendTable["_Pending"]):
         """The committed rows, batch by batch: deleted rows and the rows DuckDB's pushed-down
         filter rejects are dropped per batch, so a scan never copies the table."""
         ctx.raise_if_done()
-        data, live = self._readable()
         predicate = filters.parse(opts.filter, self.schema) if opts is not None else None
-        keep = _Keep(live, filters.arrow_expression(predicate) if predicate else None)
         limit = opts.limit if opts is not None and opts.limit > 0 else None
+        data, mask, live = self._reading()
+        keep = _Keep(live, filters.arrow_expression(predicate) if predicate else None)
 
         def batches() -> Iterator[pa.RecordBatch]:
-            remaining = limit
-            for batch in data.to_batches(max_chunksize=SCAN_BATCH_ROWS):
-                ctx.raise_if_done()
-                kept = keep(batch)
-                if remaining is not None:
-                    kept = kept.slice(0, remaining)
-                    remaining -= kept.num_rows
-                if kept.num_rows:
-                    yield kept
-                if remaining == 0:
-                    return
+            # A scan never started keeps its mask held: the next DELETE marks a copy.
+            try:
+                remaining = limit
+                for batch in data.to_batches(max_chunksize=SCAN_BATCH_ROWS):
+                    ctx.raise_if_done()
+                    kept = keep(batch)
+                    if remaining is not None:
+                        kept = kept.slice(0, remaining)
+                        remaining -= kept.num_rows
+                    if kept.num_rows:
+                        yield kept
+                    if remaining == 0:
+                        return
+            finally:
+                self._done_reading(mask)
 
         return pa.RecordBatchReader.from_batches(self.schema, batches())
 
     @property
     def num_rows(self) -> int:
         with self._lock:
-            live = self._live
-            return int(self._data.num_rows if live is None else np.count_nonzero(live))
+            return int(self._data.num_rows) - (0 if self._mask is None else self._mask.dead)
 
     def to_table(self) -> pa.Table:
         """The committed rows (rowid first), for tests and tools."""
@@ -184,16 +186,29 @@ class MemoryTable(BackendTable["_Pending"]):
 
     def _snapshot(self) -> pa.Table:
         """The committed rows without the deleted ones."""
-        data, live = self._readable()
-        return data if live is None else data.filter(pa.array(live))
+        data, mask, live = self._reading()
+        try:
+            return data if live is None else data.filter(pa.array(live))
+        finally:
+            self._done_reading(mask)
 
-    def _readable(self) -> tuple[pa.Table, np.ndarray | None]:
+    def _reading(self) -> tuple[pa.Table, _DeletionMask | None, np.ndarray | None]:
         """The committed data with the patch written in (done once, under the lock, so the
-        next reader finds it done), and its deletion mask."""
+        next reader finds it done), its deletion mask, held until _done_reading (no DELETE
+        changes a held mask), and the mask's rows as they are now."""
         with self._lock:
             if self._patch.columns:
                 self._data, self._patch = _materialize(self._data, self._patch), _Patch()
-            return self._data, self._live
+            mask = self._mask
+            if mask is None:
+                return self._data, None, None
+            mask.readers += 1
+            return self._data, mask, mask.live
+
+    def _done_reading(self, mask: _DeletionMask | None) -> None:
+        if mask is not None:
+            with self._lock:
+                mask.readers -= 1
 
     def _index(self) -> np.ndarray:
         """The rowid column as a sorted numpy array (call with the lock held)."""
@@ -203,8 +218,15 @@ class MemoryTable(BackendTable["_Pending"]):
 
     def _lookup(self, ids: np.ndarray) -> tuple[_Committed, _Lookup]:
         with self._lock:
-            data, rowids, live, version = self._data, self._index(), self._live, self._version
+            data, rowids, live, version = (
+                self._data,
+                self._index(),
+                _live(self._mask),
+                self._version,
+            )
             committed = _Committed(data, self._patch)
+        # Outside the lock: a DELETE committing meanwhile may change live under this search,
+        # but it also bumps the version, so the commit searches again.
         return committed, _Lookup(ids, _positions(rowids, live, ids), version)
 
     def _allocate(self, count: int) -> np.ndarray:
@@ -221,36 +243,49 @@ class MemoryTable(BackendTable["_Pending"]):
 
     def _apply(self, pending: _Pending) -> None:
         with self._lock:
-            data, rowids, live, version = self._data, self._rowids, self._live, self._version
-            patch, buffer = self._patch, self._rowid_buffer
-            if pending.inserts:
-                data, live, patch, self._last_rowid, appended = _append(
-                    data, live, patch, self._last_rowid, pending.inserts, self.schema
-                )
-                if rowids is not None and appended is not None:
-                    rowids, buffer = _extended(rowids, buffer, _rowid_array(appended))
-                else:  # rows moved: the index is rebuilt when next needed
-                    rowids, buffer = None, None
+            mask = self._mask
+            rows = None if mask is None else (mask.live, mask.buffer)
+            try:
+                self._apply_locked(pending)
+            except BaseException:
+                if mask is not None and rows is not None:  # an INSERT may have extended it
+                    mask.live, mask.buffer = rows
+                raise
+
+    def _apply_locked(self, pending: _Pending) -> None:
+        """Apply pending to the committed state: everything is computed first and assigned
+        at the end, except the mask, which an INSERT extends and a DELETE (the last step)
+        marks in place; _apply undoes the extension if a later step fails."""
+        data, rowids, mask, version = self._data, self._rowids, self._mask, self._version
+        patch, buffer, last_rowid = self._patch, self._rowid_buffer, self._last_rowid
+        if pending.inserts:
+            data, mask, patch, last_rowid, appended = _append(
+                data, mask, patch, last_rowid, pending.inserts, self.schema
+            )
+            if rowids is not None and appended is not None:
+                rowids, buffer = _extended(rowids, buffer, _rowid_array(appended))
+            else:  # rows moved: the index is rebuilt when next needed
+                rowids, buffer = None, None
+            version += 1
+        if pending.updates or pending.deletes:
+            if rowids is None:
+                rowids, buffer = _rowid_array(data), None
+            for group in _group_updates(pending.updates):
+                found = _found(rowids, _live(mask), version, group.lookup)
+                patch = patch.add(found, group.columns)
                 version += 1
-            if pending.updates or pending.deletes:
-                if rowids is None:
-                    rowids, buffer = _rowid_array(data), None
-                for group in _group_updates(pending.updates):
-                    found = _found(rowids, live, version, group.lookup)
-                    patch = patch.add(found, group.columns)
-                    version += 1
-                if patch.rows > max(_PATCH_MIN_ROWS, data.num_rows // 4) or (
-                    patch.most_runs > _MAX_RUNS
-                ):
-                    data, patch = _materialize(data, patch), _Patch()
-                if pending.deletes:
-                    found = _found(rowids, live, version, _merge_lookups(pending.deletes))
-                    data, kept, live, patch = _remove(data, rowids, live, patch, found)
-                    if kept is not rowids:  # compacted: a new array
-                        rowids, buffer = kept, None
-                    version += 1
-            self._data, self._rowids, self._live, self._version = data, rowids, live, version
-            self._patch, self._rowid_buffer = patch, buffer
+            if patch.rows > max(_PATCH_MIN_ROWS, data.num_rows // 4) or (
+                patch.most_runs > _MAX_RUNS
+            ):
+                data, patch = _materialize(data, patch), _Patch()
+            if pending.deletes:
+                found = _found(rowids, _live(mask), version, _merge_lookups(pending.deletes))
+                data, kept, mask, patch = _remove(data, rowids, mask, patch, found)
+                if kept is not rowids:  # compacted: a new array
+                    rowids, buffer = kept, None
+                version += 1
+        self._data, self._rowids, self._mask, self._version = data, rowids, mask, version
+        self._patch, self._rowid_buffer, self._last_rowid = patch, buffer, last_rowid
 
     # --- shaping input ----------------------------------------------------------------------
 
@@ -462,34 +497,34 @@ def _rowid_array(data: pa.Table) -> np.ndarray:
 
 
 def _extended(
-    rowids: np.ndarray, buffer: np.ndarray | None, added: np.ndarray
+    front: np.ndarray, buffer: np.ndarray | None, added: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(rowids followed by added, the buffer it is the front of), in O(len(added))
-    amortised. rowids is buffer's front when buffer is given; added goes into its free tail
-    while there is room. Every index handed out before ends where rowids ends, so none of
-    them sees the write. Otherwise the rowids move into a new buffer twice their size."""
-    n, k = len(rowids), len(added)
+    """(front followed by added, the buffer it is the front of), in O(len(added))
+    amortised. front is buffer's front when buffer is given; added goes into its free tail
+    while there is room. Every view handed out before ends where front ends, so none of
+    them sees the write. Otherwise front moves into a new buffer twice its size."""
+    n, k = len(front), len(added)
     if buffer is None or len(buffer) < n + k:
-        buffer = np.empty(max(2 * (n + k), 1024), dtype=np.int64)
-        buffer[:n] = rowids
+        buffer = np.empty(max(2 * (n + k), 1024), dtype=added.dtype)
+        buffer[:n] = front
     buffer[n : n + k] = added
     return buffer[: n + k], buffer
 
 
 def _append(
     data: pa.Table,
-    live: np.ndarray | None,
+    mask: _DeletionMask | None,
     patch: _Patch,
     last_rowid: int,
     batches: list[pa.RecordBatch],
     schema: pa.Schema,
-) -> tuple[pa.Table, np.ndarray | None, _Patch, int, pa.Table | None]:
+) -> tuple[pa.Table, _DeletionMask | None, _Patch, int, pa.Table | None]:
     """data with batches appended, kept sorted by rowid: (data, its deletion mask, its
     patch, its last rowid, the rows appended at its end — None when rows already there
     moved)."""
     added = pa.Table.from_batches(batches, schema=schema)
     if not added.num_rows:
-        return data, live, patch, last_rowid, added
+        return data, mask, patch, last_rowid, added
     if added.num_rows < _SMALL_BATCH_ROWS * len(batches):
         # DuckDB sends 2048-row batches: coalesce them (O(new rows)) so chunks stay large.
         added = added.combine_chunks()
@@ -500,16 +535,16 @@ def _append(
     new_last = max(last_rowid, ids[len(ids) - 1].as_py())
     if data.num_rows > 0 and ids[0].as_py() < last_rowid:  # rows move: settle the patch and
         data, patch = _materialize(data, patch), _Patch()  # the mask first
-        if live is not None:
-            data, live = data.filter(pa.array(live)), None
+        if mask is not None:
+            data, mask = data.filter(pa.array(mask.live)), None
         data = pa.concat_tables([data, added]).sort_by(schema[0].name)
-        return data, live, patch, new_last, None
+        return data, mask, patch, new_last, None
     data = pa.concat_tables([data, added]) if data.num_rows else added
-    if live is not None:
-        live = np.concatenate([live, np.ones(added.num_rows, dtype=bool)])
+    if mask is not None:
+        mask.append_live(added.num_rows)
     if data.column(0).num_chunks >= _MAX_CHUNKS:  # many small statements
         data = _fewer_chunks(data)
-    return data, live, patch, new_last, added
+    return data, mask, patch, new_last, added
 
 
 def _fewer_chunks(data: pa.Table) -> pa.Table:
@@ -715,15 +750,44 @@ def _replace(data: pa.Table, found: _Found, columns: dict[str, pa.Array]) -> pa.
 
 
 def _remove(
-    data: pa.Table, rowids: np.ndarray, live: np.ndarray | None, patch: _Patch, found: _Found
-) -> tuple[pa.Table, np.ndarray, np.ndarray | None, _Patch]:
-    """Mark the found rows dead; compact (drop the dead rows, after writing the patch in, as
-    positions move) once half the table is dead."""
+    data: pa.Table, rowids: np.ndarray, mask: _DeletionMask | None, patch: _Patch, found: _Found
+) -> tuple[pa.Table, np.ndarray, _DeletionMask | None, _Patch]:
+    """Mark the found (live) rows dead; compact (drop the dead rows, after writing the
+    patch in, as positions move) once more than half the table is dead."""
     if not len(found.positions):
-        return data, rowids, live, patch
-    live = np.ones(len(rowids), dtype=bool) if live is None else live.copy()
-    live[found.positions] = False
-    if np.count_nonzero(live) * 2 < len(live):
+        return data, rowids, mask, patch
+    if ((0 if mask is None else mask.dead) + _distinct(found.positions)) * 2 > len(rowids):
+        live = np.ones(len(rowids), dtype=bool) if mask is None else mask.live.copy()
+        live[found.positions] = False
         data = _materialize(data, patch).filter(pa.array(live))
         return data, rowids[live], None, _Patch()
-    return data, rowids, live, patch
+    mask = _DeletionMask(np.ones(len(rowids), dtype=bool)) if mask is None else mask
+    return data, rowids, mask.with_dead(found.positions), patch
+
+
+class _DeletionMask:
+    """Which rows of the table's data are deleted: False in `live`. A DELETE marks its rows
+    in place, O(rows deleted), unless a scan is reading the mask (`readers` > 0): then it
+    marks a copy, so what a scan reads never changes under it. INSERTs extend `live` into the
+    free tail of `buffer` (views handed out before end where they ended). Changed only under
+    the table lock."""
+
+    def __init__(self, live: np.ndarray, dead: int = 0) -> None:
+        self.live, self.buffer = _extended(np.empty(0, dtype=bool), None, live)
+        self.dead = dead  # False entries in live: compaction and num_rows need no count
+        self.readers = 0
+
+    def append_live(self, rows: int) -> None:
+        self.live, self.buffer = _extended(self.live, self.buffer, np.ones(rows, dtype=bool))
+
+    def with_dead(self, positions: np.ndarray) -> _DeletionMask:
+        """This mask, or a copy while a scan reads it, with the rows at positions (live
+        ones, possibly repeated) marked dead."""
+        mask = _DeletionMask(self.live, self.dead) if self.readers else self
+        mask.live[positions] = False
+        mask.dead += _distinct(positions)
+        return mask
+
+
+def _live(mask: _DeletionMask | None) -> np.ndarray | None:
+    return None if mask is None else mask.live
