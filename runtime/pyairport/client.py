@@ -16,6 +16,7 @@ import queue
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlparse
 
 import grpc
@@ -36,7 +37,7 @@ from airport_contracts import (
     flight_pb2_grpc,
 )
 
-from .ipc import batch_message, read_message, schema_message
+from .ipc import batch_message, encode_batch, read_message, schema_message
 
 _END = object()
 _OUTBOX_MESSAGES = 4  # serialized batches waiting for gRPC to send them
@@ -164,6 +165,13 @@ class AirportClient:
         else:
             self._channel = grpc.insecure_channel(target, options=options)
         self.stub = flight_pb2_grpc.FlightServiceStub(self._channel)  # type: ignore[no-untyped-call]
+        # DoExchange sends FlightData wire bytes built from pyarrow's buffer (ipc.encode_batch):
+        # a FlightData object would copy each batch's body three more times.
+        self._do_exchange: Any = self._channel.stream_stream(  # untyped, like self.stub
+            "/arrow.flight.protocol.FlightService/DoExchange",
+            request_serializer=bytes,
+            response_deserializer=flight_pb2.FlightData.FromString,
+        )
         self._token = token
 
     def close(self) -> None:
@@ -288,13 +296,13 @@ class AirportClient:
         # as fast as gRPC sends it.
         outbox: queue.Queue[object] = queue.Queue(maxsize=_OUTBOX_MESSAGES)
 
-        def requests() -> Iterator[flight_pb2.FlightData]:
+        def requests() -> Iterator[bytes]:
             while (item := outbox.get()) is not _END:
-                assert isinstance(item, flight_pb2.FlightData)
+                assert isinstance(item, bytes)
                 yield item
 
-        outbox.put(first)
-        responses = self.stub.DoExchange(requests(), metadata=self.metadata(call_headers))
+        outbox.put(first.SerializeToString())
+        responses = self._do_exchange(requests(), metadata=self.metadata(call_headers))
         try:
             if returning and lock_step:
                 return self._lock_step(responses, outbox, batches)
@@ -321,7 +329,7 @@ class AirportClient:
         """Send every batch while a thread reads the answers as they come (RETURNING batches,
         the final metadata, or an early error that makes sending the rest pointless)."""
         answer = _Answer(responses)
-        for batch in itertools.chain(map(batch_message, batches), [_END]):
+        for batch in itertools.chain(map(encode_batch, batches), [_END]):
             if not answer.put(outbox, batch):
                 break  # the server has ended the call: its status is the answer
         return answer.result()
@@ -336,7 +344,7 @@ class AirportClient:
         out_schema = pa.ipc.read_schema(read_message(first))
         returned = []
         for batch in batches:
-            outbox.put(batch_message(batch))
+            outbox.put(encode_batch(batch))
             message = read_message(next(responses))
             returned.append(pa.ipc.read_record_batch(message, out_schema))
         outbox.put(_END)

@@ -7,6 +7,7 @@ import queue
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 import msgpack
@@ -18,7 +19,7 @@ from airport_contracts import Context, Statement, TransactionState, flight_pb2
 from airport_contracts.contract import COMPATIBILITY_MATRIX, MatrixRow
 from pyairport.backends.memory import memory_table
 from pyairport.catalog import Catalog, CatalogSchema
-from pyairport.client import RemoteError
+from pyairport.client import AirportClient, RemoteError
 from pyairport.demo import USERS_COLUMNS, generated_users
 from pyairport.ipc import batch_message, read_message, schema_message
 from pyairport.server import AirportServer, ServerConfig
@@ -84,11 +85,62 @@ def test_answers_are_the_bytes_protobuf_writes(srv: Running, rows: int) -> None:
     assert _rows_in(scanned) == rows
 
 
-def _rows_in(wire_messages: list[bytes]) -> int:
-    """Rows in an IPC stream given as FlightData wire bytes: a schema, then batches."""
+@pytest.mark.parametrize("lock_step", [False, True])
+def test_the_client_sends_the_bytes_protobuf_writes(lock_step: bool) -> None:
+    """AirportClient encodes its DoExchange batches itself (pyairport.ipc.encode_batch): a
+    server that records the raw request bytes finds exactly what protobuf writes, the
+    descriptor, DuckDB's headers and the rows sent (body lengths of two to three varint
+    bytes). With RETURNING it answers each message with itself, so lock-step works too."""
+    received: list[bytes] = []
+    headers: dict[str, str] = {}
+
+    def exchange(requests: Iterator[bytes], context: grpc.ServicerContext) -> Iterator[bytes]:
+        headers.update((k, v) for k, v in context.invocation_metadata() if isinstance(v, str))
+        for wire in requests:
+            received.append(wire)
+            if headers.get("return-chunks") == "1":  # the schema, then a batch per batch
+                yield wire
+        yield flight_pb2.FlightData(app_metadata=FINAL_3).SerializeToString()
+
+    server = grpc.server(ThreadPoolExecutor(max_workers=2))
+    raw = grpc.stream_stream_rpc_method_handler(exchange)  # no (de)serializers: bytes
+    service = "arrow.flight.protocol.FlightService"
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler(service, {"DoExchange": raw}),)
+    )
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    data = generated_users(3000)
+    try:
+        with AirportClient(f"grpc://127.0.0.1:{port}") as client:
+            answer = client.insert(
+                "dml_schema", "users", data, batch_rows=1000, returning=True, lock_step=lock_step
+            )
+    finally:
+        server.stop(0)
+    for wire in received:
+        assert flight_pb2.FlightData.FromString(wire).SerializeToString() == wire
+    first = flight_pb2.FlightData.FromString(received[0])
+    assert first.flight_descriptor.type == flight_pb2.FlightDescriptor.PATH
+    assert list(first.flight_descriptor.path) == ["dml_schema", "users"]
+    assert headers["airport-operation"] == "insert"
+    assert headers["airport-flight-path"] == "dml_schema/users"
+    assert _table_in(received).equals(data)
+    assert answer.returning is not None and answer.returning.equals(data)
+    assert answer.total_changed == 3
+
+
+def _table_in(wire_messages: list[bytes]) -> pa.Table:
+    """The IPC stream given as FlightData wire bytes (a schema, then batches) as a table."""
     messages = [read_message(flight_pb2.FlightData.FromString(w)) for w in wire_messages]
     schema = pa.ipc.read_schema(messages[0])
-    return sum(pa.ipc.read_record_batch(m, schema).num_rows for m in messages[1:])
+    return pa.Table.from_batches(
+        [pa.ipc.read_record_batch(m, schema) for m in messages[1:]], schema=schema
+    )
+
+
+def _rows_in(wire_messages: list[bytes]) -> int:
+    return int(_table_in(wire_messages).num_rows)
 
 
 def test_returning_batch_per_input_batch_then_final(srv: Running) -> None:

@@ -218,13 +218,8 @@ class MemoryTable(BackendTable["_Pending"]):
 
     def _lookup(self, ids: np.ndarray) -> tuple[_Committed, _Lookup]:
         with self._lock:
-            data, rowids, live, version = (
-                self._data,
-                self._index(),
-                _live(self._mask),
-                self._version,
-            )
-            committed = _Committed(data, self._patch)
+            rowids, live, version = self._index(), _live(self._mask), self._version
+            committed = _Committed(self._data, self._patch)
         # Outside the lock: a DELETE committing meanwhile may change live under this search,
         # but it also bumps the version, so the commit searches again.
         return committed, _Lookup(ids, _positions(rowids, live, ids), version)
@@ -244,12 +239,12 @@ class MemoryTable(BackendTable["_Pending"]):
     def _apply(self, pending: _Pending) -> None:
         with self._lock:
             mask = self._mask
-            rows = None if mask is None else (mask.live, mask.buffer)
+            extent = None if mask is None else (mask.live, mask.buffer)
             try:
                 self._apply_locked(pending)
             except BaseException:
-                if mask is not None and rows is not None:  # an INSERT may have extended it
-                    mask.live, mask.buffer = rows
+                if mask is not None and extent is not None:  # an INSERT may have extended it
+                    mask.live, mask.buffer = extent
                 raise
 
     def _apply_locked(self, pending: _Pending) -> None:
