@@ -751,13 +751,14 @@ def _remove(
     patch in, as positions move) once more than half the table is dead."""
     if not len(found.positions):
         return data, rowids, mask, patch
-    if ((0 if mask is None else mask.dead) + _distinct(found.positions)) * 2 > len(rowids):
+    dying = _distinct(found.positions)
+    if ((0 if mask is None else mask.dead) + dying) * 2 > len(rowids):
         live = np.ones(len(rowids), dtype=bool) if mask is None else mask.live.copy()
         live[found.positions] = False
         data = _materialize(data, patch).filter(pa.array(live))
         return data, rowids[live], None, _Patch()
     mask = _DeletionMask(np.ones(len(rowids), dtype=bool)) if mask is None else mask
-    return data, rowids, mask.with_dead(found.positions), patch
+    return data, rowids, mask.with_dead(found.positions, dying), patch
 
 
 class _DeletionMask:
@@ -775,12 +776,12 @@ class _DeletionMask:
     def append_live(self, rows: int) -> None:
         self.live, self.buffer = _extended(self.live, self.buffer, np.ones(rows, dtype=bool))
 
-    def with_dead(self, positions: np.ndarray) -> _DeletionMask:
-        """This mask, or a copy while a scan reads it, with the rows at positions (live
-        ones, possibly repeated) marked dead."""
+    def with_dead(self, positions: np.ndarray, rows: int) -> _DeletionMask:
+        """This mask, or a copy while a scan reads it, with the rows at positions (`rows`
+        live ones, possibly repeated) marked dead."""
         mask = _DeletionMask(self.live, self.dead) if self.readers else self
         mask.live[positions] = False
-        mask.dead += _distinct(positions)
+        mask.dead += rows
         return mask
 
 
