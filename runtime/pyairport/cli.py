@@ -68,12 +68,12 @@ def _parser() -> argparse.ArgumentParser:
         "--no-transactions", action="store_true", help="serve without a TransactionManager"
     )
     serve.add_argument(
-        "--transaction-idle-timeout",
+        "--transaction-timeout",
         type=float,
         default=3600.0,
         metavar="SECONDS",
-        help="abort a transaction unused this long (DuckDB begins one per statement and only"
-        " DML finishes it); 0 never does (default 3600)",
+        help="abort a transaction still active this long after it began (DuckDB begins one"
+        " per statement and only DML finishes it); 0 never does (default 3600)",
     )
     serve.add_argument(
         "--auth-token", default=None, help="require 'authorization: Bearer TOKEN' on every call"
@@ -102,18 +102,16 @@ def _serve(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         print(f"pyairport: error: --port {args.port} is not a port number", file=sys.stderr)
         return 2
-    if not args.transaction_idle_timeout >= 0:  # also refuses nan
-        print("pyairport: error: --transaction-idle-timeout must be 0 or more", file=sys.stderr)
+    if not args.transaction_timeout >= 0:  # also refuses nan
+        print("pyairport: error: --transaction-timeout must be 0 or more", file=sys.stderr)
         return 2
     try:
         catalog, close_backend = _catalog(args)
     except Exception as exc:  # SparkSetupError and Spark start-up failures: one line
         print(f"pyairport: error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 1
-    idle_timeout = args.transaction_idle_timeout or None
-    transactions = (
-        None if args.no_transactions else MemoryTransactionManager(idle_timeout=idle_timeout)
-    )
+    timeout = args.transaction_timeout or None
+    transactions = None if args.no_transactions else MemoryTransactionManager(timeout=timeout)
     try:
         from .auth import read_token
 

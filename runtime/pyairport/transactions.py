@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 import uuid
@@ -21,23 +22,25 @@ class MemoryTransactionManager:
 
     DuckDB begins a transaction for every statement, reads included, and only a DML
     statement finishes it: a server that kept every transaction it began would grow without
-    end. So an active transaction nobody has used (begun, or asked about: the server asks
-    before each statement it runs in it) for `idle_timeout` seconds is aborted, and so is the
-    least recently used one when more than `max_active` are active. The newest `capacity`
-    finished transactions are kept so a client can still ask for their status; older ones
-    are forgotten (then unknown)."""
+    end. So a transaction still active `timeout` seconds after it began is aborted, and so is
+    the oldest active one when more than `max_active` are active. (A transaction carries one
+    DML statement here: the first one finishes it.) The newest `capacity` finished
+    transactions are kept so a client can still ask for their status; older ones are
+    forgotten (then unknown). Asking for a status changes nothing (the contract: it "must not
+    modify state"): a transaction past its timeout is reported aborted, and becomes so at
+    the manager's next change."""
 
     def __init__(
         self,
         capacity: int = 100_000,
-        idle_timeout: float | None = 3600.0,
+        timeout: float | None = 3600.0,
         max_active: int = 1_000_000,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._active: OrderedDict[str, float] = OrderedDict()  # id → last used, oldest first
+        self._active: OrderedDict[str, float] = OrderedDict()  # id → when it began, oldest first
         self._finished: OrderedDict[str, TransactionState] = OrderedDict()  # oldest first
         self._capacity = capacity
-        self._idle_timeout = idle_timeout
+        self._timeout = timeout
         self._max_active = max_active
         self._clock = clock
         self._lock = threading.Lock()
@@ -46,7 +49,7 @@ class MemoryTransactionManager:
         ctx.raise_if_done()
         tx_id = str(uuid.uuid4())
         with self._lock:
-            self._abort_idle()
+            self._abort_expired()
             self._active[tx_id] = self._clock()
             if len(self._active) > self._max_active:
                 self._finish_locked(next(iter(self._active)), TransactionState.ABORTED)
@@ -62,16 +65,16 @@ class MemoryTransactionManager:
         self, ctx: Context, tx_id: str
     ) -> tuple[TransactionState | None, bool]:
         with self._lock:
-            self._abort_idle()
-            if tx_id in self._active:
-                self._touch(tx_id)
-                return TransactionState.ACTIVE, True
+            began = self._active.get(tx_id)
+            if began is not None:
+                expired = began <= self._expiry()
+                return (TransactionState.ABORTED if expired else TransactionState.ACTIVE), True
             state = self._finished.get(tx_id)
         return state, state is not None
 
     def _finish(self, tx_id: str, target: TransactionState, strict: bool) -> None:
         with self._lock:
-            self._abort_idle()
+            self._abort_expired()
             state = TransactionState.ACTIVE if tx_id in self._active else self._finished.get(tx_id)
             if state is None:
                 if strict:
@@ -87,18 +90,15 @@ class MemoryTransactionManager:
                 return  # a committed transaction stays committed
             self._finish_locked(tx_id, target)
 
-    def _touch(self, tx_id: str) -> None:
-        self._active[tx_id] = self._clock()
-        self._active.move_to_end(tx_id)
+    def _expiry(self) -> float:
+        """Active transactions that began at or before this time are past their timeout."""
+        return -math.inf if self._timeout is None else self._clock() - self._timeout
 
-    def _abort_idle(self) -> None:
-        """Abort the active transactions unused for idle_timeout (the oldest come first)."""
-        if self._idle_timeout is None:
-            return
-        deadline = self._clock() - self._idle_timeout
+    def _abort_expired(self) -> None:
+        expiry = self._expiry()
         while self._active:
-            tx_id, last_used = next(iter(self._active.items()))
-            if last_used > deadline:
+            tx_id, began = next(iter(self._active.items()))
+            if began > expiry:
                 return
             self._finish_locked(tx_id, TransactionState.ABORTED)
 

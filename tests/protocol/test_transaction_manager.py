@@ -38,23 +38,37 @@ def _status(manager: MemoryTransactionManager, tx: str) -> tuple[str | None, boo
     return (state.value if state is not None else None), exists
 
 
-def test_an_idle_transaction_is_aborted_after_the_timeout() -> None:
+def test_a_transaction_is_aborted_its_timeout_after_it_began() -> None:
     clock = FakeClock()
-    manager = MemoryTransactionManager(idle_timeout=60.0, clock=clock)
-    idle = manager.begin_transaction(CTX)
+    manager = MemoryTransactionManager(timeout=60.0, clock=clock)
+    tx = manager.begin_transaction(CTX)
     clock.now += 59.0
-    assert _status(manager, idle) == ("active", True)  # and asking counts as using it
-    clock.now += 59.0
-    assert _status(manager, idle) == ("active", True)
-    clock.now += 60.0
-    assert _status(manager, idle) == ("aborted", True)
+    assert _status(manager, tx) == ("active", True)
+    clock.now += 1.0
+    assert _status(manager, tx) == ("aborted", True)
     with pytest.raises(TransactionError, match="is aborted, cannot become committed"):
-        manager.commit_transaction(CTX, idle)
+        manager.commit_transaction(CTX, tx)
+    assert _status(manager, tx) == ("aborted", True)
 
 
-def test_only_the_idle_ones_are_aborted() -> None:
+def test_asking_for_a_status_changes_nothing() -> None:
+    """The contract: GetTransactionStatus must not modify state. An expired transaction is
+    reported aborted without being moved; asking does not keep one alive either."""
     clock = FakeClock()
-    manager = MemoryTransactionManager(idle_timeout=60.0, clock=clock)
+    manager = MemoryTransactionManager(timeout=60.0, clock=clock)
+    tx = manager.begin_transaction(CTX)
+    for _ in range(2):
+        clock.now += 20.0
+        assert _status(manager, tx) == ("active", True)
+    clock.now += 20.0  # 60 s after it began, however often it was asked about
+    before = (dict(manager._active), dict(manager._finished))
+    assert _status(manager, tx) == ("aborted", True)
+    assert (dict(manager._active), dict(manager._finished)) == before
+
+
+def test_only_the_expired_ones_are_aborted() -> None:
+    clock = FakeClock()
+    manager = MemoryTransactionManager(timeout=60.0, clock=clock)
     old = manager.begin_transaction(CTX)
     clock.now += 30.0
     young = manager.begin_transaction(CTX)
@@ -66,20 +80,19 @@ def test_only_the_idle_ones_are_aborted() -> None:
 
 def test_without_a_timeout_nothing_expires() -> None:
     clock = FakeClock()
-    manager = MemoryTransactionManager(idle_timeout=None, clock=clock)
+    manager = MemoryTransactionManager(timeout=None, clock=clock)
     tx = manager.begin_transaction(CTX)
     clock.now += 10 * 365 * 24 * 3600.0
     manager.begin_transaction(CTX)
     assert _status(manager, tx) == ("active", True)
 
 
-def test_beyond_max_active_the_least_recently_used_is_aborted() -> None:
-    manager = MemoryTransactionManager(max_active=3, idle_timeout=None)
+def test_beyond_max_active_the_oldest_is_aborted() -> None:
+    manager = MemoryTransactionManager(max_active=3, timeout=None)
     first, second, third = (manager.begin_transaction(CTX) for _ in range(3))
-    assert _status(manager, first) == ("active", True)  # now second is the least recently used
     fourth = manager.begin_transaction(CTX)
-    assert _status(manager, second) == ("aborted", True)
-    for tx in (first, third, fourth):
+    assert _status(manager, first) == ("aborted", True)
+    for tx in (second, third, fourth):
         assert _status(manager, tx) == ("active", True)
 
 
@@ -97,17 +110,19 @@ def test_finished_transactions_beyond_capacity_are_forgotten_oldest_first() -> N
         manager.commit_transaction(CTX, finished[0])
 
 
-def test_duckdb_reads_do_not_grow_the_manager_without_end() -> None:
-    """Every statement begins a transaction; only the DML ones finish theirs."""
+@pytest.mark.parametrize("dml_every", [10, None])
+def test_duckdb_reads_do_not_grow_the_manager_without_end(dml_every: int | None) -> None:
+    """Every statement begins a transaction; only the DML ones finish theirs (one in ten,
+    or none: a read-only workload)."""
     clock = FakeClock()
-    manager = MemoryTransactionManager(capacity=100, idle_timeout=60.0, clock=clock)
+    manager = MemoryTransactionManager(capacity=100, timeout=60.0, clock=clock)
     for statement in range(20_000):
         tx = manager.begin_transaction(CTX)
-        if statement % 10 == 0:
+        if dml_every and statement % dml_every == 0:
             manager.commit_transaction(CTX, tx)
-        clock.now += 0.01  # 100 statements a second
+        clock.now += 1 / 128  # 128 statements a second (exact in binary: no drift)
     held = len(manager._active) + len(manager._finished)
-    assert held <= 60 * 100 + 100  # a minute of reads, plus the finished ones kept
+    assert held <= 60 * 128 + 1 + 100  # a minute of transactions, the new one, 100 finished
 
 
 # --- on the wire ---------------------------------------------------------------------------
@@ -115,7 +130,7 @@ def test_duckdb_reads_do_not_grow_the_manager_without_end() -> None:
 
 def test_dml_in_an_expired_transaction_is_refused_and_changes_nothing() -> None:
     clock = FakeClock()
-    manager = MemoryTransactionManager(idle_timeout=60.0, clock=clock)
+    manager = MemoryTransactionManager(timeout=60.0, clock=clock)
     with serving(memory_demo_catalog(), manager) as running:
         tx = running.client.begin_transaction()
         assert tx is not None
