@@ -132,9 +132,11 @@ class MemoryTable(BackendTable["_Pending"]):
         filter rejects are dropped per batch, so a scan never copies the table."""
         ctx.raise_if_done()
         predicate = filters.parse(opts.filter, self.schema) if opts is not None else None
+        expression = filters.arrow_expression(predicate) if predicate else None
         limit = opts.limit if opts is not None and opts.limit > 0 else None
+        # Nothing that can raise between holding the mask and the generator releasing it.
         data, mask, live = self._reading()
-        keep = _Keep(live, filters.arrow_expression(predicate) if predicate else None)
+        keep = _Keep(live, expression)
 
         def batches() -> Iterator[pa.RecordBatch]:
             # A scan never started keeps its mask held: the next DELETE marks a copy.
