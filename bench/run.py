@@ -302,36 +302,51 @@ def single_row_runs(table_rows: int, statements: int) -> None:
 def single_row_deletes(small: int, large: int, statements: int) -> None:
     """Single-row DELETEs on a memory table in this process, and single-row INSERTs into the
     table with those rows dead, in a table of `small` rows (baseline) and one of `large`:
-    neither may cost in proportion to the table (same cost = 1.00)."""
+    neither may cost in proportion to the table (same cost = 1.00). The two tables take
+    their statements in turn, so that drift in the machine's speed (medians of these
+    statements moved up to 2x between runs seconds apart) falls on both alike."""
     print(f"{statements:,} single-row DELETEs, then INSERTs, in-process")
-    p50 = {}
-    for n in (small, large):
-        table = memory_table("target", rows(n).schema, rows=rows(n))
-        rowids = np.random.default_rng(3).choice(np.arange(1, n + 1), statements, replace=False)
-        p50[n] = _deletes_then_inserts(table, rowids)
-    for i, label in enumerate(("DELETE", "INSERT after the deletes")):
-        base, big = p50[small][i], p50[large][i]
+    tables = [memory_table("target", rows(n).schema, rows=rows(n)) for n in (small, large)]
+    rng = np.random.default_rng(3)
+    deletes = [  # built before the clock starts: a statement is timed from its reader on
+        [pa.table({"rowid": pa.array([rowid], pa.int64())}) for rowid in rowids]
+        for rowids in (
+            rng.choice(np.arange(1, n + 1), statements, replace=False) for n in (small, large)
+        )
+    ]
+    row = rows(1)
+    delete_times = _in_turn(
+        tables, [[functools.partial(_delete, ids) for ids in each] for each in deletes]
+    )
+    insert_times = _in_turn(tables, [[functools.partial(_insert, row)] * statements] * 2)
+    for label, (base, big) in (
+        ("DELETE", delete_times),
+        ("INSERT after the deletes", insert_times),
+    ):
         print(
             f"  {label:24} {small:>11,} rows {base * 1e6:6.0f} us each (baseline),"
             f" {large:>11,} rows {big * 1e6:6.0f} us each: ratio {big / base:5.2f}   (same cost = 1.00)"
         )
 
 
-def _deletes_then_inserts(table: Any, rowids: np.ndarray) -> tuple[float, float]:
-    """Median seconds of a single-row DELETE of each rowid, then of as many single-row
-    INSERTs."""
-    deletes, inserts = [], []
-    for rowid in rowids:
-        start = time.perf_counter()
-        ids = pa.table({"rowid": pa.array([rowid], pa.int64())})
-        table.delete_batch(Context.background(), _reader(ids), None)
-        deletes.append(time.perf_counter() - start)
-    row = rows(1)
-    for _ in rowids:
-        start = time.perf_counter()
-        table.insert(Context.background(), _reader(row), None)
-        inserts.append(time.perf_counter() - start)
-    return float(np.median(deletes)), float(np.median(inserts))
+def _in_turn(tables: list[Any], statements: list[list[Callable[[Any], object]]]) -> list[float]:
+    """Median seconds per statement of each table, its statements run alternately with the
+    other tables' (statements[i] are table i's)."""
+    times: list[list[float]] = [[] for _ in tables]
+    for turn in zip(*statements, strict=True):
+        for table, statement, spent in zip(tables, turn, times, strict=True):
+            start = time.perf_counter()
+            statement(table)
+            spent.append(time.perf_counter() - start)
+    return [float(np.median(spent)) for spent in times]
+
+
+def _delete(ids: pa.Table, table: Any) -> None:
+    table.delete_batch(Context.background(), _reader(ids), None)
+
+
+def _insert(row: pa.Table, table: Any) -> None:
+    table.insert(Context.background(), _reader(row), None)
 
 
 def _reader(table: pa.Table, batch_rows: int | None = None) -> pa.RecordBatchReader:
