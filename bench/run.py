@@ -10,9 +10,10 @@ the same run. `make bench` runs them; the README shows the latest output.
    process (the table's own work, no transport), and RETURNING through tables that do no
    work (the transport's alone).
 3. 10,000 single-row UPDATEs in a row on a 1M-row memory table (in-process): the last
-   thousand statements against the first thousand (flat is 1.00), and UPDATEs each after a
-   single-row INSERT against UPDATEs alone. Single-row DELETEs, and INSERTs after them, in
-   a table ten times the size of the baseline's (same cost is 1.00).
+   thousand statements against a fresh table's first thousand (flat is 1.00), and UPDATEs
+   each after a single-row INSERT against UPDATEs alone. Single-row DELETEs, and INSERTs
+   after them, in a table ten times the size of the baseline's (same cost is 1.00). Where
+   two tables are compared, they take their statements in turn.
 4. DoGet of the 10M-row table against reading the same rows from a local IPC file.
 """
 
@@ -255,48 +256,55 @@ def _in_process_statement(
 
 def single_row_runs(table_rows: int, statements: int) -> None:
     """Single-row statements one after another, as DuckDB sends `UPDATE ... WHERE id = ?` in
-    a loop, on a memory table in this process. UPDATEs alone: the last thousand against the
-    first thousand (baseline); the table keeps their values pending until a scan, so each
-    statement must not pay for the ones before it (flat is 1.00). Then UPDATEs each after a
-    single-row INSERT, against UPDATEs alone: an INSERT must not make the next UPDATE pay
-    for the table's size."""
+    a loop, on a memory table in this process. The table keeps UPDATE values pending until a
+    scan, so each statement must not pay for the ones before it: the last thousand of a run
+    against a fresh table's first thousand (baseline; flat is 1.00). An INSERT must not make
+    the next UPDATE pay for the table's size: UPDATEs each after a single-row INSERT against
+    UPDATEs alone, the last thousand of each run (same cost is 1.00). Compared tables take
+    their statements in turn, so that drift in the machine's speed (run one after the other,
+    the first thousand were up to 2x slower than the last here, whatever the table held)
+    falls on both alike."""
     data = rows(table_rows)
     opts = DMLOptions(returning=True, returning_columns=returning_columns(data.schema))
     rng = np.random.default_rng(7)
+    updates = [  # built before the clock starts: a statement is timed from its reader on
+        pa.table({"value": [float(rowid)], "rowid": pa.array([rowid], pa.int64())})
+        for rowid in rng.integers(1, table_rows + 1, statements)
+    ]
     print(
         f"{statements:,} single-row UPDATE statements in a row, {table_rows:,}-row memory table, in-process"
     )
 
-    def run(options: DMLOptions | None, insert_before: bool) -> list[float]:
-        """Seconds per UPDATE statement, in order."""
-        table = memory_table("target", data.schema, rows=data)
-        one_row = rows(1)
-        times = []
-        for rowid in rng.integers(1, table_rows + 1, statements):
-            if insert_before:
-                table.insert(Context.background(), _reader(one_row), None)
-            values = pa.table({"value": [float(rowid)], "rowid": pa.array([rowid], pa.int64())})
-            start = time.perf_counter()
-            result = table.update_batch(Context.background(), _reader(values), options)
-            if result.returning_data is not None:
-                result.returning_data.read_all()
-            times.append(time.perf_counter() - start)
-        return times
+    def fresh() -> Any:
+        return memory_table("target", data.schema, rows=data)
 
-    alone = {}
+    def updating(options: DMLOptions | None) -> list[Callable[[Any], object]]:
+        return [functools.partial(_update, values, options) for values in updates]
+
     for label, options in (("", None), (", RETURNING", opts)):
-        times = run(options, insert_before=False)
-        first, last = np.median(times[:1000]), np.median(times[-1000:])
-        alone[label] = last
+        run, long_run = updating(options), fresh()
+        for statement in run[:-1000]:
+            statement(long_run)
+        first, last = (np.median(t) for t in _in_turn([fresh(), long_run], [run[-1000:]] * 2))
         print(
             f"  UPDATE{label:11}  statements 1-1,000 {first * 1e6:6.0f} us each (baseline),"
             f" the last 1,000 {last * 1e6:6.0f} us each: ratio {last / first:5.2f}   (flat = 1.00)"
         )
-    after_insert = np.median(run(None, insert_before=True)[-1000:])
-    print(
-        f"  UPDATE, each after a single-row INSERT: the last 1,000 {after_insert * 1e6:6.0f} us each:"
-        f" ratio to UPDATE alone {after_insert / alone['']:5.2f}   (same cost = 1.00)"
+    insert = functools.partial(_insert, rows(1))
+    alone, after = (
+        np.median(t[-1000:])
+        for t in _in_turn([fresh(), fresh()], [updating(None)] * 2, before=[None, insert])
     )
+    print(
+        f"  UPDATE, each after a single-row INSERT: the last 1,000 {after * 1e6:6.0f} us each:"
+        f" ratio to UPDATE alone {after / alone:5.2f}   (same cost = 1.00)"
+    )
+
+
+def _update(values: pa.Table, options: DMLOptions | None, table: Any) -> None:
+    result = table.update_batch(Context.background(), _reader(values), options)
+    if result.returning_data is not None:
+        result.returning_data.read_all()
 
 
 def single_row_deletes(small: int, large: int, statements: int) -> None:
@@ -315,30 +323,35 @@ def single_row_deletes(small: int, large: int, statements: int) -> None:
         )
     ]
     row = rows(1)
-    delete_times = _in_turn(
-        tables, [[functools.partial(_delete, ids) for ids in each] for each in deletes]
-    )
-    insert_times = _in_turn(tables, [[functools.partial(_insert, row)] * statements] * 2)
-    for label, (base, big) in (
-        ("DELETE", delete_times),
-        ("INSERT after the deletes", insert_times),
-    ):
+    runs: dict[str, list[list[Callable[[Any], object]]]] = {
+        "DELETE": [[functools.partial(_delete, ids) for ids in each] for each in deletes],
+        "INSERT after the deletes": [[functools.partial(_insert, row)] * statements] * 2,
+    }
+    for label, statements_of in runs.items():
+        base, big = (float(np.median(t)) for t in _in_turn(tables, statements_of))
         print(
             f"  {label:24} {small:>11,} rows {base * 1e6:6.0f} us each (baseline),"
             f" {large:>11,} rows {big * 1e6:6.0f} us each: ratio {big / base:5.2f}   (same cost = 1.00)"
         )
 
 
-def _in_turn(tables: list[Any], statements: list[list[Callable[[Any], object]]]) -> list[float]:
-    """Median seconds per statement of each table, its statements run alternately with the
-    other tables' (statements[i] are table i's)."""
+def _in_turn(
+    tables: list[Any],
+    statements: list[list[Callable[[Any], object]]],
+    before: list[Callable[[Any], object] | None] | None = None,
+) -> list[list[float]]:
+    """Seconds of each statement, per table: statements[i] are table i's, run alternately
+    with the other tables'; before[i], if given, runs untimed on table i before each."""
     times: list[list[float]] = [[] for _ in tables]
     for turn in zip(*statements, strict=True):
-        for table, statement, spent in zip(tables, turn, times, strict=True):
+        for i, (table, statement) in enumerate(zip(tables, turn, strict=True)):
+            prepare = before[i] if before else None
+            if prepare is not None:
+                prepare(table)
             start = time.perf_counter()
             statement(table)
-            spent.append(time.perf_counter() - start)
-    return [float(np.median(spent)) for spent in times]
+            times[i].append(time.perf_counter() - start)
+    return times
 
 
 def _delete(ids: pa.Table, table: Any) -> None:
