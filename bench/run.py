@@ -282,10 +282,11 @@ def single_row_runs(table_rows: int, statements: int) -> None:
         return [functools.partial(_update, values, options) for values in updates]
 
     for label, options in (("", None), (", RETURNING", opts)):
-        run, long_run = updating(options), fresh()
-        for statement in run[:-1000]:
+        each_update, long_run = updating(options), fresh()
+        for statement in each_update[:-1000]:
             statement(long_run)
-        first, last = (np.median(t) for t in _in_turn([fresh(), long_run], [run[-1000:]] * 2))
+        last_thousand = each_update[-1000:]
+        first, last = (np.median(t) for t in _in_turn([fresh(), long_run], [last_thousand] * 2))
         print(
             f"  UPDATE{label:11}  statements 1-1,000 {first * 1e6:6.0f} us each (baseline),"
             f" the last 1,000 {last * 1e6:6.0f} us each: ratio {last / first:5.2f}   (flat = 1.00)"
