@@ -33,7 +33,7 @@ import numpy as np
 import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_server import rows  # noqa: E402
+from bench_server import COLUMNS, rows  # noqa: E402
 
 from airport_contracts import Context, DMLOptions, returning_columns  # noqa: E402
 from pyairport.backends.memory import memory_table  # noqa: E402
@@ -315,18 +315,23 @@ def single_row_deletes(small: int, large: int, statements: int) -> None:
     their statements in turn, so that drift in the machine's speed (medians of these
     statements moved up to 2x between runs seconds apart) falls on both alike."""
     print(f"{statements:,} single-row DELETEs, then INSERTs, in-process")
-    tables = [memory_table("target", rows(n).schema, rows=rows(n)) for n in (small, large)]
+    sizes = (small, large)
+    tables = [memory_table("target", COLUMNS, rows=rows(n)) for n in sizes]
     rng = np.random.default_rng(3)
-    deletes = [  # built before the clock starts: a statement is timed from its reader on
-        [pa.table({"rowid": pa.array([rowid], pa.int64())}) for rowid in rowids]
-        for rowids in (
-            rng.choice(np.arange(1, n + 1), statements, replace=False) for n in (small, large)
-        )
-    ]
-    row = rows(1)
-    runs: dict[str, list[list[Callable[[Any], object]]]] = {
-        "DELETE": [[functools.partial(_delete, ids) for ids in each] for each in deletes],
-        "INSERT after the deletes": [[functools.partial(_insert, row)] * statements] * 2,
+
+    def deleting(n: int) -> list[Callable[[Any], object]]:
+        """DELETEs of distinct rows of an n-row table, each built before the clock starts (a
+        statement is timed from its reader on)."""
+        rowids = rng.choice(np.arange(1, n + 1), statements, replace=False)
+        return [
+            functools.partial(_delete, pa.table({"rowid": pa.array([rowid], pa.int64())}))
+            for rowid in rowids
+        ]
+
+    inserting: list[Callable[[Any], object]] = [functools.partial(_insert, rows(1))] * statements
+    runs = {
+        "DELETE": [deleting(n) for n in sizes],
+        "INSERT after the deletes": [inserting] * len(sizes),
     }
     for label, statements_of in runs.items():
         base, big = (float(np.median(t)) for t in _in_turn(tables, statements_of))
