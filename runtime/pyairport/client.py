@@ -14,9 +14,9 @@ import contextlib
 import itertools
 import queue
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 from urllib.parse import urlparse
 
 import grpc
@@ -37,10 +37,11 @@ from airport_contracts import (
     flight_pb2_grpc,
 )
 
-from .ipc import batch_message, encode_batch, read_message, schema_message
+from .ipc import encode_batch, read_message, schema_message
 
 _END = object()
 _OUTBOX_MESSAGES = 4  # serialized batches waiting for gRPC to send them
+_Result = TypeVar("_Result")
 
 
 class RemoteError(Exception):
@@ -165,12 +166,17 @@ class AirportClient:
         else:
             self._channel = grpc.insecure_channel(target, options=options)
         self.stub = flight_pb2_grpc.FlightServiceStub(self._channel)  # type: ignore[no-untyped-call]
-        # DoExchange sends FlightData wire bytes built from pyarrow's buffer (ipc.encode_batch):
-        # a FlightData object would copy each batch's body three more times.
+        # DoExchange and DoPut send FlightData wire bytes built from pyarrow's buffer
+        # (ipc.encode_batch): a FlightData object would copy each batch's body three more times.
         self._do_exchange: Any = self._channel.stream_stream(  # untyped, like self.stub
             "/arrow.flight.protocol.FlightService/DoExchange",
             request_serializer=bytes,
             response_deserializer=flight_pb2.FlightData.FromString,
+        )
+        self._do_put: Any = self._channel.stream_stream(
+            "/arrow.flight.protocol.FlightService/DoPut",
+            request_serializer=bytes,
+            response_deserializer=flight_pb2.PutResult.FromString,
         )
         self._token = token
 
@@ -292,47 +298,12 @@ class AirportClient:
         )
         first = schema_message(input_schema)
         first.flight_descriptor.CopyFrom(descriptor)
-        # Bounded: a caller streaming more data than fits in memory has it serialized only
-        # as fast as gRPC sends it.
-        outbox: queue.Queue[object] = queue.Queue(maxsize=_OUTBOX_MESSAGES)
-
-        def requests() -> Iterator[bytes]:
-            while (item := outbox.get()) is not _END:
-                assert isinstance(item, bytes)
-                yield item
-
-        outbox.put(first.SerializeToString())
-        responses = self._do_exchange(requests(), metadata=self.metadata(call_headers))
-        try:
+        with _streaming_call(
+            self._do_exchange, first.SerializeToString(), self.metadata(call_headers)
+        ) as (responses, outbox):
             if returning and lock_step:
                 return self._lock_step(responses, outbox, batches)
-            return self._pipelined(responses, outbox, batches)
-        except grpc.RpcError as error:
-            raise remote_error(error) from None
-        except BaseException:
-            # The caller's data failed (or the caller was interrupted) half way: cancel, as
-            # ending the input would have the server commit the batches it already has.
-            responses.cancel()
-            raise
-        finally:
-            # Wakes gRPC's sending thread if it waits for a message; a full outbox means it
-            # is not waiting, and it stops by itself once the call has ended.
-            with contextlib.suppress(queue.Full):
-                outbox.put_nowait(_END)
-
-    def _pipelined(
-        self,
-        responses: Iterator[flight_pb2.FlightData],
-        outbox: queue.Queue[object],
-        batches: Iterator[pa.RecordBatch],
-    ) -> DMLAnswer:
-        """Send every batch while a thread reads the answers as they come (RETURNING batches,
-        the final metadata, or an early error that makes sending the rest pointless)."""
-        answer = _Answer(responses)
-        for batch in itertools.chain(map(encode_batch, batches), [_END]):
-            if not answer.put(outbox, batch):
-                break  # the server has ended the call: its status is the answer
-        return answer.result()
+            return _pipelined(responses, outbox, batches, _collect)
 
     def _lock_step(
         self,
@@ -407,16 +378,12 @@ class AirportClient:
         first.flight_descriptor.CopyFrom(
             flight_pb2.FlightDescriptor(type=flight_pb2.FlightDescriptor.CMD, cmd=command)
         )
-        messages = [first, *(batch_message(b) for b in batches)]
         headers = {"x-transaction-id": transaction_id} if transaction_id else {}
-        try:
-            results = list(self.stub.DoPut(iter(messages), metadata=self.metadata(headers)))
-        except grpc.RpcError as error:
-            raise remote_error(error) from None
-        response = DMLResponse.from_msgpack(results[0].app_metadata)
-        return PutAnswer(
-            response.status, response.affected_rows, _ipc_table(response.returning_data), response
-        )
+        with _streaming_call(self._do_put, first.SerializeToString(), self.metadata(headers)) as (
+            results,
+            outbox,
+        ):
+            return _pipelined(results, outbox, batches, _put_answer)
 
     def action_delete(
         self,
@@ -467,21 +434,74 @@ class AirportClient:
             raise remote_error(error) from None
 
 
-class _Answer:
-    """Collects a DoExchange answer on its own thread while the caller keeps sending."""
+@contextlib.contextmanager
+def _streaming_call(
+    method: Callable[..., Any], first: bytes, metadata: list[tuple[str, str]]
+) -> Iterator[tuple[Any, queue.Queue[object]]]:
+    """Start a client-streaming call whose first message is first: (its responses, the outbox
+    the caller puts the rest of its messages in, then _END). A gRPC error leaves the block as
+    a RemoteError; any other exception (the caller's data failed, or the caller was
+    interrupted, half way) cancels the call, as ending the input would have the server commit
+    the batches it already has."""
+    # Bounded: a caller streaming more data than fits in memory has it serialized only as
+    # fast as gRPC sends it.
+    outbox: queue.Queue[object] = queue.Queue(maxsize=_OUTBOX_MESSAGES)
 
-    def __init__(self, responses: Iterator[flight_pb2.FlightData]) -> None:
+    def requests() -> Iterator[bytes]:
+        while (item := outbox.get()) is not _END:
+            assert isinstance(item, bytes)
+            yield item
+
+    outbox.put(first)
+    responses = method(requests(), metadata=metadata)
+    try:
+        yield responses, outbox
+    except grpc.RpcError as error:
+        raise remote_error(error) from None
+    except BaseException:
+        responses.cancel()
+        raise
+    finally:
+        # Wakes gRPC's sending thread if it waits for a message; a full outbox means it is
+        # not waiting, and it stops by itself once the call has ended.
+        with contextlib.suppress(queue.Full):
+            outbox.put_nowait(_END)
+
+
+def _pipelined(
+    responses: Iterator[Any],
+    outbox: queue.Queue[object],
+    batches: Iterator[pa.RecordBatch],
+    collect: Callable[[Iterator[Any]], _Result],
+) -> _Result:
+    """Send every batch while a thread collects the answer as it comes (RETURNING batches, the
+    final metadata, or an early error that makes sending the rest pointless)."""
+    answer = _Answer(responses, collect)
+    for batch in itertools.chain(map(encode_batch, batches), [_END]):
+        if not answer.put(outbox, batch):
+            break  # the server has ended the call: its status is the answer
+    return answer.result()
+
+
+class _Answer(Generic[_Result]):
+    """Collects a call's answer on its own thread while the caller keeps sending."""
+
+    def __init__(
+        self, responses: Iterator[Any], collect: Callable[[Iterator[Any]], _Result]
+    ) -> None:
         self.done = threading.Event()
-        self._answer: DMLAnswer | None = None
+        self._answer: _Result | None = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(
-            target=self._collect, args=(responses,), name="airport-answer", daemon=True
+            target=self._collect, args=(responses, collect), name="airport-answer", daemon=True
         )
         self._thread.start()
 
-    def _collect(self, responses: Iterator[flight_pb2.FlightData]) -> None:
+    def _collect(
+        self, responses: Iterator[Any], collect: Callable[[Iterator[Any]], _Result]
+    ) -> None:
         try:
-            self._answer = _collect(responses)
+            self._answer = collect(responses)
         except BaseException as error:  # an RpcError, or an answer that is not Arrow IPC
             self._error = error
         finally:
@@ -497,12 +517,25 @@ class _Answer:
                 continue
         return False
 
-    def result(self) -> DMLAnswer:
+    def result(self) -> _Result:
         self._thread.join()
         if self._error is not None:
             raise self._error
         assert self._answer is not None
         return self._answer
+
+
+def _put_answer(results: Iterator[flight_pb2.PutResult]) -> PutAnswer:
+    """A spec-002 DoPut answer: one PutResult whose app_metadata is a msgpack DMLResponse."""
+    first = next(results, None)
+    if first is None:
+        raise ValueError("the server ended DoPut without a PutResult")
+    for _ in results:  # to the end of the call, for its status
+        continue
+    response = DMLResponse.from_msgpack(first.app_metadata)
+    return PutAnswer(
+        response.status, response.affected_rows, _ipc_table(response.returning_data), response
+    )
 
 
 def _collect(

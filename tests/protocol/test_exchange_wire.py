@@ -6,7 +6,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import grpc
@@ -263,13 +263,26 @@ class _SourceBroke(Exception):
     """The caller's data source failing half way through a statement."""
 
 
-@pytest.mark.parametrize(
-    "returning,lock_step",
-    [(False, False), (True, False), (True, True)],
-    ids=["plain", "returning-pipelined", "returning-lock-step"],
-)
+_Send = Callable[[AirportClient, str, str, Iterator[pa.RecordBatch]], object]
+# An INSERT as AirportClient sends it, every way it can: DoExchange and spec 002's DoPut.
+_INSERTS: dict[str, _Send] = {
+    "plain": lambda client, schema, table, data: client.insert(schema, table, data),
+    "returning-pipelined": lambda client, schema, table, data: client.insert(
+        schema, table, data, returning=True
+    ),
+    "returning-lock-step": lambda client, schema, table, data: client.insert(
+        schema, table, data, returning=True, lock_step=True
+    ),
+    "doput": lambda client, schema, table, data: client.put_insert(schema, table, data),
+    "doput-returning": lambda client, schema, table, data: client.put_insert(
+        schema, table, data, returning=True
+    ),
+}
+
+
+@pytest.mark.parametrize("send", _INSERTS.values(), ids=_INSERTS.keys())
 def test_client_data_failing_half_way_cancels_the_statement(
-    srv: Running, statement_log: queue.Queue[str], returning: bool, lock_step: bool
+    srv: Running, statement_log: queue.Queue[str], send: _Send
 ) -> None:
     """The client cancels rather than ends its input, which would commit the batches sent."""
     before = _seed_three_users(srv, statement_log)
@@ -282,14 +295,15 @@ def test_client_data_failing_half_way_cancels_the_statement(
         raise _SourceBroke("the caller's data source broke")
 
     with pytest.raises(_SourceBroke):
-        srv.client.insert(
-            "dml_schema", "users", breaking_source(), returning=returning, lock_step=lock_step
-        )
+        send(srv.client, "dml_schema", "users", breaking_source())
     assert _next_events(statement_log, 1) == ["rollback"]
     assert srv.rows("dml_schema") == before
 
 
-def test_client_stops_sending_once_the_server_has_answered_with_an_error(srv: Running) -> None:
+@pytest.mark.parametrize("send", [_INSERTS["plain"], _INSERTS["doput"]], ids=["exchange", "doput"])
+def test_client_stops_sending_once_the_server_has_answered_with_an_error(
+    srv: Running, send: _Send
+) -> None:
     sent = 0
 
     def slow_source() -> Iterator[pa.RecordBatch]:
@@ -300,7 +314,7 @@ def test_client_stops_sending_once_the_server_has_answered_with_an_error(srv: Ru
             yield from generated_users(10, start=1 + 10 * i).to_batches()
 
     with pytest.raises(RemoteError) as raised:
-        srv.client.insert("demo_schema", "readonly", slow_source())
+        send(srv.client, "demo_schema", "readonly", slow_source())
     assert (raised.value.code, raised.value.message) == (
         grpc.StatusCode.FAILED_PRECONDITION,
         "table 'readonly' does not support INSERT operations",
