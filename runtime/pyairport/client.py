@@ -379,10 +379,8 @@ class AirportClient:
             flight_pb2.FlightDescriptor(type=flight_pb2.FlightDescriptor.CMD, cmd=command)
         )
         headers = {"x-transaction-id": transaction_id} if transaction_id else {}
-        with _streaming_call(self._do_put, first.SerializeToString(), self.metadata(headers)) as (
-            results,
-            outbox,
-        ):
+        call = _streaming_call(self._do_put, first.SerializeToString(), self.metadata(headers))
+        with call as (results, outbox):
             return _pipelined(results, outbox, batches, _put_answer)
 
     def action_delete(
@@ -502,7 +500,7 @@ class _Answer(Generic[_Result]):
     ) -> None:
         try:
             self._answer = collect(responses)
-        except BaseException as error:  # an RpcError, or an answer that is not Arrow IPC
+        except BaseException as error:  # an RpcError, or an answer that does not decode
             self._error = error
         finally:
             self.done.set()

@@ -6,6 +6,7 @@ import base64
 import contextlib
 import json
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import grpc
@@ -18,9 +19,9 @@ from airport_contracts import Context, DMLOptions, DMLResult, flight_pb2
 from airport_contracts.contract import ERROR_TABLE
 from pyairport.backends.memory import memory_table
 from pyairport.catalog import Catalog, CatalogSchema
-from pyairport.client import RemoteError
+from pyairport.client import AirportClient, RemoteError
 from pyairport.demo import LEGACY, USERS_COLUMNS
-from pyairport.ipc import batch_message, schema_message
+from pyairport.ipc import batch_message, read_message, schema_message
 from pyairport.server import AirportServer, ServerConfig
 from pyairport.transactions import MemoryTransactionManager, TransactionError
 
@@ -71,6 +72,42 @@ def test_put_insert_returning(srv: Running, schema: str) -> None:
     answer = srv.client.put_insert(schema, "users", users([None, 9], ["a", "b"]), returning=True)
     assert (answer.status, answer.affected_rows) == ("success", 2)
     assert answer.returning is not None and answer.returning.column("id").to_pylist() == [1, 9]
+
+
+def test_put_streams_the_bytes_protobuf_writes_and_needs_a_put_result() -> None:
+    """AirportClient's DoPut messages are FlightData as protobuf writes it (the descriptor with
+    the schema, then one message per batch); a server that ends DoPut without a PutResult is a
+    clear error."""
+    received: list[bytes] = []
+
+    def put(requests: Iterator[bytes], context: grpc.ServicerContext) -> Iterator[bytes]:
+        received.extend(requests)
+        yield from ()
+
+    server = grpc.server(ThreadPoolExecutor(max_workers=2))
+    raw = grpc.stream_stream_rpc_method_handler(put)  # no (de)serializers: bytes
+    server.add_generic_rpc_handlers(
+        (
+            grpc.method_handlers_generic_handler(
+                "arrow.flight.protocol.FlightService", {"DoPut": raw}
+            ),
+        )
+    )
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        with AirportClient(f"grpc://127.0.0.1:{port}") as client:
+            with pytest.raises(ValueError, match="the server ended DoPut without a PutResult"):
+                client.put_insert("dml_schema", "users", iter(users([1, 2, 3]).to_batches(1)))
+    finally:
+        server.stop(0)
+    messages = [flight_pb2.FlightData.FromString(wire) for wire in received]
+    assert [m.SerializeToString() for m in messages] == received
+    assert messages[0].flight_descriptor.type == flight_pb2.FlightDescriptor.CMD
+    assert json.loads(messages[0].flight_descriptor.cmd)["table_name"] == "users"
+    batches = [pa.ipc.read_record_batch(read_message(m), USERS_COLUMNS) for m in messages[1:]]
+    assert pa.Table.from_batches(batches).column("id").to_pylist() == [1, 2, 3]
+    assert [b.num_rows for b in batches] == [1, 1, 1]
 
 
 @pytest.mark.parametrize("schema", ["dml_schema", "batch_schema"])
