@@ -299,7 +299,12 @@ def _typedef(n: _Node) -> TypeDef:
     transitions = []
     for t in n.nodes("transitions"):
         transitions.append(
-            Transition(source=t.string("from"), target=t.string("to"), by=t.string("by"))
+            Transition(
+                source=t.string("from"),
+                target=t.string("to"),
+                by=t.string("by"),
+                deviation=t.string("deviation", ""),
+            )
         )
         t.done()
     td = TypeDef(
@@ -652,6 +657,7 @@ def _check_references(c: Contract) -> None:
         for j, tr in enumerate(t.transitions):
             ref("enum value", tr.source, values, f"types[{i}].transitions[{j}].from")
             ref("enum value", tr.target, values, f"types[{i}].transitions[{j}].to")
+            ref("deviation", tr.deviation, deviation_ids, f"types[{i}].transitions[{j}].deviation")
     python_methods: list[tuple[str, str]] = []
     for i, it in enumerate(c.interfaces):
         check_sources(it.sources, f"interfaces[{i}].sources")

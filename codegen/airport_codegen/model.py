@@ -135,6 +135,7 @@ class Transition:
     source: str
     target: str
     by: str
+    deviation: str = ""  # a `deviations` id when pyairport allows what the spec does not
 
 
 @dataclass(frozen=True)

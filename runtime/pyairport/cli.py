@@ -31,7 +31,17 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser(
         "diff-upstream", help="compare contracts.yaml with airport-go's Go source", add_help=False
     )
-    serve = commands.add_parser("serve", help="serve the demo catalog over Arrow Flight")
+    serve = commands.add_parser(
+        "serve",
+        help="serve the demo catalog over Arrow Flight",
+        description="Serve the demo catalog over Arrow Flight. Transactions: DuckDB asks for"
+        " one transaction id per DuckDB transaction and sends it with every statement in it;"
+        " its COMMIT and ROLLBACK never reach the server. So each statement is all-or-nothing"
+        " and applied when it succeeds; once a statement under an id fails, every later"
+        " statement under that id is refused (FAILED_PRECONDITION 'transaction ... is not"
+        " active (state: aborted)') and changes nothing, as PostgreSQL refuses statements in"
+        " an aborted transaction.",
+    )
     serve.add_argument(
         "--backend",
         choices=["memory", "spark"],
@@ -65,7 +75,10 @@ def _parser() -> argparse.ArgumentParser:
         "--max-message-mb", type=int, default=64, help="largest gRPC message in MiB (default 64)"
     )
     serve.add_argument(
-        "--no-transactions", action="store_true", help="serve without a TransactionManager"
+        "--no-transactions",
+        action="store_true",
+        help="serve without a TransactionManager: create_transaction answers no id, so DuckDB"
+        " sends none and every statement stands alone",
     )
     serve.add_argument(
         "--transaction-timeout",

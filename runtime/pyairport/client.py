@@ -1,4 +1,5 @@
-"""AirportClient: INSERT, UPDATE and DELETE over Flight the way DuckDB sends them.
+"""AirportClient: INSERT, UPDATE and DELETE over Flight the way DuckDB sends them, and the
+catalog listing and scans DuckDB reads with.
 
 Built on the generated gRPC stubs rather than pyarrow.flight so that callers (tests,
 benchmarks, scripts) see the server's exact status code, message and final-metadata bytes.
@@ -20,6 +21,7 @@ from typing import Any, Generic, TypeVar
 from urllib.parse import urlparse
 
 import grpc
+import msgpack
 import pyarrow as pa
 
 from airport_contracts import (
@@ -37,7 +39,16 @@ from airport_contracts import (
     flight_pb2_grpc,
 )
 
+from . import filters
 from .ipc import encode_batch, read_message, schema_message
+from .remote_catalog import (
+    SchemaInfo,
+    TableInfo,
+    column_ids,
+    decode_catalog,
+    decode_endpoints,
+    endpoints_request,
+)
 
 _END = object()
 _OUTBOX_MESSAGES = 4  # serialized batches waiting for gRPC to send them
@@ -124,14 +135,35 @@ def _batches(
     if isinstance(data, pa.RecordBatch):
         data = pa.Table.from_batches([data])
     if isinstance(data, pa.Table):
-        return data.schema, iter(data.to_batches(max_chunksize=max_rows))
+        return _without_dictionaries(data.schema, iter(data.to_batches(max_chunksize=max_rows)))
     if isinstance(data, pa.RecordBatchReader):
-        return data.schema, iter(data)
+        return _without_dictionaries(data.schema, iter(data))
     batches = iter(data)
     first = next(batches, None)  # the schema; the rest streams as the call goes
     if first is None:
         raise ValueError("no batches and no schema: pass a pa.Table to send an empty input")
-    return first.schema, itertools.chain([first], batches)
+    return _without_dictionaries(first.schema, itertools.chain([first], batches))
+
+
+def _without_dictionaries(
+    schema: pa.Schema, batches: Iterator[pa.RecordBatch]
+) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+    """Dictionary-encoded columns (pandas categoricals, say) sent as their values: Airport
+    DML streams carry no dictionary batches, so a server could not decode them."""
+    encoded = [i for i, field in enumerate(schema) if pa.types.is_dictionary(field.type)]
+    if not encoded:
+        return schema, batches
+    for i in encoded:
+        schema = schema.set(i, schema.field(i).with_type(schema.field(i).type.value_type))
+
+    def decoded() -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            columns = list(batch.columns)
+            for i in encoded:
+                columns[i] = columns[i].dictionary_decode()
+            yield pa.RecordBatch.from_arrays(columns, schema=schema)
+
+    return schema, decoded()
 
 
 class AirportClient:
@@ -417,6 +449,86 @@ class AirportClient:
         (result,) = self.action("get_transaction_status", body)
         response = GetTransactionStatusResponse.from_msgpack(result)
         return response.status, response.exists
+
+    # --- reading: the catalog and scans, as DuckDB reads them ---------------------------------
+
+    def list_schemas(self, catalog_name: str = "") -> list[SchemaInfo]:
+        """Every schema of the catalog with its tables (list_schemas, decoded as DuckDB does)."""
+        body = msgpack.packb({"catalog_name": catalog_name})
+        (answer,) = self.action("list_schemas", body)
+        return decode_catalog(answer)
+
+    def list_tables(self, schema: str, catalog_name: str = "") -> list[TableInfo]:
+        """The tables of one schema: names, comments and Arrow schemas (rowid column included)."""
+        for found in self.list_schemas(catalog_name):
+            if found.name == schema:
+                return list(found.tables)
+        raise LookupError(f"the catalog has no schema {schema!r}")
+
+    def scan(
+        self,
+        schema: str,
+        table: str,
+        columns: Sequence[str] | None = None,
+        filter: filters.Predicate | str | None = None,  # noqa: A002 - the SQL word
+        *,
+        transaction_id: str | None = None,
+    ) -> pa.RecordBatchReader:
+        """Read a table as DuckDB does (endpoints, then DoGet), streamed batch by batch.
+
+        columns: the columns to return (None: all of them, the rowid column included, so the
+        rows can be updated or deleted by rowid). filter: a `pyairport.filters` predicate
+        (e.g. `And((Compare("id", ">", 2), IsNull("email", negated=True)))`), sent as DuckDB's
+        `json_filters` and applied again here exactly, as DuckDB does: a server may push down
+        part of a filter or none of it. A str is DuckDB's json_filters as it is; then only the
+        parts pyairport understands are applied again."""
+        headers = {"airport-transaction-id": transaction_id} if transaction_id else {}
+        descriptor = flight_pb2.FlightDescriptor(
+            type=flight_pb2.FlightDescriptor.PATH, path=[schema, table]
+        )
+        try:
+            info = self.stub.GetFlightInfo(descriptor, metadata=self.metadata(headers))
+        except grpc.RpcError as error:
+            raise remote_error(error) from None
+        table_schema = pa.ipc.read_schema(pa.py_buffer(info.schema))
+        wanted = list(columns) if columns is not None else table_schema.names
+        if isinstance(filter, str):
+            json_filters, predicate = filter, filters.parse(filter, table_schema)
+        elif filter is not None:
+            json_filters, predicate = filters.to_json(filter, table_schema), filter
+        else:
+            json_filters, predicate = "", None
+        # Ask for the filter's columns too: a server may leave unrequested columns empty
+        # (Spark does), and the filter is applied again here.
+        filtered = filters.columns_of(predicate) if predicate is not None else []
+        read = wanted + [name for name in filtered if name not in wanted]
+        request = endpoints_request(schema, table, column_ids(table_schema, read), json_filters)
+        (answer,) = self.action("endpoints", request, headers)
+        tickets = [endpoint.ticket for endpoint in decode_endpoints(answer)]
+        expression = filters.arrow_expression(predicate) if predicate is not None else None
+        # One server, one connection: an endpoint's location names this server (or asks to
+        # reuse the connection) on pyairport and airport-go alike.
+        streams = [self.stub.DoGet(ticket, metadata=self.metadata(headers)) for ticket in tickets]
+        try:
+            stream_schema = pa.ipc.read_schema(read_message(next(streams[0])))
+        except grpc.RpcError as error:
+            raise remote_error(error) from None
+        out_schema = pa.schema([stream_schema.field(name) for name in wanted])
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            try:
+                for number, stream in enumerate(streams):
+                    if number:
+                        next(stream)  # each stream starts with its schema
+                    for data in stream:
+                        batch = pa.ipc.read_record_batch(read_message(data), stream_schema)
+                        if expression is not None:
+                            batch = batch.filter(expression)
+                        yield batch.select(wanted)
+            except grpc.RpcError as error:
+                raise remote_error(error) from None
+
+        return pa.RecordBatchReader.from_batches(out_schema, batches())
 
     # --- DoAction ------------------------------------------------------------------------------
 

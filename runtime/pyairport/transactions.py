@@ -20,15 +20,19 @@ class TransactionError(Exception):
 class MemoryTransactionManager:
     """Thread-safe and bounded.
 
+    A transaction takes any number of statements (deviation transaction_spans_statements):
+    the first that succeeds commits it, later ones commit it again (a no-op), and one that
+    fails aborts it, committed or not; an aborted transaction stays aborted.
+
     DuckDB begins a transaction for every statement, reads included, and only a DML
     statement finishes it: a server that kept every transaction it began would grow without
     end. So a transaction still active `timeout` seconds after it began is aborted, and so is
-    the oldest active one when more than `max_active` are active. (A transaction carries one
-    DML statement here: the first one finishes it.) The newest `capacity` finished
-    transactions are kept so a client can still ask for their status; older ones are
-    forgotten (then unknown). Asking for a status changes nothing (the contract: it "must not
-    modify state"): a transaction past its timeout is reported aborted, and becomes so at
-    the manager's next change."""
+    the oldest active one when more than `max_active` are active. The newest `capacity`
+    finished transactions are kept, so that a client can still ask for their status and a
+    committed one can take further statements; older ones are forgotten (then unknown).
+    Asking for a status changes nothing (the contract: it "must not modify state"): a
+    transaction past its timeout is reported aborted, and becomes so at the manager's next
+    change."""
 
     def __init__(
         self,
@@ -81,13 +85,15 @@ class MemoryTransactionManager:
                     raise TransactionError(f"transaction {tx_id} not found")
                 return  # rolling back what does not exist is not an infrastructure failure
             if state is target:
+                if tx_id in self._finished:  # still in use: the last to be forgotten
+                    self._finished.move_to_end(tx_id)
                 return  # idempotent
             if (state, target) not in TRANSACTION_STATE_TRANSITIONS:
                 if strict:
                     raise TransactionError(
                         f"transaction {tx_id} is {state.value}, cannot become {target.value}"
                     )
-                return  # a committed transaction stays committed
+                return  # an aborted transaction stays aborted
             self._finish_locked(tx_id, target)
 
     def _expiry(self) -> float:
@@ -103,7 +109,8 @@ class MemoryTransactionManager:
             self._finish_locked(tx_id, TransactionState.ABORTED)
 
     def _finish_locked(self, tx_id: str, target: TransactionState) -> None:
-        del self._active[tx_id]
+        self._active.pop(tx_id, None)  # absent when a committed transaction is aborted
         self._finished[tx_id] = target
+        self._finished.move_to_end(tx_id)
         if len(self._finished) > self._capacity:
             self._finished.popitem(last=False)

@@ -26,6 +26,7 @@ from airport_contracts import (
     flight_pb2,
     flight_pb2_grpc,
     parse_exchange_headers,
+    with_transaction_id,
 )
 from airport_contracts.dispatch import transaction_id_from_headers
 
@@ -175,6 +176,9 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
     ) -> Iterator[bytes]:  # FlightData wire bytes (see add_to_server)
         read_side = self._read_side(context)
         ctx = call_context(context)
+        transaction_id = transaction_id_from_headers("doget", call_headers(context))
+        if transaction_id:
+            ctx = with_transaction_id(ctx, transaction_id)
         reader = self._guard(context, "DoGet", lambda: read_side.scan(ctx, request.ticket))
         yield encode_schema(reader.schema)
         while True:

@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -242,3 +243,55 @@ def test_a_filtered_scan_keeps_every_row_the_filter_keeps(tree: list[dict[str, A
             if all(_truth(node, r) is True for node in tree)
         }
         assert returned == expected
+
+
+# --- writing: what a client sends (filters.to_json) -------------------------------------------
+
+predicate_leaves = st.one_of(
+    st.builds(
+        filters.Compare,
+        st.sampled_from(["id", "rowid"]),
+        st.sampled_from(["==", "!=", "<", ">", "<=", ">="]),
+        st.integers(-(2**63), 2**63 - 1),
+    ),
+    st.builds(filters.Compare, st.just("name"), st.sampled_from(["==", "<"]), st.text()),
+    st.builds(
+        filters.In,
+        st.just("id"),
+        st.lists(st.integers(-5, 5), min_size=1, max_size=3).map(tuple),
+        st.booleans(),
+    ),
+    st.builds(filters.IsNull, st.sampled_from(["id", "name"]), st.booleans()),
+    st.builds(
+        filters.Between,
+        st.just("id"),
+        st.integers(-(2**63), 2**63 - 1),
+        st.integers(-(2**63), 2**63 - 1),
+        st.booleans(),
+        st.booleans(),
+    ),
+)
+predicates = st.recursive(
+    predicate_leaves,
+    lambda inner: st.one_of(
+        st.builds(filters.And, st.lists(inner, min_size=2, max_size=3).map(tuple)),
+        st.builds(filters.Or, st.lists(inner, min_size=2, max_size=3).map(tuple)),
+        st.builds(filters.Not, inner),
+    ),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(predicates)
+def test_what_a_client_writes_the_server_reads_back(predicate: filters.Predicate) -> None:
+    written = filters.to_json(predicate, COLUMNS)
+    assert filters.parse(written, COLUMNS) == predicate
+
+
+def test_a_filter_on_a_column_the_json_cannot_carry_is_refused() -> None:
+    schema = pa.schema([("at", pa.timestamp("us")), ("id", pa.int64())])
+    with pytest.raises(ValueError, match="cannot filter column 'at' of type timestamp"):
+        filters.to_json(filters.IsNull("at", False), schema)
+    with pytest.raises(ValueError, match="the table has no such column"):
+        filters.to_json(filters.IsNull("nope", False), schema)

@@ -47,6 +47,20 @@ EXPECTED: dict[str, dict[str, tuple[str, str]]] = {
         "update": ("null_rowid_rejected", "the failing batch's status"),
         "table": ("statement_atomic", "Go kept the first batch's change; pyairport none"),
     },
+    "insert_unknown_column": {
+        "insert": (
+            "client_input_is_invalid_argument",
+            "INVALID_ARGUMENT schema mismatch before the schema message vs Go's INTERNAL",
+        ),
+    },
+    "transaction_of_several_statements": {
+        "failing": ("client_input_is_invalid_argument", "INVALID_ARGUMENT vs Go's INTERNAL"),
+        "after_failure": (
+            "transaction_spans_statements",
+            "refused: the transaction is aborted; Go runs it",
+        ),
+        "table": ("transaction_spans_statements", "so Go inserted a row and pyairport none"),
+    },
     "transaction_rolls_back_a_failed_statement": {
         "update": ("null_rowid_rejected", "INVALID_ARGUMENT vs Go's INTERNAL"),
     },

@@ -405,6 +405,28 @@ def transaction_rolls_back_a_failed_statement(wire: Wire) -> dict[str, Any]:
 
 
 @scenario
+def transaction_of_several_statements(wire: Wire) -> dict[str, Any]:
+    """A DuckDB BEGIN … COMMIT: one id on every statement; then one fails and one follows."""
+    tx = _begin(wire)
+    header = {"airport-transaction-id": tx}
+    first = wire.dml("insert", LEGACY, users([1]), headers=header)
+    second = wire.dml("update", LEGACY, set_values([1], name=["Ann"]), headers=header)
+    committed = wire.msgpack_action("get_transaction_status", {"transaction_id": tx})
+    failing = wire.dml("update", LEGACY, set_values([1], age=[30]), headers=header)
+    aborted = wire.msgpack_action("get_transaction_status", {"transaction_id": tx})
+    after_failure = wire.dml("insert", LEGACY, users([2]), headers=header)
+    return {
+        "insert": first,
+        "update": second,
+        "committed": committed,
+        "failing": failing,
+        "aborted": aborted,
+        "after_failure": after_failure,
+        "table": wire.rows("dml_schema"),
+    }
+
+
+@scenario
 def transaction_header_x_transaction_id(wire: Wire) -> dict[str, Any]:
     tx = _begin(wire)
     answer = wire.dml("insert", LEGACY, users([1]), headers={"x-transaction-id": tx})

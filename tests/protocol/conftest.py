@@ -10,7 +10,7 @@ import grpc
 import pyarrow as pa
 import pytest
 
-from airport_contracts import Context, DMLOptions
+from airport_contracts import Context, DMLOptions, DMLResult
 from airport_contracts.contract import ERROR_TABLE
 from pyairport.client import AirportClient
 from pyairport.demo import memory_demo_catalog
@@ -149,6 +149,25 @@ def any_srv(request: pytest.FixtureRequest) -> Iterator[Running]:
 def tx_srv() -> Iterator[Running]:
     """A server with the in-memory TransactionManager."""
     yield from _running(MemoryTransactionManager())
+
+
+class FailingInsert:
+    """An insertable table that fails in the middle of its work (operation_failed)."""
+
+    def __init__(self) -> None:
+        from pyairport.backends.memory import memory_table
+        from pyairport.demo import USERS_COLUMNS
+
+        self.inner = memory_table("users", USERS_COLUMNS)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def insert(
+        self, ctx: Context, rows: pa.RecordBatchReader, opts: DMLOptions | None
+    ) -> DMLResult:
+        self.inner.insert(ctx, rows, opts)
+        raise OSError("disk full")
 
 
 def users(

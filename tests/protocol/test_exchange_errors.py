@@ -15,7 +15,7 @@ from pyairport.backends.memory import memory_table
 from pyairport.catalog import Catalog, CatalogSchema
 from pyairport.ipc import batch_message, schema_message
 
-from .conftest import Running, assert_error_row, serving, users
+from .conftest import FailingInsert, Running, assert_error_row, serving, users
 
 
 def _call(
@@ -106,6 +106,12 @@ def _lookup_failure(fail: str) -> tuple[grpc.StatusCode, str]:
         return code, message
 
 
+def _failing_insert() -> tuple[grpc.StatusCode, str]:
+    with serving(Catalog("", [CatalogSchema("s", tables=[FailingInsert()])])) as running:  # type: ignore[list-item]
+        code, message, _ = _call(running, _dml("insert", "s/users"), _stream(USERS))
+        return code, message
+
+
 Trigger = Callable[[Running], tuple[grpc.StatusCode, str]]
 
 
@@ -192,8 +198,12 @@ TRIGGERS: dict[str, tuple[Trigger, dict[str, str]]] = {
         {"error": None},  # pyarrow's own words about the bad flatbuffer; checked by prefix
     ),
     "operation_failed": (
+        lambda s: _failing_insert(),
+        {"operation": "INSERT", "error": "disk full"},
+    ),
+    "schema_mismatch": (
         lambda s: _on(s, _dml("insert"), _stream(pa.table({"nickname": ["x"]}))),
-        {"operation": "INSERT", "error": "column nickname not found in table schema"},
+        {"details": "input column 'nickname' (string) is not a column of the table"},
     ),
     "returning_type_unconvertible": (
         lambda s: _with_bad_returning(id=pa.array([1], pa.int64()), at=pa.array(["2024-01-01"])),

@@ -474,20 +474,37 @@ def test_dml_in_a_transaction_commits_it(tx_srv: Running) -> None:
 def test_failed_dml_in_a_transaction_aborts_it_and_leaves_no_trace(tx_srv: Running) -> None:
     tx = _begin(tx_srv)
     bad = pa.table({"id": pa.array([1, 2], pa.int64()), "nickname": ["a", "b"]})
-    with pytest.raises(Exception, match="column nickname not found"):
+    with pytest.raises(Exception, match="schema mismatch: input column 'nickname'"):
         tx_srv.client.insert("dml_schema", "users", bad, transaction_id=tx)
     assert _status(tx_srv, tx) == {"status": "aborted", "exists": True}
     assert tx_srv.rows("dml_schema") == []
 
 
-def test_finished_transaction_is_refused(tx_srv: Running) -> None:
+def test_a_committed_transaction_takes_further_statements(tx_srv: Running) -> None:
+    """DuckDB sends one id with every statement of BEGIN … COMMIT (deviation
+    transaction_spans_statements): each commits the transaction again."""
     tx = _begin(tx_srv)
     tx_srv.client.insert("dml_schema", "users", users([1]), transaction_id=tx)
+    tx_srv.client.insert("dml_schema", "users", users([2]), transaction_id=tx)
+    assert _status(tx_srv, tx) == {"status": "committed", "exists": True}
+    assert sorted(r["id"] for r in tx_srv.rows("dml_schema")) == [1, 2]
+
+
+def test_an_aborted_transaction_is_refused(tx_srv: Running) -> None:
+    tx = _begin(tx_srv)
+    tx_srv.client.insert("dml_schema", "users", users([1]), transaction_id=tx)
+    with pytest.raises(Exception, match="null rowid value not allowed"):
+        tx_srv.client.update(
+            "dml_schema",
+            "users",
+            pa.table({"rowid": pa.array([None], pa.int64()), "name": ["x"]}),
+            transaction_id=tx,
+        )
     with pytest.raises(Exception) as err:
         tx_srv.client.insert("dml_schema", "users", users([2]), transaction_id=tx)
     assert err.value.code == grpc.StatusCode.FAILED_PRECONDITION  # type: ignore[attr-defined]
-    assert err.value.message == f"transaction {tx} is not active (state: committed)"  # type: ignore[attr-defined]
-    assert len(tx_srv.rows("dml_schema")) == 1
+    assert err.value.message == f"transaction {tx} is not active (state: aborted)"  # type: ignore[attr-defined]
+    assert [r["id"] for r in tx_srv.rows("dml_schema")] == [1]
 
 
 def test_unknown_transaction_is_not_found(tx_srv: Running) -> None:

@@ -25,7 +25,7 @@ from pyairport.ipc import batch_message, read_message, schema_message
 from pyairport.server import AirportServer, ServerConfig
 from pyairport.transactions import MemoryTransactionManager, TransactionError
 
-from .conftest import Running, assert_error_row, users
+from .conftest import FailingInsert, Running, assert_error_row, users
 
 
 def _go_json(value: dict[str, Any]) -> bytes:
@@ -144,22 +144,6 @@ def test_action_delete_returning_is_base64_ipc(srv: Running, schema: str) -> Non
 # --- every DoPut / DoAction error row on the wire ------------------------------------------------
 
 
-class _FailingInsert:
-    """An insertable table that fails in the middle of its work."""
-
-    def __init__(self) -> None:
-        self.inner = memory_table("users", USERS_COLUMNS)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    def insert(
-        self, ctx: Context, rows: pa.RecordBatchReader, opts: DMLOptions | None
-    ) -> DMLResult:
-        self.inner.insert(ctx, rows, opts)
-        raise OSError("disk full")
-
-
 class _BrokenManager(MemoryTransactionManager):
     def begin_transaction(self, ctx: Context) -> str:
         raise OSError("transaction log unavailable")
@@ -177,7 +161,7 @@ def _custom(catalog: Catalog, manager: Any = None) -> Iterator[Running]:
 
 
 def _failing_insert(srv: Running) -> RemoteError:
-    with _custom(Catalog("", [CatalogSchema("s", tables=[_FailingInsert()])])) as running:  # type: ignore[list-item]
+    with _custom(Catalog("", [CatalogSchema("s", tables=[FailingInsert()])])) as running:  # type: ignore[list-item]
         return _error(lambda: running.client.put_insert("s", "users", users([1])))
 
 
@@ -308,8 +292,8 @@ TRIGGERS: dict[str, tuple[Callable[[Running], RemoteError], dict[str, Any], str]
     ),
     "operation_failed": (_failing_insert, {"operation": "INSERT", "error": "disk full"}, "srv"),
     "transaction_not_active": (
-        lambda s: _finished_tx_error(s),
-        {"tx_id": "<tx>", "state": "committed"},
+        lambda s: _aborted_tx_error(s),
+        {"tx_id": "<tx>", "state": "aborted"},
         "tx_srv",
     ),
     "transaction_not_found": (
@@ -344,10 +328,12 @@ NOT_ON_THE_WIRE = {
 }
 
 
-def _finished_tx_error(s: Running) -> RemoteError:
+def _aborted_tx_error(s: Running) -> RemoteError:
+    """A statement after one that failed in the same transaction."""
     tx = s.client.begin_transaction()
     assert tx is not None
     s.client.put_insert("dml_schema", "users", U, transaction_id=tx)
+    _error(lambda: s.client.put_update("dml_schema", "users", [999], U, transaction_id=tx))
     error = _error(lambda: s.client.put_insert("dml_schema", "users", U, transaction_id=tx))
     error.message = error.message.replace(tx, "<tx>")
     return error
@@ -528,8 +514,11 @@ def test_manager_commit_and_rollback_are_idempotent() -> None:
     tx = manager.begin_transaction(ctx)
     manager.commit_transaction(ctx, tx)
     manager.commit_transaction(ctx, tx)
-    manager.rollback_transaction(ctx, tx)  # a committed transaction stays committed
     assert manager.get_transaction_status(ctx, tx)[0].value == "committed"  # type: ignore[union-attr]
+    # a failed later statement aborts it (deviation transaction_spans_statements), once
+    manager.rollback_transaction(ctx, tx)
+    manager.rollback_transaction(ctx, tx)
+    assert manager.get_transaction_status(ctx, tx)[0].value == "aborted"  # type: ignore[union-attr]
     other = manager.begin_transaction(ctx)
     manager.rollback_transaction(ctx, other)
     manager.rollback_transaction(ctx, other)

@@ -53,6 +53,8 @@ log = logging.getLogger("pyairport.spark")
 ROWID = "rowid"
 CAPABILITIES_PROPERTY = "pyairport.capabilities"
 ID_FROM_ROWID_PROPERTY = "pyairport.id_from_rowid"
+# Spark takes a "comment" property as the table comment and leaves it out of SHOW TBLPROPERTIES.
+COMMENT_PROPERTY = "pyairport.comment"
 COMMIT_ATTEMPTS = 4
 SCAN_BATCH_ROWS = 65_536
 SCAN_RANGE_ROWIDS = 1 << 20  # rowids per Spark query of a streamed scan
@@ -487,7 +489,7 @@ class SparkBackend:
             self,
             schema_name,
             table_name,
-            comment=properties.get("comment", ""),
+            comment=properties.get(COMMENT_PROPERTY, ""),
             id_from_rowid=properties.get(ID_FROM_ROWID_PROPERTY) or None,
         )
         self.catalog.add_schema(CatalogSchema(schema_name)).add(table)
@@ -524,7 +526,7 @@ class SparkBackend:
                     empty, schema=from_arrow_schema(empty.schema)
                 ).write.format("delta").option("path", str(location)).saveAsTable(fqn)
                 properties = {
-                    "comment": comment,
+                    COMMENT_PROPERTY: comment,
                     CAPABILITIES_PROPERTY: ",".join(capabilities),
                     ID_FROM_ROWID_PROPERTY: id_from_rowid or "",
                 }
