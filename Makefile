@@ -13,12 +13,18 @@ JARS   := .cache/jars
 # with the delta-spark pin in pyproject.toml.
 DELTA_ARTIFACTS := io.delta:delta-spark_4.2_2.13:4.4.0 io.delta:delta-storage:4.4.0
 
-.PHONY: help venv jars generate check typecheck lint test serve bench soak diff-upstream interop clean
+# The other supported Pythons (pyproject's classifiers); pyenv's, else python3.X on PATH.
+PYTHONS ?= 3.12 3.13
+PYENV_ROOT ?= $(shell pyenv root 2>/dev/null)
+python_for = $(lastword $(shell command -v python$(1) 2>/dev/null) $(wildcard $(PYENV_ROOT)/versions/$(1).*/bin/python$(1)))
+
+.PHONY: help venv jars generate check typecheck lint test test-python serve bench soak diff-upstream interop clean
 
 help:
 	@echo "make serve      run the Flight server on local Spark + Delta (BACKEND=spark|memory, HOST, PORT, WAREHOUSE)"
 	@echo "make jars       fetch the Delta Lake jars from Maven Central into .cache/jars"
-	@echo "make test       set up .venv, check generated code, mypy, run every test"
+	@echo "make test       set up .venv, check generated code, mypy, ruff, run every test"
+	@echo "make test-python  the tests without Spark on Python $(PYTHONS) too (a .venv-X.Y each)"
 	@echo "make generate   regenerate generated/airport_contracts from contracts.yaml"
 	@echo "make check      fail if generated/ differs from what contracts.yaml gives"
 	@echo "make lint       ruff on handwritten code"
@@ -44,25 +50,39 @@ $(JARS)/.fetched:
 jars: $(JARS)/.fetched
 
 generate: $(STAMP)
-	$(PY) -m airport_codegen generate
+	$(PY) -m airport_codegen generate --root .
 
 check: $(STAMP)
-	$(PY) -m airport_codegen check
+	$(PY) -m airport_codegen check --root .
 
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict generated/airport_contracts
 	MYPYPATH=generated:codegen $(BIN)/mypy --strict runtime/pyairport codegen/airport_codegen
 
 lint: $(STAMP)
-	$(BIN)/ruff check codegen runtime tests bench
-	$(BIN)/ruff format --check codegen runtime tests bench
+	$(BIN)/ruff check codegen runtime tests bench setup.py
+	$(BIN)/ruff format --check codegen runtime tests bench setup.py
 	@if command -v go >/dev/null; then \
 		test -z "$$(gofmt -l tests/interop/go codegen)" || { gofmt -l tests/interop/go codegen; exit 1; }; \
 		cd tests/interop/go && go vet ./...; \
 	fi
 
-test: check typecheck jars
+test: check typecheck lint jars
 	$(BIN)/pytest -q
+	$(MAKE) -s test-python
+
+test-python: $(foreach version,$(PYTHONS),test-python-$(version))
+
+test-python-%:
+	@py="$(call python_for,$*)"; \
+	"$$py" -c 'import sys; sys.exit(sys.version_info[:2] != tuple(map(int, "$*".split("."))))' 2>/dev/null \
+		|| { echo "make test-python: Python $* not found (pyenv install $*)"; exit 1; }; \
+	if [ ! .venv-$*/.installed -nt pyproject.toml ]; then \
+		"$$py" -m venv .venv-$* && .venv-$*/bin/pip install -q --upgrade pip \
+			&& .venv-$*/bin/pip install -q -e ".[dev]" && touch .venv-$*/.installed || exit 1; \
+	fi; \
+	echo "Python $*: tests without Spark"; \
+	.venv-$*/bin/pytest -q -p no:cacheprovider -m "not spark and not slow"
 
 serve: $(STAMP) jars
 	$(BIN)/pyairport serve --backend $(BACKEND) --host $(HOST) --port $(PORT) --warehouse $(WAREHOUSE) --jars-dir $(JARS)
@@ -87,4 +107,4 @@ interop: $(STAMP) jars
 	$(PY) -m tests.interop.report
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(foreach version,$(PYTHONS),.venv-$(version)) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

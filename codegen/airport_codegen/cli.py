@@ -6,18 +6,20 @@ import argparse
 import sys
 from pathlib import Path
 
+from .inputs import generated_package, inputs_root
 from .load import ContractError, load_contract
 from .render import RenderError, diff_package, inputs_hash, render_package, write_package
 
 
 def _paths(args: argparse.Namespace) -> tuple[Path, Path, Path, Path]:
-    root = Path(args.root)
-    return (
-        root / "contracts.yaml",
-        root / "templates",
-        root / "proto" / "Flight.proto",
-        Path(args.out) if args.out else root / "generated" / "airport_contracts",
-    )
+    root = Path(args.root) if args.root else inputs_root()
+    if args.out:
+        out = Path(args.out)
+    elif args.root:
+        out = root / "generated" / "airport_contracts"
+    else:
+        out = generated_package()
+    return root / "contracts.yaml", root / "templates", root / "proto" / "Flight.proto", out
 
 
 def diff_upstream(argv: list[str] | None = None, prog: str = "diff-upstream") -> int:
@@ -35,13 +37,17 @@ def diff_upstream(argv: list[str] | None = None, prog: str = "diff-upstream") ->
     source.add_argument("--path", help="read a checkout of airport-go instead")
     parser.add_argument("--format", choices=["text", "json"], default="text")
     parser.add_argument(
-        "--contract", default="contracts.yaml", help="the contract file (default ./contracts.yaml)"
+        "--contract",
+        default=None,
+        help="the contract file (default: the checkout's or the installed package's)",
     )
     args = parser.parse_args(argv)
     try:
-        contract = load_contract(Path(args.contract))
-    except FileNotFoundError:
-        print(f"{prog}: error: {args.contract} not found", file=sys.stderr)
+        contract_path = Path(args.contract) if args.contract else inputs_root() / "contracts.yaml"
+        contract = load_contract(contract_path)
+    except FileNotFoundError as exc:
+        missing = f"{exc.filename} not found" if exc.filename else str(exc)
+        print(f"{prog}: error: {missing}", file=sys.stderr)
         return 2
     except ContractError as exc:
         print(f"{prog}: error: contracts.yaml: {exc}", file=sys.stderr)
@@ -76,14 +82,25 @@ def main(argv: list[str] | None = None) -> int:
         return diff_upstream(argv[1:])
     parser = argparse.ArgumentParser(prog="airport_codegen", description=__doc__)
     parser.add_argument("command", choices=["generate", "check", "diff-upstream"])
-    parser.add_argument("--root", default=".", help="project root holding contracts.yaml")
     parser.add_argument(
-        "--out", default="", help="target package folder (default generated/airport_contracts)"
+        "--root",
+        default="",
+        help="folder holding contracts.yaml, templates/ and proto/ (default: the checkout, or"
+        " the installed package's copy)",
+    )
+    parser.add_argument(
+        "--out",
+        default="",
+        help="target package folder (default: ROOT/generated/airport_contracts with --root,"
+        " else the airport_contracts package Python imports)",
     )
     args = parser.parse_args(argv)
-    contract_path, templates, proto, out = _paths(args)
     try:
+        contract_path, templates, proto, out = _paths(args)
         contract = load_contract(contract_path)
+    except FileNotFoundError as exc:
+        print(f"airport_codegen: error: {exc}", file=sys.stderr)
+        return 2
     except ContractError as exc:
         print(f"contracts.yaml: {exc}", file=sys.stderr)
         return 2

@@ -347,6 +347,14 @@ class Contract:
     def interface(self, name: str) -> Interface:
         return next(i for i in self.interfaces if i.name == name)
 
+    def method_names(self, interface_name: str) -> tuple[str, ...]:
+        """The Python names of every method of an interface, inherited ones first."""
+        interface = self.interface(interface_name)
+        names: list[str] = []
+        for parent in interface.extends:
+            names += [n for n in self.method_names(parent) if n not in names]
+        return tuple(names + [m.python for m in interface.methods if m.python not in names])
+
     def method_of(self, interface_name: str) -> Method:
         """The single DML method of a capability interface."""
         (method,) = self.interface(interface_name).methods

@@ -62,7 +62,10 @@ def _parser() -> argparse.ArgumentParser:
         help="spark: a Spark Connect URL sc://host:port instead of a master",
     )
     serve.add_argument(
-        "--jars-dir", default=".cache/jars", help="spark: folder holding the Delta jars (make jars)"
+        "--jars-dir",
+        default=None,
+        help="spark: take the Delta jars from this folder (make jars) instead of having Spark"
+        " fetch them from Maven Central (default)",
     )
     serve.add_argument(
         "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
@@ -202,7 +205,7 @@ def _catalog(args: argparse.Namespace) -> tuple[object, Callable[[], None]]:
         master=args.spark_master,
         remote=args.spark_remote,
         warehouse=warehouse,
-        jars_dir=Path(args.jars_dir),
+        jars_dir=Path(args.jars_dir) if args.jars_dir else None,
     )
     return spark_demo_catalog(
         SparkBackend(session, warehouse, remote=args.spark_remote)

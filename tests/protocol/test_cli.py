@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import os
 import re
 import signal
@@ -10,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+from importlib.metadata import version
 from pathlib import Path
 
 import pyarrow as pa
@@ -103,6 +105,25 @@ def test_console_script_is_installed() -> None:
     assert script.exists() and os.access(script, os.X_OK)
 
 
+@pytest.mark.skipif(
+    importlib.util.find_spec("pyspark") is not None, reason="pyspark is installed here"
+)
+def test_spark_without_pyspark_is_one_line(tmp_path: Path) -> None:
+    """An installation without the [spark] extra (as `make test-python` has) says what to
+    install."""
+    done = subprocess.run(
+        [*PYAIRPORT, "serve", "--backend", "spark", "--warehouse", str(tmp_path / "w")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stderr) == (
+        1,
+        "pyairport: error: pyspark is not installed: pip install 'pyairport[spark]'\n",
+    )
+
+
+@pytest.mark.spark
 def test_spark_without_delta_jars_is_one_line(tmp_path: Path) -> None:
     done = subprocess.run(
         [
@@ -126,6 +147,40 @@ def test_spark_without_delta_jars_is_one_line(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.spark
+def test_spark_that_cannot_fetch_delta_is_one_line(tmp_path: Path) -> None:
+    """Without --jars-dir Spark fetches Delta from Maven Central; when it cannot (here: Ivy
+    told to look only in an empty folder), one line says what to do, not Ivy's report and a
+    JVM stack trace."""
+    (tmp_path / "repo").mkdir()
+    settings = tmp_path / "ivysettings.xml"
+    settings.write_text(
+        '<ivysettings><settings defaultResolver="nowhere"/><resolvers>'
+        f'<filesystem name="nowhere"><artifact pattern="{tmp_path}/repo/[artifact].[ext]"/>'
+        "</filesystem></resolvers></ivysettings>"
+    )
+    (tmp_path / "spark-defaults.conf").write_text(
+        f"spark.jars.ivySettings {settings}\nspark.jars.ivy {tmp_path / 'ivy'}\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYAIRPORT_JARS"}
+    env["SPARK_CONF_DIR"] = str(tmp_path)
+    done = subprocess.run(
+        [*PYAIRPORT, "serve", "--backend", "spark", "--warehouse", str(tmp_path / "w")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert done.returncode == 1
+    delta, spark = version("delta-spark"), version("pyspark")
+    assert done.stderr == (
+        f"pyairport: error: Spark could not fetch Delta Lake {delta} for Spark {spark} from"
+        " Maven Central: run `make jars` and pass --jars-dir .cache/jars\n"
+    )
+    assert done.stdout == ""
+
+
+@pytest.mark.spark
 def test_spark_without_java_is_one_line(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
     env["PATH"] = str(Path(sys.executable).parent)  # python, but no java

@@ -143,8 +143,8 @@ def test_dml_in_an_expired_transaction_is_refused_and_changes_nothing() -> None:
 
 
 class _FinishedMeanwhile:
-    """Wraps a table: while the statement runs, its transaction ends (another statement in
-    the same transaction committed it)."""
+    """Wraps a table: while the statement runs, its transaction ends (rolled back, or
+    committed by another statement of the same transaction)."""
 
     def __init__(self, inner: Any, manager: MemoryTransactionManager, finish: str) -> None:
         self.inner, self.manager, self.finish = inner, manager, finish
@@ -161,34 +161,37 @@ class _FinishedMeanwhile:
         return result
 
 
-def test_a_statement_whose_transaction_was_aborted_meanwhile_changes_nothing() -> None:
+def _insert_while_the_transaction(finish: str) -> tuple[Exception | None, int, Any]:
+    """INSERT two rows in a transaction that `finish` ends while the table works: (what the
+    client got, the rows the table holds after, the transaction's status)."""
     manager = MemoryTransactionManager()
     catalog = memory_demo_catalog()
     schema = catalog.schema(CTX, "dml_schema")
     table = schema.table(CTX, "users")
-    schema.add(_FinishedMeanwhile(table, manager, "rollback_transaction"))  # type: ignore[arg-type]
+    schema.add(_FinishedMeanwhile(table, manager, finish))  # type: ignore[arg-type]
     with serving(catalog, manager) as running:
         tx = running.client.begin_transaction()
         assert tx is not None
-        with pytest.raises(Exception) as err:
+        error: Exception | None = None
+        try:
             running.client.insert("dml_schema", "users", users([1, 2]), transaction_id=tx)
-        assert err.value.code == grpc.StatusCode.FAILED_PRECONDITION  # type: ignore[attr-defined]
-        assert err.value.message == f"transaction {tx} is not active (state: aborted)"  # type: ignore[attr-defined]
-        assert table.to_table().num_rows == 0
-        assert manager.get_transaction_status(CTX, tx) == (TransactionState.ABORTED, True)
+        except Exception as exc:
+            error = exc
+            assert exc.message == f"transaction {tx} is not active (state: aborted)"  # type: ignore[attr-defined]
+        return error, table.to_table().num_rows, manager.get_transaction_status(CTX, tx)
+
+
+def test_a_statement_whose_transaction_was_aborted_meanwhile_changes_nothing() -> None:
+    error, rows, status = _insert_while_the_transaction("rollback_transaction")
+    assert error is not None and error.code == grpc.StatusCode.FAILED_PRECONDITION  # type: ignore[attr-defined]
+    assert rows == 0
+    assert status == (TransactionState.ABORTED, True)
 
 
 def test_a_statement_whose_transaction_was_committed_meanwhile_is_applied() -> None:
     """Another statement of the same transaction committed it: that is no reason to refuse
     (deviation transaction_spans_statements)."""
-    manager = MemoryTransactionManager()
-    catalog = memory_demo_catalog()
-    schema = catalog.schema(CTX, "dml_schema")
-    table = schema.table(CTX, "users")
-    schema.add(_FinishedMeanwhile(table, manager, "commit_transaction"))  # type: ignore[arg-type]
-    with serving(catalog, manager) as running:
-        tx = running.client.begin_transaction()
-        assert tx is not None
-        running.client.insert("dml_schema", "users", users([1, 2]), transaction_id=tx)
-        assert table.to_table().num_rows == 2
-        assert manager.get_transaction_status(CTX, tx) == (TransactionState.COMMITTED, True)
+    error, rows, status = _insert_while_the_transaction("commit_transaction")
+    assert error is None
+    assert rows == 2
+    assert status == (TransactionState.COMMITTED, True)

@@ -1,18 +1,25 @@
 """Starting Spark with Delta Lake: local (embedded), a cluster master, or Spark Connect.
 
-The Delta jars come from Maven Central into a local folder (`make jars`); a missing JDK or
-missing jars is one clear line (SparkSetupError), not a JVM stack trace.
+By default the session gets Delta the way delta-spark sets it up
+(`configure_spark_with_delta_pip`): Spark resolves the jars that match the installed
+delta-spark and pyspark from Maven Central, caches them (Ivy), and ships them to a cluster's
+executors. On a machine without Maven Central, a folder of the jars (`make jars`,
+`--jars-dir`) is used instead. A missing JDK, missing jars, jars that cannot be fetched or a
+Spark Connect server without Delta is one clear line (SparkSetupError), not a JVM stack trace.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-DEFAULT_JARS_DIR = Path(os.environ.get("PYAIRPORT_JARS", ".cache/jars"))
+JARS_DIR_VARIABLE = "PYAIRPORT_JARS"  # a jars folder to use when none is passed
 JAR_PATTERNS = ("delta-spark_*.jar", "delta-storage-*.jar")
 
 # Tuned for a small local machine: Delta's defaults (50 snapshot partitions, 200 shuffle
@@ -33,7 +40,7 @@ class SparkSetupError(RuntimeError):
     """Spark cannot start here; the message says what to install or run."""
 
 
-def delta_jars(jars_dir: Path = DEFAULT_JARS_DIR) -> list[str]:
+def delta_jars(jars_dir: Path) -> list[str]:
     found = []
     for pattern in JAR_PATTERNS:
         matches = sorted(jars_dir.glob(pattern))
@@ -60,11 +67,14 @@ def spark_session(
     master: str = "local[*]",
     remote: str | None = None,
     warehouse: Path = Path("warehouse"),
-    jars_dir: Path = DEFAULT_JARS_DIR,
+    jars_dir: Path | None = None,
     app_name: str = "pyairport",
     conf: dict[str, str] | None = None,
 ) -> Any:
-    """A SparkSession with Delta: embedded/cluster (master) or Spark Connect (remote)."""
+    """A SparkSession with Delta: embedded/cluster (master) or Spark Connect (remote).
+
+    jars_dir: take the Delta jars from this folder (default: $PYAIRPORT_JARS if set, else
+    fetched by Spark from Maven Central)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need this Python (pyarrow)
     try:
         from pyspark.sql import SparkSession
@@ -75,20 +85,141 @@ def spark_session(
         # Its own builder: the generic one refuses Connect while a classic session is active.
         from pyspark.sql.connect.session import SparkSession as ConnectSession
 
-        return ConnectSession.builder.remote(remote).appName(app_name).getOrCreate()
+        connect = ConnectSession.builder.remote(remote).appName(app_name).getOrCreate()
+        _require_delta(connect, remote)
+        return connect
     check_java()
+    if jars_dir is None and os.environ.get(JARS_DIR_VARIABLE):
+        jars_dir = Path(os.environ[JARS_DIR_VARIABLE])
     builder = SparkSession.builder.master(master).appName(app_name)
-    settings = {
-        **LOCAL_CONF,
-        "spark.jars": ",".join(delta_jars(jars_dir)),
-        "spark.sql.warehouse.dir": str(warehouse.resolve()),
-    }
+    settings = {**LOCAL_CONF, "spark.sql.warehouse.dir": str(warehouse.resolve())}
+    if jars_dir is not None:
+        settings["spark.jars"] = ",".join(delta_jars(jars_dir))
     settings.update(conf or {})
     for key, value in settings.items():
         builder = builder.config(key, value)
-    session = builder.getOrCreate()
+    if jars_dir is None:
+        from delta import configure_spark_with_delta_pip
+
+        builder = configure_spark_with_delta_pip(builder)
+    if jars_dir is not None:
+        session = builder.getOrCreate()
+    else:
+        with _jvm_output_held() as start:
+            try:
+                session = builder.getOrCreate()
+                start.started()
+            except Exception as exc:
+                failure = exc
+        if not start.up:
+            raise _start_failure(failure, start.dropped) from None
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+class _JvmStart:
+    def __init__(self) -> None:
+        self.up = False
+        self.dropped = ""
+
+    def started(self) -> None:
+        self.up = True
+
+
+class _HeldOutput:
+    """One of this process's output fds, pointed at a pipe whose contents are held until
+    release() says whether to show them; then the pipe is forwarded as it comes."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        read_end, write_end = os.pipe()
+        self.real = os.dup(fd)
+        os.dup2(write_end, fd)
+        os.close(write_end)
+        self.held: list[bytes] = []
+        self.decided = self.show = False
+        self.lock = threading.Lock()
+        self.reader = threading.Thread(
+            target=self._forward, args=(read_end,), name=f"spark-jvm-fd{fd}", daemon=True
+        )
+        self.reader.start()
+
+    def _forward(self, read_end: int) -> None:
+        while chunk := os.read(read_end, 65536):
+            with self.lock:
+                if not self.decided:
+                    self.held.append(chunk)
+                elif self.show:
+                    os.write(self.real, chunk)
+        os.close(read_end)
+
+    def release(self, show: bool) -> bytes:
+        """Show what was held (and forward from now on), or drop it; returns it either way."""
+        os.dup2(self.real, self.fd)  # this process writes to the real fd again
+        if not show:
+            # The JVM is gone and this process no longer writes to the pipe: read it to its
+            # end, so that what the JVM said last is there to tell why.
+            self.reader.join(timeout=10)
+        with self.lock:
+            self.decided, self.show = True, show
+            held = b"".join(self.held)
+            self.held.clear()
+            if show:
+                os.write(self.real, held)
+        if not show:
+            os.close(self.real)
+        return held
+
+
+@contextlib.contextmanager
+def _jvm_output_held() -> Iterator[Any]:
+    """Spark's JVM inherits this process's stdout and stderr when it starts. Hand it pipes
+    instead and hold what it writes until it is known whether Spark started: replayed when
+    it did, dropped when it did not (a failed start becomes one line, not Ivy's report and a
+    JVM stack trace). Yields a _JvmStart: call started() once Spark is up; after a failed
+    start its dropped output is there to tell why."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    outputs = [_HeldOutput(1), _HeldOutput(2)]
+    start = _JvmStart()
+    try:
+        yield start
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        start.dropped = b"".join(output.release(show=start.up) for output in outputs).decode(
+            errors="replace"
+        )
+
+
+def _start_failure(exc: Exception, jvm_output: str) -> SparkSetupError:
+    """One line for a Spark that did not start while fetching Delta through Ivy."""
+    if "unresolved dependency" in jvm_output.lower():
+        from importlib.metadata import version
+
+        return SparkSetupError(
+            f"Spark could not fetch Delta Lake {version('delta-spark')} for Spark"
+            f" {version('pyspark')} from Maven Central: run `make jars` and pass"
+            " --jars-dir .cache/jars"
+        )
+    exceptions = [
+        line.strip()
+        for line in jvm_output.splitlines()
+        if "Exception" in line or line.startswith("Error")
+    ]
+    reason = exceptions[-1] if exceptions else (str(exc).splitlines() or [type(exc).__name__])[0]
+    return SparkSetupError(f"Spark did not start: {reason[:300]}")
+
+
+def _require_delta(session: Any, remote: str) -> None:
+    """A Spark Connect server brings its own jars: without Delta, say so in one line."""
+    extensions = session.conf.get("spark.sql.extensions", "") or ""
+    if "DeltaSparkSessionExtension" not in extensions:
+        raise SparkSetupError(
+            f"the Spark Connect server at {remote} has no Delta Lake: start it with"
+            " --packages io.delta:delta-spark_<spark>_2.13:<delta> (or --jars) and"
+            " spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension"
+        )
 
 
 def is_connect(session: Any) -> bool:

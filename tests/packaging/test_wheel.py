@@ -1,0 +1,204 @@
+"""pyairport as an installed package: the wheel built from this checkout, installed with
+[spark] into a fresh virtual environment outside the checkout, serves the memory backend and
+Delta tables on Spark (the Delta jars fetched by Spark itself, no --jars-dir) and runs
+`pyairport diff-upstream` and `python -m airport_codegen check` with the contract it carries.
+Nothing from the checkout is on that environment's path."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+CHECKOUT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow
+
+# A client run with the installed package: INSERT two rows, then read them back.
+CLIENT = """
+import sys
+import pyarrow as pa
+from pyairport.client import AirportClient
+
+with AirportClient(sys.argv[1]) as client:
+    rows = pa.table({"id": pa.array([1, 2], pa.int64()), "name": ["Ann", "Bo"], "email": ["a", "b"]})
+    assert client.insert("dml_schema", "users", rows).total_changed == 2
+    scanned = client.scan("dml_schema", "users", ["id", "name"]).read_all()
+    print(sorted(scanned.to_pylist(), key=lambda r: r["id"]))
+"""
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
+    """(the fresh environment's bin folder, a work folder outside the checkout)."""
+    where = tmp_path_factory.mktemp("installed")
+    dist = where / "dist"
+    subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(CHECKOUT)],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+    (wheel,) = dist.glob("pyairport-*.whl")
+    venv = where / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    subprocess.run(
+        [str(venv / "bin" / "pip"), "install", "-q", f"{wheel}[spark]"],
+        check=True,
+        capture_output=True,
+        timeout=900,
+    )
+    work = where / "work"
+    work.mkdir()
+    yield venv / "bin", work
+
+
+def _env(bin_dir: Path) -> dict[str, str]:
+    """The installed environment alone: no PYTHONPATH, no checkout on sys.path, no jars."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYAIRPORT_JARS")}
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    env["VIRTUAL_ENV"] = str(bin_dir.parent)
+    return env
+
+
+def _serve_and_insert(bin_dir: Path, work: Path, *serve_args: str) -> str:
+    """Start `pyairport serve` from the installed package, INSERT through its client."""
+    server = subprocess.Popen(
+        [str(bin_dir / "pyairport"), "serve", "--port", "0", *serve_args],
+        cwd=work,
+        env=_env(bin_dir),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        lines = []
+        for line in server.stdout:  # Spark's start-up may log first
+            lines.append(line)
+            found = re.match(r"pyairport serving on (grpc://\S+) ", line)
+            if found:
+                break
+        else:
+            raise AssertionError("the server did not start:\n" + "".join(lines[-20:]))
+        done = subprocess.run(
+            [str(bin_dir / "python"), "-c", CLIENT, found.group(1)],
+            cwd=work,
+            env=_env(bin_dir),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+
+
+def test_the_package_comes_from_the_environment_not_the_checkout(
+    installed: tuple[Path, Path],
+) -> None:
+    bin_dir, work = installed
+    done = subprocess.run(
+        [
+            str(bin_dir / "python"),
+            "-c",
+            "import airport_codegen, airport_contracts, pyairport;"
+            "print(airport_codegen.__file__, airport_contracts.__file__, pyairport.__file__)",
+        ],
+        cwd=work,
+        env=_env(bin_dir),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert str(CHECKOUT) not in done.stdout
+    assert done.stdout.count(str(bin_dir.parent)) == 3
+
+
+def test_the_installed_package_serves_memory_tables(installed: tuple[Path, Path]) -> None:
+    bin_dir, work = installed
+    answer = _serve_and_insert(bin_dir, work, "--backend", "memory")
+    assert answer == "[{'id': 1, 'name': 'Ann'}, {'id': 2, 'name': 'Bo'}]"
+
+
+@pytest.mark.spark
+def test_the_installed_package_serves_delta_tables_without_a_jars_folder(
+    installed: tuple[Path, Path],
+) -> None:
+    """Spark fetches the Delta jars that match the installed delta-spark from Maven Central."""
+    bin_dir, work = installed
+    answer = _serve_and_insert(
+        bin_dir,
+        work,
+        "--backend",
+        "spark",
+        "--spark-master",
+        "local[2]",
+        "--warehouse",
+        str(work / "warehouse"),
+    )
+    assert answer == "[{'id': 1, 'name': 'Ann'}, {'id': 2, 'name': 'Bo'}]"
+    assert (work / "warehouse" / "dml_schema" / "users" / "_delta_log").is_dir()
+
+
+def test_the_installed_package_carries_its_contract(installed: tuple[Path, Path]) -> None:
+    """`python -m airport_codegen check` regenerates the installed airport_contracts from the
+    contract and templates the wheel carries (with the generator's tools, [dev])."""
+    bin_dir, work = installed
+    subprocess.run(
+        [
+            str(bin_dir / "pip"),
+            "install",
+            "-q",
+            "grpcio-tools==1.85.1",
+            "jinja2==3.1.6",
+            "ruff==0.17.6",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+    done = subprocess.run(
+        [str(bin_dir / "python"), "-m", "airport_codegen", "check"],
+        cwd=work,
+        env=_env(bin_dir),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(str(bin_dir.parent)) and "matches contracts.yaml" in done.stdout
+
+
+@pytest.mark.skipif(shutil.which("go") is None, reason="diff-upstream needs the Go toolchain")
+def test_the_installed_package_diffs_against_upstream(installed: tuple[Path, Path]) -> None:
+    """The installed tool reads the contract the wheel carries: its report is the checkout's."""
+    bin_dir, work = installed
+    runs = [
+        subprocess.run(
+            [str(program), "diff-upstream"],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        for program, cwd, env in (
+            (bin_dir / "pyairport", work, _env(bin_dir)),
+            (Path(sys.executable).parent / "pyairport", CHECKOUT, dict(os.environ)),
+        )
+    ]
+    installed_run, checkout_run = runs
+    assert installed_run.returncode in (0, 1), installed_run.stderr  # 2: it could not run
+    assert installed_run.stdout.startswith("upstream: github.com/hugr-lab/airport-go@v0.2.1")
+    assert (installed_run.returncode, installed_run.stdout) == (
+        checkout_run.returncode,
+        checkout_run.stdout,
+    )
