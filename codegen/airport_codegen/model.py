@@ -347,6 +347,21 @@ class Contract:
     def interface(self, name: str) -> Interface:
         return next(i for i in self.interfaces if i.name == name)
 
+    def dispatch_error_classes(self) -> list[str]:
+        """The error classes the protocol and operation rows and the rules name, sorted."""
+        ids = {e for r in self.validation_rules for _, e in r.errors}
+        ids |= {o.not_supported for o in self.operations}
+        for p in self.protocols:
+            ids |= {p.no_manager, p.no_metadata, p.unknown_operation}
+            ids |= {p.function_operation_error, p.unknown_action}
+            ids |= {h.missing for h in p.headers} | {h.invalid for h in p.headers}
+        return sorted(self.error(i).cls for i in ids if i)
+
+    def operation_payloads(self) -> list[str]:
+        """The request and response payloads of the operations, sorted."""
+        names = {o.request for o in self.operations} | {o.response for o in self.operations}
+        return sorted(n for n in names if n and any(p.name == n for p in self.payloads))
+
     def method_names(self, interface_name: str) -> tuple[str, ...]:
         """The Python names of every method of an interface, inherited ones first."""
         interface = self.interface(interface_name)

@@ -10,10 +10,11 @@ from typing import Any
 
 import grpc
 
-from airport_contracts import Catalog, Dispatcher, TransactionManager
+from airport_contracts import Catalog, TransactionManager
 
 from .allocator import keep_message_memory
 from .auth import BearerTokenInterceptor
+from .dispatch import Dispatcher
 from .read_side import ReadSide
 from .transport import FlightService, add_to_server
 

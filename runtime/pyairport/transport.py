@@ -17,20 +17,22 @@ import grpc
 from airport_contracts import (
     AirportError,
     Canceled,
-    Dispatcher,
     MissingDescriptor,
-    OutputBatch,
-    OutputFinal,
-    OutputSchema,
     StatusCode,
     flight_pb2,
     flight_pb2_grpc,
-    parse_exchange_headers,
     with_transaction_id,
 )
-from airport_contracts.dispatch import transaction_id_from_headers
 
 from .context import call_context, call_headers
+from .dispatch import (
+    Dispatcher,
+    OutputBatch,
+    OutputFinal,
+    OutputSchema,
+    parse_exchange_headers,
+    transaction_id_from_headers,
+)
 from .ipc import FlightDataInput, encode_app_metadata, encode_batch, encode_schema
 from .read_side import ReadSide
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from airport_contracts import (
-    Context,
+from airport_contracts import Context
+from pyairport.dispatch import (
     Dispatcher,
     ExchangeRequest,
     OutputBatch,

@@ -18,11 +18,10 @@ from airport_contracts import (
     OperationFailed,
     ReturningTypeMismatch,
     SchemaNotFound,
-    StaticInput,
     TableNotFound,
     statement_from_context,
 )
-from airport_contracts.dispatch import ExchangeRequest
+from pyairport.dispatch import ExchangeRequest, StaticInput
 
 from .dispatch_helpers import batch, dispatcher_for, exchange
 from .tables import BaseTable, make_table, seed

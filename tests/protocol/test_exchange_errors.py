@@ -273,7 +273,8 @@ def test_errors_carry_no_arrow_trailers(srv: Running) -> None:
 
 
 def test_missing_metadata_at_the_dispatcher() -> None:
-    from airport_contracts import MissingMetadata, parse_exchange_headers
+    from airport_contracts import MissingMetadata
+    from pyairport.dispatch import parse_exchange_headers
 
     with pytest.raises(MissingMetadata, match=r"^missing metadata$"):
         parse_exchange_headers({})

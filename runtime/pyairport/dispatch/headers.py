@@ -1,0 +1,54 @@
+"""Reading a call's headers as its protocol's row describes them (protocol §1.1)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from airport_contracts.dispatch import OPERATIONS, PROTOCOLS
+
+from .events import ExchangeRequest
+
+_EXCHANGE = PROTOCOLS["doexchange"]
+_EXCHANGE_OPERATIONS = {row.name for row in OPERATIONS.values() if row.protocol == _EXCHANGE.id}
+
+
+def parse_exchange_headers(metadata: Mapping[str, str] | None) -> ExchangeRequest:
+    """A DoExchange call's headers, checked in the order of the protocol's row; the first
+    problem is the answer. metadata maps lower-case names to their first value; None (or
+    empty) means the call carried no metadata at all."""
+    if not metadata:
+        assert _EXCHANGE.no_metadata is not None
+        raise _EXCHANGE.no_metadata()
+    operation, path, returning, transaction_id = "", ("", ""), False, ""
+    for header in _EXCHANGE.headers:
+        value = metadata.get(header.name)
+        if header.role == "transaction_id":
+            transaction_id = transaction_id or value or ""
+        elif header.role == "returning":
+            returning = value == header.true_value
+        elif value is None:
+            assert header.missing is not None
+            raise header.missing()
+        elif header.role == "operation":
+            operation = value
+        elif header.role == "path":
+            parts = value.split("/")
+            if len(parts) != 2:
+                assert header.invalid is not None
+                raise header.invalid(path=value)
+            path = (parts[0], parts[1])
+    if operation not in _EXCHANGE_OPERATIONS:
+        if operation in _EXCHANGE.function_operations:
+            assert _EXCHANGE.function_operation_error is not None
+            raise _EXCHANGE.function_operation_error(operation=operation)
+        assert _EXCHANGE.unknown_operation is not None
+        raise _EXCHANGE.unknown_operation(operation=operation)
+    return ExchangeRequest(operation, path[0], path[1], returning, transaction_id)
+
+
+def transaction_id_from_headers(protocol: str, metadata: Mapping[str, str]) -> str:
+    """The first non-empty transaction header of the protocol, or ""."""
+    for header in PROTOCOLS[protocol].headers:
+        if header.role == "transaction_id" and metadata.get(header.name):
+            return metadata[header.name]
+    return ""
