@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .inputs import generated_package, inputs_root
 from .load import ContractError, load_contract
-from .render import RenderError, diff_package, inputs_hash, render_package, write_package
+from .render import RenderError, diff_package, render_package, write_package
 
 
 def _paths(args: argparse.Namespace) -> tuple[Path, Path, Path, Path]:
@@ -105,9 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"contracts.yaml: {exc}", file=sys.stderr)
         return 2
     try:
-        files = render_package(
-            contract, templates, proto, inputs_hash(contract_path, templates, proto)
-        )
+        files = render_package(contract, contract_path, templates, proto)
     except RenderError as exc:
         print(f"templates: {exc}", file=sys.stderr)
         return 2

@@ -8,26 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .support._errors import StatusCode
+
 # gRPC status codes by name (google.rpc.Code); the contract may use any of them.
-STATUS_CODES: dict[str, int] = {
-    "OK": 0,
-    "CANCELLED": 1,
-    "UNKNOWN": 2,
-    "INVALID_ARGUMENT": 3,
-    "DEADLINE_EXCEEDED": 4,
-    "NOT_FOUND": 5,
-    "ALREADY_EXISTS": 6,
-    "PERMISSION_DENIED": 7,
-    "RESOURCE_EXHAUSTED": 8,
-    "FAILED_PRECONDITION": 9,
-    "ABORTED": 10,
-    "OUT_OF_RANGE": 11,
-    "UNIMPLEMENTED": 12,
-    "INTERNAL": 13,
-    "UNAVAILABLE": 14,
-    "DATA_LOSS": 15,
-    "UNAUTHENTICATED": 16,
-}
+STATUS_CODES: dict[str, int] = {code.name: code.value for code in StatusCode}
 
 # Type vocabulary: contract name -> (Python annotation, Go type).
 PRIMITIVES: dict[str, tuple[str, str]] = {

@@ -6,12 +6,13 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from airport_codegen.load import ContractError, build_contract, load_contract
-from airport_codegen.render import inputs_hash, render_package
+from airport_codegen.render import render_package
 
 ROOT = Path(__file__).resolve().parents[2]
 CONTRACT = ROOT / "contracts.yaml"
@@ -102,7 +103,7 @@ def _render() -> dict[str, str]:
     contract = load_contract(CONTRACT)
     proto = ROOT / "proto" / "Flight.proto"
     templates = ROOT / "templates"
-    return render_package(contract, templates, proto, inputs_hash(CONTRACT, templates, proto))
+    return render_package(contract, CONTRACT, templates, proto)
 
 
 def test_generation_is_deterministic_and_matches_the_checked_in_package() -> None:
@@ -175,3 +176,78 @@ def test_broken_contract_generates_nothing(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert done.stderr.strip().startswith("contracts.yaml: errors[")
     assert not out.exists()
+
+
+def test_a_new_operation_needs_no_template_change(tmp_path: Path) -> None:
+    """A made-up operation and validation rule, added to a copy of contracts.yaml only: the
+    real templates render its table row, its rule's error and its stub, and the stub hands
+    the call to the runner with that row."""
+    import importlib
+    import importlib.util
+
+    data = _data()
+    data["validation_rules"].append(
+        {
+            "id": "upsert_keys_given",
+            "doc": "An UPSERT names its key columns.",
+            "sources": ["004"],
+            "errors": {"upsert": "schema_mismatch"},
+        }
+    )
+    data["operations"].append(
+        {
+            "id": "doexchange_upsert",
+            "protocol": "doexchange",
+            "name": "upsert",
+            "statement": "UPSERT",
+            "doc": "A made-up UPSERT through DoExchange.",
+            "sources": ["protocol §1.6"],
+            "interfaces": ["UpdatableBatchTable", "InsertableTable"],
+            "not_supported": "insert_not_supported",
+            "capability_check": "before_read",
+            "rowid": "none",
+            "validation": ["upsert_keys_given", "input_columns_fit_table"],
+            "output_schema": "input",
+            "total_changed": "input_rows",
+            "response": "exchange_stream",
+        }
+    )
+    contract_path = tmp_path / "contracts.yaml"
+    contract_path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+    files = render_package(
+        load_contract(contract_path),
+        contract_path,
+        ROOT / "templates",
+        ROOT / "proto" / "Flight.proto",
+    )
+    package = tmp_path / "madeup_contracts"
+    package.mkdir()
+    for name, text in files.items():
+        (package / name).write_text(text)
+    spec = importlib.util.spec_from_file_location(
+        "madeup_contracts", package / "__init__.py", submodule_search_locations=[str(package)]
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["madeup_contracts"] = module
+    try:
+        spec.loader.exec_module(module)
+        dispatch = importlib.import_module("madeup_contracts.dispatch")
+        row = dispatch.OPERATIONS["doexchange_upsert"]
+        assert (row.protocol, row.name, row.statement) == ("doexchange", "upsert", "UPSERT")
+        assert [(m.interface, m.method) for m in row.interfaces] == [
+            ("UpdatableBatchTable", "update_batch"),
+            ("InsertableTable", "insert"),
+        ]
+        assert row.not_supported is module.InsertNotSupported
+        assert row.validation == ("upsert_keys_given", "input_columns_fit_table")
+        assert dispatch.RULE_ERRORS["upsert_keys_given"] == {"upsert": module.SchemaMismatch}
+
+        class Recording(dispatch.OperationStubs):  # type: ignore[name-defined,misc]
+            def run(self, operation: Any, ctx: Any, call: Any) -> Any:
+                return operation, call
+
+        assert Recording().doexchange_upsert(None, "the call") == (row, "the call")
+    finally:
+        for name in [n for n in sys.modules if n.split(".")[0] == "madeup_contracts"]:
+            del sys.modules[name]

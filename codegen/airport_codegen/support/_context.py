@@ -1,0 +1,242 @@
+"""Go's context.Context for Python, the transaction-id helpers, and the statement scope.
+
+A Context carries cancellation, an optional deadline and request-scoped values such as the
+transaction id. Derived contexts (with_value, with_transaction_id) share their parent's
+cancellation; with_cancel and with_timeout make a child that is cancelled with its parent or
+on its own.
+
+The statement scope is pyairport's: every DML statement runs in one, and a table that stages
+its changes there (on_commit / on_rollback) is all-or-nothing even when the server calls it
+once per input batch.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class ContextError(Exception):
+    """Why a context is done: the text is Go's (ctx.Err().Error())."""
+
+
+class Canceled(ContextError):
+    def __init__(self) -> None:
+        super().__init__("context canceled")
+
+
+class DeadlineExceeded(ContextError):
+    def __init__(self) -> None:
+        super().__init__("context deadline exceeded")
+
+
+class _CancelState:
+    """Shared by a context and the value-derived contexts below it."""
+
+    def __init__(self, deadline: float | None) -> None:
+        self.event = threading.Event()
+        self.deadline = deadline
+        self.cause: ContextError | None = None
+        self.children: list[_CancelState] = []
+        self.lock = threading.Lock()
+        self.timer: threading.Timer | None = None
+
+    def cancel(self, cause: ContextError) -> None:
+        with self.lock:
+            if self.cause is not None:
+                return
+            self.cause = cause
+            children, self.children = self.children, []
+            if self.timer is not None:
+                self.timer.cancel()
+        self.event.set()
+        for child in children:
+            child.cancel(cause)
+
+    def adopt(self, child: _CancelState) -> None:
+        with self.lock:
+            cause = self.cause
+            if cause is None:
+                self.children.append(child)
+        if cause is not None:
+            child.cancel(cause)
+
+
+_TRANSACTION_ID = object()
+_STATEMENT = object()
+
+
+class Context:
+    """Cancellation, deadline and request values for one call (Go: context.Context)."""
+
+    __slots__ = ("_state", "_values")
+
+    def __init__(
+        self, _state: _CancelState | None = None, _values: dict[object, Any] | None = None
+    ) -> None:
+        self._state = _state if _state is not None else _CancelState(None)
+        self._values: dict[object, Any] = _values if _values is not None else {}
+
+    @classmethod
+    def background(cls) -> Context:
+        """A context that is never cancelled and has no deadline or values."""
+        return cls()
+
+    def done(self) -> threading.Event:
+        """Set once the context is cancelled or its deadline has passed (Go: Done())."""
+        self.err()
+        return self._state.event
+
+    def err(self) -> ContextError | None:
+        """None while the context is live, else Canceled or DeadlineExceeded (Go: Err())."""
+        state = self._state
+        if (
+            state.cause is None
+            and state.deadline is not None
+            and time.monotonic() >= state.deadline
+        ):
+            state.cancel(DeadlineExceeded())
+        return state.cause
+
+    def raise_if_done(self) -> None:
+        """Raise err() when the context is done; tables call this between units of work."""
+        error = self.err()
+        if error is not None:
+            raise error
+
+    @property
+    def deadline(self) -> float | None:
+        """The deadline as a time.monotonic() value, or None."""
+        return self._state.deadline
+
+    def value(self, key: object) -> Any:
+        """The value stored under key by with_value, or None."""
+        return self._values.get(key)
+
+    def with_value(self, key: object, value: Any) -> Context:
+        """A context with key → value that shares this context's cancellation."""
+        values = dict(self._values)
+        values[key] = value
+        return Context(self._state, values)
+
+    def with_cancel(self) -> tuple[Context, Callable[[], None]]:
+        """A child context and the function that cancels it (and only it)."""
+        child = _CancelState(self._state.deadline)
+        self._state.adopt(child)
+        return Context(child, dict(self._values)), lambda: child.cancel(Canceled())
+
+    def with_timeout(self, seconds: float) -> tuple[Context, Callable[[], None]]:
+        """A child context whose deadline is seconds from now (or the parent's, if sooner)."""
+        deadline = time.monotonic() + seconds
+        if self._state.deadline is not None:
+            deadline = min(deadline, self._state.deadline)
+        child = _CancelState(deadline)
+        self._state.adopt(child)
+        timer = threading.Timer(
+            max(0.0, deadline - time.monotonic()), child.cancel, (DeadlineExceeded(),)
+        )
+        timer.daemon = True
+        child.timer = timer
+        timer.start()
+        return Context(child, dict(self._values)), lambda: child.cancel(Canceled())
+
+
+def attach_transaction_id(ctx: Context, tx_id: str) -> Context:
+    """ctx with the transaction id (the contract's with_transaction_id)."""
+    return ctx.with_value(_TRANSACTION_ID, tx_id)
+
+
+def transaction_id_of(ctx: Context) -> tuple[str, bool]:
+    """(the transaction id, True), or ("", False) (the contract's transaction_id_from_context)."""
+    value = ctx.value(_TRANSACTION_ID)
+    if isinstance(value, str):
+        return value, True
+    return "", False
+
+
+class Statement:
+    """The scope of one DML statement.
+
+    The server opens one per statement, commits it after the last batch succeeded and rolls
+    it back on any failure or client disconnect. A table that stages its changes keeps them
+    in `staged(key, factory)` and applies them in an on_commit hook; until then nothing is
+    visible to other statements, so a statement is all-or-nothing.
+    Commit hooks run in registration order, rollback hooks in reverse order.
+    """
+
+    def __init__(self, statement_id: str) -> None:
+        self.id = statement_id
+        self.state = "open"
+        self._commit_hooks: list[Callable[[], None]] = []
+        self._rollback_hooks: list[Callable[[], None]] = []
+        self._staged: dict[object, Any] = {}
+        self._lock = threading.Lock()
+
+    def on_commit(self, hook: Callable[[], None]) -> None:
+        self._commit_hooks.append(hook)
+
+    def on_rollback(self, hook: Callable[[], None]) -> None:
+        self._rollback_hooks.append(hook)
+
+    def staged(self, key: object, factory: Callable[[], Any]) -> Any:
+        """The statement-local value for key, created by factory on first use."""
+        with self._lock:
+            if key not in self._staged:
+                self._staged[key] = factory()
+            return self._staged[key]
+
+    def join(
+        self,
+        key: object,
+        factory: Callable[[], T],
+        on_commit: Callable[[T], None],
+        on_rollback: Callable[[T], None] | None = None,
+    ) -> T:
+        """A participant's statement-local state: the first call for key creates it with
+        factory and registers the hooks that apply or discard it; later calls return it."""
+        with self._lock:
+            if key in self._staged:
+                state: T = self._staged[key]
+                return state
+            state = factory()
+            self._staged[key] = state
+        self.on_commit(lambda: on_commit(state))
+        if on_rollback is not None:
+            self.on_rollback(lambda: on_rollback(state))
+        return state
+
+    def commit(self) -> None:
+        """Run the commit hooks; the first hook error propagates (the caller rolls back)."""
+        if self.state != "open":
+            raise RuntimeError(f"statement {self.id} is already {self.state}")
+        for hook in self._commit_hooks:
+            hook()
+        self.state = "committed"
+
+    def rollback(self) -> list[BaseException]:
+        """Run every rollback hook, newest first; returns the errors they raised."""
+        if self.state == "rolled_back":
+            return []
+        self.state = "rolled_back"
+        errors: list[BaseException] = []
+        for hook in reversed(self._rollback_hooks):
+            try:
+                hook()
+            except Exception as exc:  # every hook must run; the caller logs what failed
+                errors.append(exc)
+        return errors
+
+
+def with_statement(ctx: Context, statement: Statement) -> Context:
+    """A context that carries the statement scope."""
+    return ctx.with_value(_STATEMENT, statement)
+
+
+def statement_from_context(ctx: Context) -> Statement | None:
+    """The statement scope ctx carries, or None outside a DML statement."""
+    value = ctx.value(_STATEMENT)
+    return value if isinstance(value, Statement) else None

@@ -1,0 +1,48 @@
+"""What every error of the contract shares: its gRPC status code and its exact message.
+
+errors.py renders one subclass of AirportError per row of the contract's error table. The
+status codes are gRPC's (google.rpc.Code); the loader checks the table's codes against them.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import ClassVar
+
+
+class StatusCode(enum.IntEnum):
+    """gRPC status codes (google.rpc.Code); names match grpc.StatusCode."""
+
+    OK = 0
+    CANCELLED = 1
+    UNKNOWN = 2
+    INVALID_ARGUMENT = 3
+    DEADLINE_EXCEEDED = 4
+    NOT_FOUND = 5
+    ALREADY_EXISTS = 6
+    PERMISSION_DENIED = 7
+    RESOURCE_EXHAUSTED = 8
+    FAILED_PRECONDITION = 9
+    ABORTED = 10
+    OUT_OF_RANGE = 11
+    UNIMPLEMENTED = 12
+    INTERNAL = 13
+    UNAVAILABLE = 14
+    DATA_LOSS = 15
+    UNAUTHENTICATED = 16
+
+
+class AirportError(Exception):
+    """An error of the contract: a gRPC status code and an exact message."""
+
+    id: ClassVar[str] = ""
+    code: ClassVar[StatusCode] = StatusCode.UNKNOWN
+    template: ClassVar[str] = ""
+    protocols: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
