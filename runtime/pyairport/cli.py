@@ -197,8 +197,9 @@ def _catalog(args: argparse.Namespace) -> tuple[object, Callable[[], None]]:
         return memory_demo_catalog(), lambda: None
     from pathlib import Path
 
-    from .backends.spark import SparkBackend, spark_demo_catalog
+    from .backends.spark import SparkBackend
     from .backends.spark_session import spark_session
+    from .demo import spark_demo_catalog
 
     warehouse = Path(args.warehouse)
     session = spark_session(

@@ -11,6 +11,7 @@ null gets the new rowid as its id.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -19,6 +20,9 @@ import pyarrow.compute as pc
 from airport_contracts import Table
 
 from .catalog import Catalog, CatalogSchema
+
+if TYPE_CHECKING:
+    from .backends.spark import SparkBackend
 
 USERS_COLUMNS = pa.schema(
     [pa.field("id", pa.int64()), pa.field("name", pa.string()), pa.field("email", pa.string())]
@@ -82,6 +86,23 @@ def memory_demo_catalog(name: str = "") -> Catalog:
         return memory_table(table, columns, caps, comment=comment, rows=rows, id_from_rowid="id")
 
     return demo_catalog(make, name)
+
+
+def spark_demo_catalog(backend: SparkBackend) -> Catalog:
+    """The demo catalog as Delta tables of backend; existing tables are reopened."""
+
+    def make(
+        schema: str,
+        table: str,
+        columns: pa.Schema,
+        caps: Sequence[str],
+        comment: str,
+        rows: pa.Table | None,
+    ) -> Table:
+        return backend.table(schema, table, columns, caps, comment, rows, id_from_rowid="id")
+
+    demo_catalog(make)
+    return backend.catalog
 
 
 def generated_users(n: int, start: int = 1) -> pa.Table:

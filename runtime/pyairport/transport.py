@@ -23,6 +23,7 @@ from airport_contracts import (
     flight_pb2_grpc,
     with_transaction_id,
 )
+from airport_contracts.dispatch import OPERATIONS
 
 from .context import call_context, call_headers
 from .dispatch import (
@@ -40,14 +41,13 @@ log = logging.getLogger("pyairport.transport")
 
 T = TypeVar("T")
 
-# Actions the dispatcher serves, with ListActions' descriptions.
+# ListActions: the read side's actions (protocol §2.5-2.7, served by ReadSide), and the
+# contract's DoAction operations with their own descriptions.
 ACTION_DESCRIPTIONS = {
     "list_schemas": "The catalog: msgpack {catalog_name}, returns the zstd-compressed schemas and tables",
     "catalog_version": "msgpack {catalog_name}, returns {catalog_version, is_fixed}",
     "endpoints": "The scan endpoint (ticket) for a table: msgpack {descriptor, parameters}",
-    "delete": "DELETE rows by rowid (spec 002): JSON DeleteAction body, JSON result",
-    "create_transaction": "Start a transaction: msgpack {catalog_name}, returns {identifier}",
-    "get_transaction_status": "A transaction's state: msgpack {transaction_id}, returns {status, exists}",
+    **{row.name: row.doc for row in OPERATIONS.values() if row.protocol == "doaction"},
 }
 
 

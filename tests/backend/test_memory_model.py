@@ -20,8 +20,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule
 
 from airport_contracts import Context, DMLOptions, DMLResult, Statement, with_statement
-from pyairport.backends import memory
 from pyairport.backends.memory import memory_table
+from pyairport.backends.memory import patch as memory_patch
+from pyairport.backends.memory import table as memory
 
 COLUMNS = pa.schema([("id", pa.int64()), ("name", pa.string())])
 OPTS = DMLOptions(returning=True, returning_columns=["id", "name"])
@@ -403,7 +404,7 @@ def test_large_updates_keep_their_runs_until_there_are_too_many(
     """A large UPDATE's values are not merged into the patch (that would cost the UPDATE the
     patch's size); once a column has more than _MAX_RUNS runs, the patch is written into
     the columns. (The limits are lowered so that 10-row UPDATEs count as large.)"""
-    monkeypatch.setattr(memory, "_RUN_MERGE_ROWS", 8)
+    monkeypatch.setattr(memory_patch, "_RUN_MERGE_ROWS", 8)
     monkeypatch.setattr(memory, "_MAX_RUNS", 3)
     table = _seeded(list(range(1, 101)))
     for i in range(4):

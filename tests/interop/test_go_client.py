@@ -62,7 +62,7 @@ def test_go_client_expectations_hold_on_airport_go(go_programs: dict[str, Path])
 @pytest.fixture
 def spark_tx_server(spark_backend: Any) -> Iterator[str]:
     """The demo catalog as Delta tables, with a transaction manager."""
-    from pyairport.backends.spark import spark_demo_catalog
+    from pyairport.demo import spark_demo_catalog
 
     with serving(spark_demo_catalog(spark_backend), MemoryTransactionManager()) as running:
         try:

@@ -38,8 +38,10 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, 
     """(the fresh environment's bin folder, a work folder outside the checkout)."""
     where = tmp_path_factory.mktemp("installed")
     dist = where / "dist"
+    # The sdist first, then the wheel from it: what a package index would get, and nothing
+    # written into the checkout.
     subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(CHECKOUT)],
+        [sys.executable, "-m", "build", "--outdir", str(dist), str(CHECKOUT)],
         check=True,
         capture_output=True,
         timeout=600,

@@ -103,7 +103,7 @@ def srv() -> Iterator[Running]:
 @pytest.fixture(scope="session")
 def spark_srv(spark_backend: Any) -> Iterator[Running]:
     """A server over the demo catalog as Delta tables (no TransactionManager, like Go's)."""
-    from pyairport.backends.spark import spark_demo_catalog
+    from pyairport.demo import spark_demo_catalog
 
     catalog = spark_demo_catalog(spark_backend)
     server = AirportServer(catalog, None, ServerConfig(port=0)).start()
@@ -116,7 +116,7 @@ def spark_srv(spark_backend: Any) -> Iterator[Running]:
 @pytest.fixture(scope="session")
 def spark_connect_srv(spark_connect_backend: Any) -> Iterator[Running]:
     """The same demo catalog as Delta tables, through Spark Connect."""
-    from pyairport.backends.spark import spark_demo_catalog
+    from pyairport.demo import spark_demo_catalog
 
     catalog = spark_demo_catalog(spark_connect_backend)
     server = AirportServer(catalog, None, ServerConfig(port=0)).start()

@@ -1,83 +1,85 @@
 """Classes that implement exactly the capability interfaces a table is given.
 
-Capability detection is by method presence (typing.Protocol), so a read-only table must not
-even have an `insert` method. A backend writes its storage class with `_insert`, `_update`
-and `_delete`; `with_capabilities` adds one public method per interface on top.
+Capability detection is by method set (`airport_contracts.implements`), so a read-only table
+must not even have an `insert` method. A backend writes its storage class with `_insert`,
+`_update` and `_delete`; `with_capabilities` adds one public method per interface on top,
+under the name the contract gives it (the adapters below say what each interface does with
+its arguments, not what it is called).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from airport_contracts import Context, DMLOptions, DMLResult
+from airport_contracts.protocols import CAPABILITIES, INTERFACE_METHODS
 
 from .shaping import batch_chunks, legacy_chunks, rowids_of
 
-ALL_CAPABILITIES = (
-    "InsertableTable",
-    "UpdatableBatchTable",
-    "UpdatableTable",
-    "DeletableBatchTable",
-    "DeletableTable",
-)
+ALL_CAPABILITIES: tuple[str, ...] = tuple(CAPABILITIES)
+"""Every capability interface of the contract, by name."""
 
 
-class _Insertable:
-    def insert(
-        self: Any, ctx: Context, rows: pa.RecordBatchReader, opts: DMLOptions | None
-    ) -> DMLResult:
-        result: DMLResult = self._insert(ctx, rows, opts)
-        return result
+def _insert(
+    self: Any, ctx: Context, rows: pa.RecordBatchReader, opts: DMLOptions | None
+) -> DMLResult:
+    result: DMLResult = self._insert(ctx, rows, opts)
+    return result
 
 
-class _BatchUpdatable:
-    def update_batch(
-        self: Any, ctx: Context, rows: pa.RecordBatchReader, opts: DMLOptions | None
-    ) -> DMLResult:
-        result: DMLResult = self._update(ctx, batch_chunks(rows, "UPDATE"), opts)
-        return result
+def _update_batch(
+    self: Any, ctx: Context, rows: pa.RecordBatchReader, opts: DMLOptions | None
+) -> DMLResult:
+    result: DMLResult = self._update(ctx, batch_chunks(rows, "update"), opts)
+    return result
 
 
-class _LegacyUpdatable:
-    def update_by_row_ids(
-        self: Any,
-        ctx: Context,
-        row_ids: pa.Int64Array,
-        rows: pa.RecordBatchReader,
-        opts: DMLOptions | None,
-    ) -> DMLResult:
-        result: DMLResult = self._update(ctx, legacy_chunks(row_ids, rows), opts)
-        return result
+def _update_by_row_ids(
+    self: Any,
+    ctx: Context,
+    row_ids: pa.Int64Array,
+    rows: pa.RecordBatchReader,
+    opts: DMLOptions | None,
+) -> DMLResult:
+    result: DMLResult = self._update(ctx, legacy_chunks(row_ids, rows), opts)
+    return result
 
 
-class _BatchDeletable:
-    def delete_batch(
-        self: Any, ctx: Context, rows: pa.RecordBatchReader, opts: DMLOptions | None
-    ) -> DMLResult:
-        ids: Iterator[np.ndarray] = (ids for ids, _ in batch_chunks(rows, "DELETE"))
-        result: DMLResult = self._delete(ctx, ids, opts)
-        return result
+def _delete_batch(
+    self: Any, ctx: Context, rows: pa.RecordBatchReader, opts: DMLOptions | None
+) -> DMLResult:
+    ids: Iterator[np.ndarray] = (ids for ids, _ in batch_chunks(rows, "delete"))
+    result: DMLResult = self._delete(ctx, ids, opts)
+    return result
 
 
-class _LegacyDeletable:
-    def delete_by_row_ids(
-        self: Any, ctx: Context, row_ids: pa.Int64Array, opts: DMLOptions | None
-    ) -> DMLResult:
-        ids: Iterable[np.ndarray] = [rowids_of(row_ids)]
-        result: DMLResult = self._delete(ctx, ids, opts)
-        return result
+def _delete_by_row_ids(
+    self: Any, ctx: Context, row_ids: pa.Int64Array, opts: DMLOptions | None
+) -> DMLResult:
+    ids: Iterable[np.ndarray] = [rowids_of(row_ids)]
+    result: DMLResult = self._delete(ctx, ids, opts)
+    return result
 
 
+_ADAPTERS: dict[str, Callable[..., DMLResult]] = {
+    "InsertableTable": _insert,
+    "UpdatableBatchTable": _update_batch,
+    "UpdatableTable": _update_by_row_ids,
+    "DeletableBatchTable": _delete_batch,
+    "DeletableTable": _delete_by_row_ids,
+}
+if set(_ADAPTERS) != set(CAPABILITIES):  # the contract gained or lost an interface
+    raise ImportError(f"no adapter for {sorted(set(CAPABILITIES) ^ set(_ADAPTERS))}")
+
+# One mixin per interface: its DML method (the last of the interface's method set, after
+# the Table methods it extends) under the contract's name.
 _MIXINS: dict[str, type] = {
-    "InsertableTable": _Insertable,
-    "UpdatableBatchTable": _BatchUpdatable,
-    "UpdatableTable": _LegacyUpdatable,
-    "DeletableBatchTable": _BatchDeletable,
-    "DeletableTable": _LegacyDeletable,
+    name: type(f"_{name}", (), {INTERFACE_METHODS[name][-1]: adapter})
+    for name, adapter in _ADAPTERS.items()
 }
 _CLASSES: dict[tuple[type, tuple[str, ...]], type] = {}
 

@@ -14,14 +14,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airport_contracts import DMLOptions, find_rowid_column, project_schema, returning_columns
-
-
-class NullRowIDError(ValueError):
-    """Go: catalog.ErrNullRowID."""
-
-    def __init__(self) -> None:
-        super().__init__("null rowid value not allowed")
+from airport_contracts import (
+    DMLOptions,
+    NullRowid,
+    RowCountMismatch,
+    find_rowid_column,
+    project_schema,
+    returning_columns,
+)
+from airport_contracts.dispatch import RULE_ERRORS
 
 
 def user_fields(schema: pa.Schema) -> dict[str, pa.Field]:
@@ -87,20 +88,21 @@ def conform_update(batch: pa.RecordBatch, schema: pa.Schema) -> dict[str, pa.Arr
 
 def rowids_of(column: pa.Array) -> np.ndarray:
     """A rowid column as int64 numpy (uint64 above 2**63-1 wraps, as in Go); nulls refused."""
-    if column.null_count:
-        raise NullRowIDError()
+    if column.null_count:  # the dispatcher refuses them first; a table called directly too
+        raise NullRowid()
     return np.asarray(
         column.cast(pa.int64(), safe=False).to_numpy(zero_copy_only=False), dtype=np.int64
     )
 
 
 def batch_chunks(
-    rows: pa.RecordBatchReader, verb: str
+    rows: pa.RecordBatchReader, operation: str
 ) -> Iterator[tuple[np.ndarray, pa.RecordBatch]]:
-    """(rowids, other columns) per batch of a batch-interface input."""
+    """(rowids, other columns) per batch of a batch-interface input (operation: update or
+    delete, for the contract's error when the rowid column is missing)."""
     index = find_rowid_column(rows.schema)
     if index < 0:
-        raise ValueError(f"{verb} requires rowid column")
+        raise RULE_ERRORS["VR-001"][operation]()
     for batch in rows:
         yield (
             rowids_of(batch.column(index)),
@@ -118,7 +120,7 @@ def legacy_chunks(
         yield ids[offset : offset + batch.num_rows], batch
         offset += batch.num_rows
     if offset != len(ids):
-        raise ValueError(f"row_ids count ({len(ids)}) does not match input rows ({offset})")
+        raise RowCountMismatch(row_ids=len(ids), rows=offset)
 
 
 def returning_schema(schema: pa.Schema, opts: DMLOptions | None) -> pa.Schema | None:

@@ -560,21 +560,3 @@ def _is_loopback(url: str | None) -> bool:
 
     host = urlparse(url or "").hostname or ""
     return host in ("localhost", "::1") or host.startswith("127.")
-
-
-def spark_demo_catalog(backend: SparkBackend) -> Catalog:
-    """The demo catalog (pyairport.demo) as Delta tables; existing tables are reopened."""
-    from ..demo import demo_catalog
-
-    def make(
-        schema: str,
-        table: str,
-        columns: pa.Schema,
-        caps: Sequence[str],
-        comment: str,
-        rows: pa.Table | None,
-    ) -> Any:
-        return backend.table(schema, table, columns, caps, comment, rows, id_from_rowid="id")
-
-    demo_catalog(make)
-    return backend.catalog

@@ -52,8 +52,6 @@ class Dispatcher(OperationStubs):
     max_row_ids: the longest row_ids a spec-002 call may send (None: no limit).
     """
 
-    ACTIONS = tuple(row.name for row in OPERATIONS.values() if row.protocol == "doaction")
-
     def __init__(
         self,
         catalog: Catalog,

@@ -1,0 +1,55 @@
+"""DELETE as a deletion mask over the stored rows: marked in place (in a copy while a scan
+reads it), and compaction once half the table is dead."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from .patch import _materialize, _Patch
+from .storage import _distinct, _extended, _Found
+
+
+def _remove(
+    data: pa.Table, rowids: np.ndarray, mask: _DeletionMask | None, patch: _Patch, found: _Found
+) -> tuple[pa.Table, np.ndarray, _DeletionMask | None, _Patch]:
+    """Mark the found (live) rows dead; compact (drop the dead rows, after writing the
+    patch in, as positions move) once more than half the table is dead."""
+    if not len(found.positions):
+        return data, rowids, mask, patch
+    dying = _distinct(found.positions)
+    if ((0 if mask is None else mask.dead) + dying) * 2 > len(rowids):
+        live = np.ones(len(rowids), dtype=bool) if mask is None else mask.live.copy()
+        live[found.positions] = False
+        data = _materialize(data, patch).filter(pa.array(live))
+        return data, rowids[live], None, _Patch()
+    mask = _DeletionMask(np.ones(len(rowids), dtype=bool)) if mask is None else mask
+    return data, rowids, mask.with_dead(found.positions, dying), patch
+
+
+class _DeletionMask:
+    """Which rows of the table's data are deleted: False in `live`. A DELETE marks its rows
+    in place, O(rows deleted), unless a scan is reading the mask (`readers` > 0): then it
+    marks a copy, so what a scan reads never changes under it. INSERTs extend `live` into the
+    free tail of `buffer` (views handed out before end where they ended). Changed only under
+    the table lock."""
+
+    def __init__(self, live: np.ndarray, dead: int = 0) -> None:
+        self.live, self.buffer = _extended(np.empty(0, dtype=bool), None, live)
+        self.dead = dead  # False entries in live: compaction and num_rows need no count
+        self.readers = 0
+
+    def append_live(self, rows: int) -> None:
+        self.live, self.buffer = _extended(self.live, self.buffer, np.ones(rows, dtype=bool))
+
+    def with_dead(self, positions: np.ndarray, rows: int) -> _DeletionMask:
+        """This mask, or a copy while a scan reads it, with the rows at positions (`rows`
+        live ones, possibly repeated) marked dead."""
+        mask = _DeletionMask(self.live, self.dead) if self.readers else self
+        mask.live[positions] = False
+        mask.dead += rows
+        return mask
+
+
+def _live(mask: _DeletionMask | None) -> np.ndarray | None:
+    return None if mask is None else mask.live

@@ -1,0 +1,234 @@
+"""The memory table's storage operations, vectorised: rowid lookups (an offset while the
+rowids have no gap, else a searchsorted), taking rows, appending batches, and rewriting only
+the chunks that hold changed rows."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+_MAX_CHUNKS = 256  # compact the table once this many statements have appended chunks
+
+
+_SMALL_BATCH_ROWS = 16_384  # input batches smaller than this on average are coalesced
+
+
+@dataclass
+class _Found:
+    positions: np.ndarray  # positions of the rowids that exist
+    valid: np.ndarray  # mask over the input rowids: which exist
+
+
+@dataclass
+class _Lookup:
+    """Rowids and where they were found in the data version `version` (reused at commit
+    when nothing else committed in between, so each rowid is looked up once)."""
+
+    ids: np.ndarray
+    found: _Found
+    version: int
+
+
+class _Keep:
+    """Which rows of a scan's batches to send: not deleted (live, a mask over the whole
+    table, consumed batch by batch) and kept by DuckDB's pushed-down filter — unless pyarrow
+    cannot evaluate it (e.g. a constant of another type), then every row: DuckDB filters
+    again anyway."""
+
+    def __init__(self, live: np.ndarray | None, expression: Any) -> None:
+        self.live = live
+        self.expression = expression
+        self.offset = 0
+
+    def __call__(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        if self.live is not None:
+            mask = self.live[self.offset : self.offset + batch.num_rows]
+            self.offset += batch.num_rows
+            batch = batch.filter(pa.array(mask))
+        if self.expression is not None:
+            try:
+                batch = batch.filter(self.expression)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+                self.expression = None
+        return batch
+
+
+def _rows_at(data: pa.Table, positions: np.ndarray) -> pa.RecordBatch:
+    """The rows at these positions, in this order. Taken chunk by chunk: a take on a
+    chunked column would first concatenate the whole column (O(n) per RETURNING batch)."""
+    if not len(positions):
+        return pa.RecordBatch.from_pylist([], schema=data.schema)
+    columns = []
+    plans: dict[tuple[int, ...], _TakePlan] = {}
+    indices: pa.Array | None = None
+    for column in data.columns:
+        if column.num_chunks == 1:  # the common case (inserts are coalesced): a plain take
+            indices = pa.array(positions) if indices is None else indices
+            columns.append(column.chunk(0).take(indices))
+            continue
+        lengths = tuple(len(chunk) for chunk in column.chunks)
+        plan = plans.get(lengths) or plans.setdefault(lengths, _TakePlan.of(lengths, positions))
+        pieces = [
+            column.chunk(c).take(pa.array(local))
+            for c, local in zip(plan.chunks, plan.local, strict=True)
+        ]
+        grouped = pieces[0] if len(pieces) == 1 else pa.concat_arrays(pieces)
+        columns.append(grouped if plan.restore is None else grouped.take(plan.restore))
+    return pa.RecordBatch.from_arrays(columns, schema=data.schema)
+
+
+@dataclass
+class _TakePlan:
+    """positions (row numbers of a chunked column) grouped by chunk: which chunks, which of
+    the positions fall in each (`groups`, indices into positions, in their given order),
+    their offsets within the chunk (`local`), and how to put rows taken chunk by chunk back
+    in the given order (`restore`; None when positions ascend, as DuckDB sends them)."""
+
+    chunks: list[int]
+    groups: list[np.ndarray]
+    local: list[np.ndarray]
+    restore: pa.Array | None
+
+    @classmethod
+    def of(cls, lengths: Sequence[int], positions: np.ndarray) -> _TakePlan:
+        starts = np.cumsum((0, *lengths))
+        chunk_of = np.searchsorted(starts, positions, side="right") - 1
+        ascending = bool(np.all(chunk_of[1:] >= chunk_of[:-1]))
+        order = np.arange(len(positions)) if ascending else np.argsort(chunk_of, kind="stable")
+        grouped = chunk_of[order]
+        first = np.concatenate(([0], np.flatnonzero(np.diff(grouped)) + 1))
+        groups = np.split(order, first[1:])
+        chunks = [int(c) for c in grouped[first]]
+        return cls(
+            chunks=chunks,
+            groups=groups,
+            local=[positions[g] - starts[c] for c, g in zip(chunks, groups, strict=True)],
+            restore=None if ascending else pa.array(np.argsort(order, kind="stable")),
+        )
+
+
+def _sorted_by_rowid(rows: pa.Table, rowid: str) -> pa.Table:
+    """Seed rows in rowid order; lookups need the rowids ascending and unique."""
+    ids = rows.column(rowid)
+    if ids.null_count:
+        raise ValueError(f"seed rows have a null {rowid}")
+    ordered = np.asarray(ids.to_numpy(), dtype=np.int64)
+    if len(ordered) > 1 and not bool(np.all(ordered[1:] > ordered[:-1])):
+        rows = rows.sort_by(rowid)
+        ordered = np.asarray(rows.column(rowid).to_numpy(), dtype=np.int64)
+        repeated = ordered[1:][ordered[1:] == ordered[:-1]]
+        if len(repeated):
+            raise ValueError(f"seed rows repeat {rowid} {int(repeated[0])}")
+    return rows
+
+
+def _positions(rowids: np.ndarray, live: np.ndarray | None, ids: np.ndarray) -> _Found:
+    """Where the live rows with these rowids are (deleted rows are not found)."""
+    n = len(rowids)
+    if n == 0:
+        return _Found(np.empty(0, dtype=np.int64), np.zeros(len(ids), dtype=bool))
+    first, last = int(rowids[0]), int(rowids[-1])
+    if last - first == n - 1:
+        # Ascending unique rowids without a gap (inserts allocate them consecutively; deleted
+        # rows stay in place, masked, until compaction): a rowid's offset is its position.
+        valid = (ids >= first) & (ids <= last)
+        clipped = np.where(valid, ids - first, 0)
+    else:
+        pos = np.searchsorted(rowids, ids)
+        clipped = np.minimum(pos, n - 1)
+        valid = (pos < n) & (rowids[clipped] == ids)
+    if live is not None:
+        valid &= live[clipped]
+    return _Found(clipped[valid], valid)
+
+
+def _rowid_array(data: pa.Table) -> np.ndarray:
+    return np.asarray(data.column(0).to_numpy(), dtype=np.int64)
+
+
+def _extended(
+    front: np.ndarray, buffer: np.ndarray | None, added: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(front followed by added, the buffer it is the front of), in O(len(added))
+    amortised. front is buffer's front when buffer is given; added goes into its free tail
+    while there is room. Every view handed out before ends where front ends, so none of
+    them sees the write. Otherwise front moves into a new buffer twice its size."""
+    n, k = len(front), len(added)
+    if buffer is None or len(buffer) < n + k:
+        buffer = np.empty(max(2 * (n + k), 1024), dtype=added.dtype)
+        buffer[:n] = front
+    buffer[n : n + k] = added
+    return buffer[: n + k], buffer
+
+
+def _fewer_chunks(data: pa.Table) -> pa.Table:
+    """data in fewer chunks, rows where they were (positions, the mask and the patch stay
+    valid): the trailing chunks smaller than _SMALL_BATCH_ROWS become one, O(their rows);
+    if there are not two of those, every chunk becomes one (amortised O(n))."""
+    lengths = [len(chunk) for chunk in data.column(0).chunks]
+    small = 0
+    while small < len(lengths) and lengths[-1 - small] < _SMALL_BATCH_ROWS:
+        small += 1
+    if small < 2:
+        return data.combine_chunks()
+    kept = sum(lengths[: len(lengths) - small])
+    return pa.concat_tables([data.slice(0, kept), data.slice(kept).combine_chunks()])
+
+
+def _distinct(positions: np.ndarray) -> int:
+    """How many different rows positions name (a client may repeat a rowid)."""
+    if len(positions) < 2 or bool(np.all(positions[1:] > positions[:-1])):
+        return len(positions)
+    return len(np.unique(positions))
+
+
+def _found(rowids: np.ndarray, live: np.ndarray | None, version: int, lookup: _Lookup) -> _Found:
+    """Where lookup's rowids are in the current data: its cached answer if it was made
+    against this version, else a fresh search."""
+    return lookup.found if lookup.version == version else _positions(rowids, live, lookup.ids)
+
+
+def _merge_lookups(lookups: list[_Lookup]) -> _Lookup:
+    if len(lookups) == 1:
+        return lookups[0]
+    ids = np.concatenate([lookup.ids for lookup in lookups])
+    versions = {lookup.version for lookup in lookups}
+    if len(versions) > 1:  # made against different data: search again at commit
+        return _Lookup(ids, _Found(np.empty(0, dtype=np.int64), np.zeros(0, dtype=bool)), -1)
+    found = _Found(
+        np.concatenate([lookup.found.positions for lookup in lookups]),
+        np.concatenate([lookup.found.valid for lookup in lookups]),
+    )
+    return _Lookup(ids, found, versions.pop())
+
+
+def _replace(data: pa.Table, found: _Found, columns: dict[str, pa.Array]) -> pa.Table:
+    """The found rows take columns' values (the last value wins for a repeated rowid). Only
+    the chunks holding an updated row are rewritten, so a few rows of a large table cost
+    one chunk per column, not the column."""
+    if not found.valid.any():
+        return data
+    value_rows = np.flatnonzero(found.valid)
+    plans: dict[tuple[int, ...], _TakePlan] = {}
+    for name, values in columns.items():
+        index = data.schema.get_field_index(name)
+        column = data.column(index)
+        lengths = tuple(len(chunk) for chunk in column.chunks)
+        plan = plans.get(lengths) or plans.setdefault(
+            lengths, _TakePlan.of(lengths, found.positions)
+        )
+        chunks = list(column.chunks)
+        for c, group, local in zip(plan.chunks, plan.groups, plan.local, strict=True):
+            chunk = chunks[c]
+            take = np.arange(len(chunk), dtype=np.int64)
+            take[local] = len(chunk) + np.arange(len(group))  # in order: the last value wins
+            new_values = values.take(pa.array(value_rows[group]))
+            chunks[c] = pa.concat_arrays([chunk, new_values]).take(pa.array(take))
+        data = data.set_column(
+            index, data.schema.field(index), pa.chunked_array(chunks, type=column.type)
+        )
+    return data

@@ -1,0 +1,380 @@
+"""The memory table: name, schema, scans, and each DML statement staged in its scope and
+applied at commit (storage.py, patch.py and mask.py hold the layers it applies it to)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from airport_contracts import (
+    Context,
+    DMLOptions,
+    DMLResult,
+    ScanOptions,
+    rowid_field,
+)
+
+from ... import filters
+from ..base import BackendTable
+from ..capabilities import ALL_CAPABILITIES, with_capabilities
+from ..shaping import (
+    conform_insert,
+    conform_update,
+    returning_reader,
+    returning_schema,
+)
+from .mask import _DeletionMask, _live, _remove
+from .patch import _Committed, _group_updates, _materialize, _Patch, _Update
+from .storage import (
+    _MAX_CHUNKS,
+    _SMALL_BATCH_ROWS,
+    _distinct,
+    _extended,
+    _fewer_chunks,
+    _found,
+    _Keep,
+    _Lookup,
+    _merge_lookups,
+    _positions,
+    _rowid_array,
+    _sorted_by_rowid,
+)
+
+SCAN_BATCH_ROWS = 65_536
+_MAX_RUNS = 32  # a patch with more runs in a column than this is written into the columns
+
+
+_PATCH_MIN_ROWS = 65_536  # write a patch into the columns beyond max(this, a quarter of the rows)
+
+
+@dataclass
+class _Pending:
+    """One statement's staged changes to one table."""
+
+    inserts: list[pa.RecordBatch] = field(default_factory=list)
+    updates: list[_Update] = field(default_factory=list)
+    deletes: list[_Lookup] = field(default_factory=list)
+
+
+class MemoryTable(BackendTable["_Pending"]):
+    """Table: name, comment, schema, scan, and the storage every capability mixin uses."""
+
+    def __init__(
+        self,
+        name: str,
+        columns: pa.Schema,
+        *,
+        comment: str = "",
+        rows: pa.Table | None = None,
+        id_from_rowid: str | None = None,
+    ) -> None:
+        """columns: the user-visible columns (a rowid column is added first).
+        rows: initial rows with those columns, or with a rowid column to keep their rowids.
+        id_from_rowid: a column that gets the new rowid when an INSERT leaves it null."""
+        self._name = name
+        self._comment = comment
+        self._id_from_rowid = id_from_rowid
+        self.schema = pa.schema([rowid_field(), *columns], metadata=columns.metadata)
+        self._lock = threading.Lock()
+        self._data = self.schema.empty_table()
+        self._mask: _DeletionMask | None = None  # None while no row of _data is deleted
+        self._patch = _Patch()  # committed UPDATE values not yet written into the columns
+        # numpy copy of the rowid column for lookups: built when an UPDATE/DELETE first
+        # needs it (a table that only takes INSERTs never pays for it), then kept up to date
+        self._rowids: np.ndarray | None = None
+        # the buffer _rowids is the front of, whose free tail takes inserted rowids (None
+        # when _rowids is an array of its own)
+        self._rowid_buffer: np.ndarray | None = None
+        self._last_rowid = 0  # the largest committed rowid (the rowid column is sorted)
+        self._version = 0  # bumped whenever committed data changes
+        self._next_rowid = 1
+        if rows is not None and rows.num_rows:
+            self._seed(rows)
+
+    # --- Table ------------------------------------------------------------------------------
+
+    def scan(self, ctx: Context, opts: ScanOptions | None = None) -> pa.RecordBatchReader:
+        """The committed rows, batch by batch: deleted rows and the rows DuckDB's pushed-down
+        filter rejects are dropped per batch, so a scan never copies the table."""
+        ctx.raise_if_done()
+        predicate = filters.parse(opts.filter, self.schema) if opts is not None else None
+        expression = filters.arrow_expression(predicate) if predicate else None
+        limit = opts.limit if opts is not None and opts.limit > 0 else None
+        # Nothing that can raise between holding the mask and the generator releasing it.
+        data, mask, live = self._reading()
+        keep = _Keep(live, expression)
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            # A scan never started keeps its mask held: the next DELETE marks a copy.
+            try:
+                remaining = limit
+                for batch in data.to_batches(max_chunksize=SCAN_BATCH_ROWS):
+                    ctx.raise_if_done()
+                    kept = keep(batch)
+                    if remaining is not None:
+                        kept = kept.slice(0, remaining)
+                        remaining -= kept.num_rows
+                    if kept.num_rows:
+                        yield kept
+                    if remaining == 0:
+                        return
+            finally:
+                self._done_reading(mask)
+
+        return pa.RecordBatchReader.from_batches(self.schema, batches())
+
+    @property
+    def num_rows(self) -> int:
+        with self._lock:
+            return int(self._data.num_rows) - (0 if self._mask is None else self._mask.dead)
+
+    def to_table(self) -> pa.Table:
+        """The committed rows (rowid first), for tests and tools."""
+        return self._snapshot()
+
+    # --- storage ----------------------------------------------------------------------------
+
+    def _seed(self, rows: pa.Table) -> None:
+        rowid = self.schema[0].name
+        if rowid in rows.column_names:
+            rows = _sorted_by_rowid(rows, rowid)
+            ids = rows.column(rowid).to_numpy()
+        else:
+            ids = self._allocate(rows.num_rows)
+        batch = conform_insert(
+            rows.combine_chunks().to_batches()[0],
+            self.schema,
+            np.asarray(ids, dtype=np.int64),
+            self._id_from_rowid,
+        )
+        pending = _Pending(inserts=[batch])
+        self._apply(pending)
+        with self._lock:
+            self._next_rowid = max(self._next_rowid, self._last_rowid + 1)
+
+    def _snapshot(self) -> pa.Table:
+        """The committed rows without the deleted ones."""
+        data, mask, live = self._reading()
+        try:
+            return data if live is None else data.filter(pa.array(live))
+        finally:
+            self._done_reading(mask)
+
+    def _reading(self) -> tuple[pa.Table, _DeletionMask | None, np.ndarray | None]:
+        """The committed data with the patch written in (done once, under the lock, so the
+        next reader finds it done), its deletion mask, held until _done_reading (no DELETE
+        changes a held mask), and the mask's rows as they are now."""
+        with self._lock:
+            if self._patch.columns:
+                self._data, self._patch = _materialize(self._data, self._patch), _Patch()
+            mask = self._mask
+            if mask is None:
+                return self._data, None, None
+            mask.readers += 1
+            return self._data, mask, mask.live
+
+    def _done_reading(self, mask: _DeletionMask | None) -> None:
+        if mask is not None:
+            with self._lock:
+                mask.readers -= 1
+
+    def _index(self) -> np.ndarray:
+        """The rowid column as a sorted numpy array (call with the lock held)."""
+        if self._rowids is None:
+            self._rowids, self._rowid_buffer = _rowid_array(self._data), None
+        return self._rowids
+
+    def _lookup(self, ids: np.ndarray) -> tuple[_Committed, _Lookup]:
+        with self._lock:
+            rowids, live, version = self._index(), _live(self._mask), self._version
+            committed = _Committed(self._data, self._patch)
+        # Outside the lock: a DELETE committing meanwhile may change live under this search,
+        # but it also bumps the version, so the commit searches again.
+        return committed, _Lookup(ids, _positions(rowids, live, ids), version)
+
+    def _allocate(self, count: int) -> np.ndarray:
+        with self._lock:
+            start = self._next_rowid
+            self._next_rowid += count
+        return np.arange(start, start + count, dtype=np.int64)
+
+    def _new_pending(self) -> _Pending:
+        return _Pending()
+
+    def _commit_pending(self, pending: _Pending) -> None:
+        self._apply(pending)
+
+    def _apply(self, pending: _Pending) -> None:
+        with self._lock:
+            mask = self._mask
+            extent = None if mask is None else (mask.live, mask.buffer)
+            try:
+                self._apply_locked(pending)
+            except BaseException:
+                if mask is not None and extent is not None:  # an INSERT may have extended it
+                    mask.live, mask.buffer = extent
+                raise
+
+    def _apply_locked(self, pending: _Pending) -> None:
+        """Apply pending to the committed state: everything is computed first and assigned
+        at the end, except the mask, which an INSERT extends and a DELETE (the last step)
+        marks in place; _apply undoes the extension if a later step fails."""
+        data, rowids, mask, version = self._data, self._rowids, self._mask, self._version
+        patch, buffer, last_rowid = self._patch, self._rowid_buffer, self._last_rowid
+        if pending.inserts:
+            data, mask, patch, last_rowid, appended = _append(
+                data, mask, patch, last_rowid, pending.inserts, self.schema
+            )
+            if rowids is not None and appended is not None:
+                rowids, buffer = _extended(rowids, buffer, _rowid_array(appended))
+            else:  # rows moved: the index is rebuilt when next needed
+                rowids, buffer = None, None
+            version += 1
+        if pending.updates or pending.deletes:
+            if rowids is None:
+                rowids, buffer = _rowid_array(data), None
+            for group in _group_updates(pending.updates):
+                found = _found(rowids, _live(mask), version, group.lookup)
+                patch = patch.add(found, group.columns)
+                version += 1
+            if patch.rows > max(_PATCH_MIN_ROWS, data.num_rows // 4) or (
+                patch.most_runs > _MAX_RUNS
+            ):
+                data, patch = _materialize(data, patch), _Patch()
+            if pending.deletes:
+                found = _found(rowids, _live(mask), version, _merge_lookups(pending.deletes))
+                data, kept, mask, patch = _remove(data, rowids, mask, patch, found)
+                if kept is not rowids:  # compacted: a new array
+                    rowids, buffer = kept, None
+                version += 1
+        self._data, self._rowids, self._mask, self._version = data, rowids, mask, version
+        self._patch, self._rowid_buffer, self._last_rowid = patch, buffer, last_rowid
+
+    # --- shaping input ----------------------------------------------------------------------
+
+    # --- the operations the capability mixins expose ------------------------------------------
+
+    def _insert(
+        self, ctx: Context, rows: pa.RecordBatchReader, opts: DMLOptions | None
+    ) -> DMLResult:
+        pending, immediate = self._stage(ctx)
+        staged: list[pa.RecordBatch] = []
+        for batch in rows:
+            ctx.raise_if_done()
+            staged.append(
+                conform_insert(
+                    batch, self.schema, self._allocate(batch.num_rows), self._id_from_rowid
+                )
+            )
+        pending.inserts.extend(staged)
+        if immediate:
+            self._apply(pending)
+        return DMLResult(
+            affected_rows=sum(b.num_rows for b in staged),
+            returning_data=returning_reader(self.schema, staged, opts),
+        )
+
+    def _update(
+        self,
+        ctx: Context,
+        chunks: Iterable[tuple[np.ndarray, pa.RecordBatch]],
+        opts: DMLOptions | None,
+    ) -> DMLResult:
+        pending, immediate = self._stage(ctx)
+        affected, returned = 0, []
+        wanted = returning_schema(self.schema, opts)
+        for ids, values in chunks:
+            ctx.raise_if_done()
+            columns = conform_update(values, self.schema)
+            committed, lookup = self._lookup(ids)
+            found = lookup.found
+            pending.updates.append(_Update(lookup, columns))
+            affected += int(found.valid.sum())
+            if wanted is not None:
+                # Only the columns the UPDATE leaves alone are read from the table.
+                kept = [name for name in wanted.names if name not in columns]
+                after = committed.rows_at(found.positions, kept)
+                arrays = dict(zip(kept, after.columns, strict=True))
+                valid = pa.array(found.valid)
+                arrays.update({n: columns[n].filter(valid) for n in wanted.names if n in columns})
+                returned.append(
+                    pa.RecordBatch.from_arrays([arrays[n] for n in wanted.names], schema=wanted)
+                )
+        if immediate:
+            self._apply(pending)
+        return DMLResult(
+            affected_rows=affected, returning_data=returning_reader(self.schema, returned, opts)
+        )
+
+    def _delete(
+        self, ctx: Context, id_chunks: Iterable[np.ndarray], opts: DMLOptions | None
+    ) -> DMLResult:
+        pending, immediate = self._stage(ctx)
+        affected, returned = 0, []
+        wanted = returning_schema(self.schema, opts)
+        for ids in id_chunks:
+            ctx.raise_if_done()
+            committed, lookup = self._lookup(ids)
+            found = lookup.found
+            pending.deletes.append(lookup)
+            affected += _distinct(found.positions)
+            if wanted is not None:
+                returned.append(committed.rows_at(found.positions, wanted.names))
+        if immediate:
+            self._apply(pending)
+        return DMLResult(
+            affected_rows=affected, returning_data=returning_reader(self.schema, returned, opts)
+        )
+
+
+def memory_table(
+    name: str,
+    columns: pa.Schema,
+    capabilities: Sequence[str] = ALL_CAPABILITIES,
+    **options: Any,
+) -> MemoryTable:
+    """A MemoryTable implementing exactly `capabilities` (interface names); see MemoryTable
+    for options."""
+    table: MemoryTable = with_capabilities(MemoryTable, capabilities)(name, columns, **options)
+    return table
+
+
+def _append(
+    data: pa.Table,
+    mask: _DeletionMask | None,
+    patch: _Patch,
+    last_rowid: int,
+    batches: list[pa.RecordBatch],
+    schema: pa.Schema,
+) -> tuple[pa.Table, _DeletionMask | None, _Patch, int, pa.Table | None]:
+    """data with batches appended, kept sorted by rowid: (data, its deletion mask, its
+    patch, its last rowid, the rows appended at its end — None when rows already there
+    moved)."""
+    added = pa.Table.from_batches(batches, schema=schema)
+    if not added.num_rows:
+        return data, mask, patch, last_rowid, added
+    if added.num_rows < _SMALL_BATCH_ROWS * len(batches):
+        # DuckDB sends 2048-row batches: coalesce them (O(new rows)) so chunks stay large.
+        added = added.combine_chunks()
+    # One statement's rowids increase (allocation is monotonic and batches keep their
+    # order), so only the boundary with what is committed can be out of order: that happens
+    # when concurrent statements commit in another order than they allocated.
+    ids = added.column(0)
+    new_last = max(last_rowid, ids[len(ids) - 1].as_py())
+    if data.num_rows > 0 and ids[0].as_py() < last_rowid:  # rows move: settle the patch and
+        data, patch = _materialize(data, patch), _Patch()  # the mask first
+        if mask is not None:
+            data, mask = data.filter(pa.array(mask.live)), None
+        data = pa.concat_tables([data, added]).sort_by(schema[0].name)
+        return data, mask, patch, new_last, None
+    data = pa.concat_tables([data, added]) if data.num_rows else added
+    if mask is not None:
+        mask.append_live(added.num_rows)
+    if data.column(0).num_chunks >= _MAX_CHUNKS:  # many small statements
+        data = _fewer_chunks(data)
+    return data, mask, patch, new_last, added
