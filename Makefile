@@ -97,6 +97,7 @@ diff-upstream: $(STAMP)
 
 bench: $(STAMP) jars
 	$(PY) bench/run.py
+	$(PY) bench/duckdb_shaped.py
 	$(PY) bench/spark.py
 	$(PY) bench/vs_go.py
 

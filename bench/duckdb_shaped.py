@@ -1,0 +1,111 @@
+"""DuckDB-shaped DML against the bare transport, in one run: INSERT, UPDATE and DELETE in
+2048-row batches (what DuckDB sends), from a pyarrow.flight client (Arrow C++, as in DuckDB),
+plain and with RETURNING in DuckDB's lock-step (the next batch only after the answer to the
+last). pyairport serves a memory table from its own process; the baseline is a bare grpcio
+DoExchange loop that decodes every batch (and re-encodes it for RETURNING) in its own
+process. Prints rows/s for both and their ratio (pyairport / loop; target >= 0.7).
+
+    .venv/bin/python bench/duckdb_shaped.py [--rows N] [--repeats R]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.flight as flight
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_server import rows  # noqa: E402
+from run import best_of, start_server  # noqa: E402
+
+from pyairport.client import AirportClient  # noqa: E402
+
+BATCH_ROWS = 2048  # DuckDB's vector size
+PATH = "bench/target"  # a memory table of bench_server.py
+
+
+def statement(location: str, operation: str, path: str, data: pa.Table, returning: bool) -> int:
+    """One DoExchange DML statement as DuckDB sends it; the rows the server counted."""
+    headers = [(b"airport-operation", operation.encode()), (b"airport-flight-path", path.encode())]
+    if returning:
+        headers.append((b"return-chunks", b"1"))
+    client = flight.connect(location)
+    try:
+        descriptor = flight.FlightDescriptor.for_path(*path.split("/"))
+        writer, reader = client.do_exchange(descriptor, flight.FlightCallOptions(headers=headers))
+        writer.begin(data.schema)
+        for batch in data.to_batches(max_chunksize=BATCH_ROWS):
+            writer.write_batch(batch)
+            if returning:
+                reader.read_chunk()  # lock-step: wait for this batch's answer
+        writer.done_writing()
+        total = 0
+        while True:
+            try:
+                chunk = reader.read_chunk()
+            except StopIteration:
+                break
+            if chunk.app_metadata is not None:
+                total = int.from_bytes(chunk.app_metadata.to_pybytes()[-8:], "big")
+        writer.close()
+        return total
+    finally:
+        client.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    n = args.rows
+    pyairport, py_location = start_server()
+    loop, loop_location = start_server("decode_loop_server.py")
+    try:
+        admin = AirportClient(py_location)
+        inserted = rows(n).select(["id", "value", "category", "name"])
+
+        def refill() -> pa.Table:
+            admin.action("bench_reset", f"target:{n}".encode())
+            return admin.scan("bench", "target", ["rowid"]).read_all()
+
+        rowids = refill().column("rowid")
+        updates = pa.table({"name": pa.array(["x"] * n), "rowid": rowids})
+        deletes = pa.table({"rowid": rowids})
+        print(f"DuckDB-shaped DML, {n:,} rows in {BATCH_ROWS}-row batches, best of {args.repeats}")
+        print(f"{'statement':<28}{'pyairport rows/s':>18}{'loop rows/s':>14}{'ratio':>8}")
+        for operation, data, fresh in (
+            ("insert", inserted, False),
+            ("update", updates, False),
+            ("delete", deletes, True),
+        ):
+            for returning in (False, True):
+
+                def on_pyairport(
+                    operation: str = operation, data: pa.Table = data, returning: bool = returning
+                ) -> None:
+                    counted = statement(py_location, operation, PATH, data, returning)
+                    assert counted == n, (operation, returning, counted)
+
+                def on_loop(
+                    operation: str = operation, data: pa.Table = data, returning: bool = returning
+                ) -> None:
+                    assert statement(loop_location, operation, PATH, data, returning) == n
+
+                before = refill if fresh else None
+                ours = best_of(args.repeats, on_pyairport, before)
+                floor = best_of(args.repeats, on_loop)
+                label = f"{operation.upper()}{' RETURNING lock-step' if returning else ''}"
+                print(f"{label:<28}{n / ours:>18,.0f}{n / floor:>14,.0f}{floor / ours:>8.2f}")
+    finally:
+        for process in (pyairport, loop):
+            assert process.stdin is not None
+            process.stdin.close()
+            process.wait(timeout=30)
+
+
+if __name__ == "__main__":
+    main()
