@@ -3,7 +3,8 @@
 plain and with RETURNING in DuckDB's lock-step (the next batch only after the answer to the
 last). pyairport serves a memory table from its own process; the baseline is a bare grpcio
 DoExchange loop that decodes every batch (and re-encodes it for RETURNING) in its own
-process. Prints rows/s for both and their ratio (pyairport / loop; target >= 0.7).
+process. Prints rows/s for both and their ratio (pyairport / loop; target >= 0.7), and last
+the same INSERTs into tables that do no work: pyairport's own path without the table's.
 
     .venv/bin/python bench/duckdb_shaped.py [--rows N] [--repeats R]
 """
@@ -76,7 +77,7 @@ def main() -> None:
         updates = pa.table({"name": pa.array(["x"] * n), "rowid": rowids})
         deletes = pa.table({"rowid": rowids})
         print(f"DuckDB-shaped DML, {n:,} rows in {BATCH_ROWS}-row batches, best of {args.repeats}")
-        print(f"{'statement':<28}{'pyairport rows/s':>18}{'loop rows/s':>14}{'ratio':>8}")
+        print(f"{'statement':<36}{'pyairport rows/s':>18}{'loop rows/s':>14}{'ratio':>8}")
         for operation, data, fresh in (
             ("insert", inserted, False),
             ("update", updates, False),
@@ -99,7 +100,20 @@ def main() -> None:
                 ours = best_of(args.repeats, on_pyairport, before)
                 floor = best_of(args.repeats, on_loop)
                 label = f"{operation.upper()}{' RETURNING lock-step' if returning else ''}"
-                print(f"{label:<28}{n / ours:>18,.0f}{n / floor:>14,.0f}{floor / ours:>8.2f}")
+                print(f"{label:<36}{n / ours:>18,.0f}{n / floor:>14,.0f}{floor / ours:>8.2f}")
+        # pyairport's own path: the same INSERTs into tables that do no work (bench_server.py's
+        # sink, and the echo that returns what it is sent).
+        for returning, table in ((False, "bench/sink"), (True, "bench/echo")):
+
+            def on_no_op(returning: bool = returning, table: str = table) -> None:
+                assert statement(py_location, "insert", table, inserted, returning) == n
+
+            def on_loop_again(returning: bool = returning) -> None:
+                assert statement(loop_location, "insert", PATH, inserted, returning) == n
+
+            ours, floor = best_of(args.repeats, on_no_op), best_of(args.repeats, on_loop_again)
+            label = f"INSERT{' RETURNING lock-step' if returning else ''}, no-op table"
+            print(f"{label:<36}{n / ours:>18,.0f}{n / floor:>14,.0f}{floor / ours:>8.2f}")
     finally:
         for process in (pyairport, loop):
             assert process.stdin is not None

@@ -55,3 +55,21 @@ def test_memory_benchmark_prints_every_figure() -> None:
             out,
         )
     assert re.search(r"DoGet over Flight\s+\d+ MB/s", out)
+
+
+def test_duckdb_shaped_benchmark_prints_every_figure() -> None:
+    script = BENCH.parent / "duckdb_shaped.py"
+    run = subprocess.run(
+        [sys.executable, str(script), "--rows", "20000", "--repeats", "1"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stderr
+    labels = [
+        f"{s}{r}" for s in ("INSERT", "UPDATE", "DELETE") for r in ("", " RETURNING lock-step")
+    ]
+    labels += ["INSERT, no-op table", "INSERT RETURNING lock-step, no-op table"]
+    for label in labels:
+        line = rf"^{label}\s+[\d,]+\s+[\d,]+\s+\d+\.\d\d$"
+        assert re.search(line, run.stdout, re.M), (label, run.stdout)
