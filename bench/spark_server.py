@@ -1,6 +1,8 @@
 """The Spark server the Spark benchmark talks to, in its own process: Delta tables in a
-scratch warehouse, plus bench actions: `bench_reset` (a new table with N rows) and
-`bench_direct_write` (the baseline: the same Arrow rows written straight to Delta)."""
+scratch warehouse, plus bench actions: `bench_reset` (a new table with N rows),
+`bench_direct_write` (the baseline: the same Arrow rows written straight to Delta),
+`bench_sql` (seconds Spark takes for one SQL statement in this session) and
+`bench_merge_view` (seconds for Spark's MERGE of N new values from a view)."""
 
 from __future__ import annotations
 
@@ -20,7 +22,10 @@ from pyairport.catalog import Catalog
 
 def main() -> None:
     warehouse = Path(tempfile.mkdtemp(prefix="pyairport-bench-"))
-    session = spark_session(master="local[2]", warehouse=warehouse)
+    jars = Path(".cache/jars")  # make jars; else Spark fetches Delta from Maven Central
+    session = spark_session(
+        master="local[2]", warehouse=warehouse, jars_dir=jars if jars.is_dir() else None
+    )
     backend = SparkBackend(session, warehouse)
     catalog: Catalog = backend.catalog
 
@@ -43,7 +48,41 @@ def main() -> None:
         )
         return [str(time.perf_counter() - start).encode()]
 
-    serve_until_stdin_closes(catalog, {"bench_reset": reset, "bench_direct_write": direct_write})
+    def sql(ctx: Context, body: bytes, headers: dict[str, str]) -> list[bytes]:
+        start = time.perf_counter()
+        session.sql(body.decode()).collect()
+        return [str(time.perf_counter() - start).encode()]
+
+    def merge_view(ctx: Context, body: bytes, headers: dict[str, str]) -> list[bytes]:
+        """body: table:count:seed. The view is made first; the MERGE alone is timed."""
+        import numpy as np
+        import pyarrow as pa
+
+        table, count, seed = body.decode().split(":")
+        rng = np.random.default_rng(int(seed))
+        total = int(session.table(f"bench.{table}").count())
+        ids = np.sort(rng.choice(np.arange(1, total + 1), size=int(count), replace=False))
+        changes = pa.table({"rowid": pa.array(ids, pa.int64()), "value": rng.random(len(ids))})
+        view = backend.view(changes)
+        try:
+            start = time.perf_counter()
+            session.sql(
+                f"MERGE INTO bench.{table} t USING {view} s ON t.rowid = s.rowid"
+                " WHEN MATCHED THEN UPDATE SET t.value = s.value"
+            ).collect()
+            return [str(time.perf_counter() - start).encode()]
+        finally:
+            backend.drop_view(view)
+
+    serve_until_stdin_closes(
+        catalog,
+        {
+            "bench_reset": reset,
+            "bench_direct_write": direct_write,
+            "bench_sql": sql,
+            "bench_merge_view": merge_view,
+        },
+    )
     session.stop()
     shutil.rmtree(warehouse, ignore_errors=True)
 

@@ -73,7 +73,7 @@ def test_rollback_commits_nothing_and_cleans_its_staging(table: Any, spark_backe
     assert not any(spark_backend.staging.iterdir())
 
 
-def test_update_and_delete_are_one_merge_each_and_rowids_stay(table: Any) -> None:
+def test_update_and_delete_are_one_commit_each_and_rowids_stay(table: Any) -> None:
     table.insert(Context.background(), _reader(_rows(6), 6), None)
     before = _versions(table)
     statement = Statement("u")
@@ -94,7 +94,8 @@ def test_update_and_delete_are_one_merge_each_and_rowids_stay(table: Any) -> Non
     history = (
         table.spark.sql(f"DESCRIBE HISTORY {table.fqn}").select("operation").limit(2).collect()
     )
-    assert [r[0] for r in history] == ["MERGE", "MERGE"]
+    # small statements are Spark's own UPDATE and DELETE (larger ones a MERGE, below)
+    assert [r[0] for r in history] == ["DELETE", "UPDATE"]
     assert table.to_table().select(["rowid", "name"]).to_pylist() == [
         {"rowid": 2, "name": "a"},
         {"rowid": 3, "name": "n2"},
@@ -102,6 +103,117 @@ def test_update_and_delete_are_one_merge_each_and_rowids_stay(table: Any) -> Non
         {"rowid": 5, "name": "n4"},
         {"rowid": 6, "name": "c"},
     ]
+
+
+def _statement(table: Any, method: str, data: pa.Table, opts: DMLOptions | None = None) -> Any:
+    statement = Statement(method)
+    result = getattr(table, method)(
+        with_statement(Context.background(), statement), _reader(data, 2), opts
+    )
+    statement.commit()
+    return result
+
+
+def test_small_updates_keep_each_value_and_type(table: Any) -> None:
+    """The in-place UPDATE path: one value for every row, values that differ per row, a
+    null, and columns a statement does not set are left alone."""
+    table.insert(Context.background(), _reader(_rows(5), 5), None)
+    same = pa.table({"name": ["same"] * 3, "rowid": pa.array([1, 2, 3], pa.int64())})
+    assert _statement(table, "update_batch", same).affected_rows == 3
+    mixed = pa.table(
+        {
+            "id": pa.array([40, None], pa.int64()),
+            "name": ["it's", None],
+            "rowid": pa.array([4, 5], pa.int64()),
+        }
+    )
+    assert _statement(table, "update_batch", mixed).affected_rows == 2
+    assert table.to_table().select(["rowid", "id", "name"]).to_pylist() == [
+        {"rowid": 1, "id": 0, "name": "same"},
+        {"rowid": 2, "id": 1, "name": "same"},
+        {"rowid": 3, "id": 2, "name": "same"},
+        {"rowid": 4, "id": 40, "name": "it's"},
+        {"rowid": 5, "id": None, "name": None},
+    ]
+
+
+def test_larger_statements_merge(table: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Beyond the in-place sizes, UPDATE and DELETE are one MERGE each against the rowids
+    sent as a view, and rows are read and counted by a join."""
+    from pyairport.backends import spark as spark_module
+
+    monkeypatch.setattr(spark_module, "INLINE_ROWIDS", 1)
+    table.insert(Context.background(), _reader(_rows(4), 4), None)
+    updates = pa.table({"name": ["a", "b"], "rowid": pa.array([1, 3], pa.int64())})
+    returning = DMLOptions(returning=True, returning_columns=["id", "name"])
+    result = _statement(table, "update_batch", updates, returning)
+    assert sorted(result.returning_data.read_all().column("name").to_pylist()) == ["a", "b"]
+    deletes = pa.table({"rowid": pa.array([2, 4, 99], pa.int64())})
+    assert _statement(table, "delete_batch", deletes).affected_rows == 2
+    history = table.spark.sql(f"DESCRIBE HISTORY {table.fqn}").select("operation").limit(2)
+    assert [r[0] for r in history.collect()] == ["MERGE", "MERGE"]
+    assert table.to_table().select(["rowid", "name"]).to_pylist() == [
+        {"rowid": 1, "name": "a"},
+        {"rowid": 3, "name": "b"},
+    ]
+
+
+def test_a_scan_reads_the_versions_files_with_pyarrow_when_they_hold_exactly_its_rows(
+    table: Any,
+) -> None:
+    """Spark names the files of the current version; pyarrow reads them with the filter and
+    projection. A commit after the scan began is not seen (files are never changed in place),
+    and a table with deletion vectors (rows deleted inside a file) is read by Spark instead."""
+    table.insert(Context.background(), _reader(_rows(6), 6), None)
+    table.delete_by_row_ids(Context.background(), pa.array([2], pa.int64()), None)
+    assert table._snapshot_files(None)  # the direct read applies
+    reader = table.scan(Context.background())
+    table.update_by_row_ids(
+        Context.background(),
+        pa.array([3], pa.int64()),
+        _reader(pa.table({"name": ["new"]}), 1),
+        None,
+    )
+    before = reader.read_all()
+    assert before.schema.equals(table.schema, check_metadata=True)
+    assert sorted(before.column("rowid").to_pylist()) == [1, 3, 4, 5, 6]
+    assert [r["name"] for r in before.to_pylist() if r["rowid"] == 3] == ["n2"]  # the old value
+    id_above_3 = filters_json("GREATERTHAN", 3)
+    scanned = table.scan(Context.background(), ScanOptions(columns=["name"], filter=id_above_3))
+    assert sorted(scanned.read_all().select(["rowid", "name"]).to_pylist(), key=str) == [
+        {"rowid": 5, "name": "n4"},
+        {"rowid": 6, "name": "n5"},
+    ]
+    assert set(scanned.schema.names) == set(table.schema.names)  # full width, others null
+
+    table.spark.sql(
+        f"ALTER TABLE {table.fqn} SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')"
+    )
+    table.spark.sql(f"DELETE FROM {table.fqn} WHERE rowid = 4")  # a deletion vector
+    assert table._snapshot_files(None) is None
+    assert sorted(table.to_table().column("rowid").to_pylist()) == [1, 3, 5, 6]
+
+
+def filters_json(comparison: str, value: int) -> str:
+    """DuckDB's json_filters for `id <comparison> value` (id: column 0 of the bindings)."""
+    column = {"expression_class": "BOUND_COLUMN_REF", "type": "BOUND_COLUMN_REF"}
+    return json.dumps(
+        {
+            "filters": [
+                {
+                    "expression_class": "BOUND_COMPARISON",
+                    "type": f"COMPARE_{comparison}",
+                    "left": {**column, "binding": {"table_index": 0, "column_index": 0}},
+                    "right": {
+                        "expression_class": "BOUND_CONSTANT",
+                        "type": "VALUE_CONSTANT",
+                        "value": {"type": {"id": "BIGINT"}, "is_null": False, "value": value},
+                    },
+                }
+            ],
+            "column_binding_names_by_index": ["id", "name"],
+        }
+    )
 
 
 def test_concurrent_writers_lose_nothing(table: Any) -> None:
@@ -183,6 +295,7 @@ def test_a_scan_streams_rowid_ranges_from_one_delta_version(
     from pyairport.backends import spark as spark_backend_module
 
     monkeypatch.setattr(spark_backend_module, "SCAN_RANGE_ROWIDS", 4)
+    monkeypatch.setattr(type(table), "_snapshot_files", lambda self, predicate: None)  # Spark reads
     table.insert(Context.background(), _reader(_rows(10), 10), None)  # rowids 1..10: 3 ranges
     table.delete_by_row_ids(Context.background(), pa.array([5, 6, 7, 8], pa.int64()), None)
     reader = table.scan(Context.background())

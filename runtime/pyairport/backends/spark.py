@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 import numpy as np
 import pyarrow as pa
@@ -59,6 +60,12 @@ COMMIT_ATTEMPTS = 4
 SCAN_BATCH_ROWS = 65_536
 SCAN_RANGE_ROWIDS = 1 << 20  # rowids per Spark query of a streamed scan
 STAGE_FILE_ROWS = 65_536  # staged INSERT rows per parquet file (DuckDB sends 2048 at a time)
+# Statements this small run as Spark's own UPDATE/DELETE with the rowids in the statement, as
+# a SQL user would type them, and read rows by a filter Delta can skip files with; larger
+# ones join or MERGE against the rowids sent as a view. (A MERGE and a join cost Spark
+# several jobs more than the statement itself: most of a one-row statement's time.)
+INLINE_ROWIDS = 10_000
+INLINE_UPDATE_ROWS = 64  # rows whose values differ per row, one CASE branch each
 
 
 def _where(frame: Any, predicate: filters.Predicate | None) -> Any:
@@ -124,20 +131,28 @@ class SparkTable(BackendTable["_Pending"]):
         (opts.columns, plus the rowid) are read, the others come back null; DuckDB's
         pushed-down filters run in Spark where they translate.
 
-        A table whose rowids may span more than SCAN_RANGE_ROWIDS is streamed: read from one
-        Delta version (a consistent snapshot however long the client takes) one rowid range
-        at a time, so the server never holds the table. A smaller one — or a scan with a
-        limit — is one query, which is its own snapshot."""
+        Where this process can read the table's files and they hold exactly its rows (see
+        _snapshot_files), pyarrow reads the files of the current Delta version, streamed
+        batch by batch with the filter and projection applied: Spark only names the files.
+        Otherwise Spark reads. A table whose rowids may span more than SCAN_RANGE_ROWIDS is
+        then streamed from one Delta version (a consistent snapshot however long the client
+        takes) one rowid range at a time, so the server never holds the table; a smaller one
+        — or a scan with a limit — is one query, which is its own snapshot."""
         ctx.raise_if_done()
         wanted = [
             n
             for n in self.schema.names
             if opts is None or not opts.columns or n in opts.columns or n == ROWID
         ]
+        limit = opts.limit if opts is not None and opts.limit > 0 else 0
+        predicate = filters.parse(opts.filter, self.schema) if opts is not None else None
+        if not limit:
+            files = self._snapshot_files(predicate)
+            if files is not None:
+                return self._read_files(ctx, files, predicate, wanted)
         with self._lock:
             next_rowid = self._next_rowid
         one_range = next_rowid is not None and next_rowid - 1 <= SCAN_RANGE_ROWIDS
-        limit = opts.limit if opts is not None and opts.limit > 0 else 0
         if one_range or limit:
             frame = self._scan_frame(self.spark.table(self.fqn), opts, wanted)
             read = (frame.limit(limit) if limit else frame).toArrow()
@@ -161,6 +176,51 @@ class SparkTable(BackendTable["_Pending"]):
                 yield from self._full_width(part.toArrow(), wanted).to_batches(SCAN_BATCH_ROWS)
 
         return pa.RecordBatchReader.from_batches(self.schema, ranges())
+
+    def _snapshot_files(self, predicate: filters.Predicate | None) -> list[str] | None:
+        """The parquet files of the current Delta version that may hold rows the predicate
+        keeps (Delta skips the others by their statistics), when they hold exactly the
+        version's rows and this process can read them: not through a remote Spark Connect
+        server, and no deletion vectors (rows deleted inside a file), column mapping (other
+        physical names) or partition columns (values kept outside the files). None
+        otherwise. A table gains features, never loses them, so the current ones cover the
+        version read."""
+        if not self.backend.shares_files:
+            return None
+        detail = self.spark.sql(f"DESCRIBE DETAIL {self.fqn}").first()
+        features = set(detail["tableFeatures"] or [])
+        if detail["partitionColumns"] or features & {"deletionVectors", "columnMapping"}:
+            return None
+        uris = _where(self.spark.table(self.fqn), predicate).inputFiles()  # one version
+        paths = [unquote(urlparse(uri).path) for uri in uris if uri.startswith("file:")]
+        return paths if len(paths) == len(uris) else None
+
+    def _read_files(
+        self,
+        ctx: Context,
+        files: list[str],
+        predicate: filters.Predicate | None,
+        wanted: list[str],
+    ) -> pa.RecordBatchReader:
+        """The rows of files (one Delta version's), filtered and projected by pyarrow."""
+        import pyarrow.dataset as ds
+
+        if not files:
+            return pa.RecordBatchReader.from_batches(self.schema, [])
+
+        scanner = ds.dataset(files, format="parquet", schema=self.schema).scanner(
+            columns=wanted,
+            filter=filters.arrow_expression(predicate) if predicate is not None else None,
+            batch_size=SCAN_BATCH_ROWS,
+        )
+
+        def batches() -> Iterable[pa.RecordBatch]:
+            for batch in scanner.to_batches():
+                ctx.raise_if_done()
+                if batch.num_rows:
+                    yield from self._full_width(pa.Table.from_batches([batch]), wanted).to_batches()
+
+        return pa.RecordBatchReader.from_batches(self.schema, batches())
 
     def _scan_frame(self, frame: Any, opts: ScanOptions | None, wanted: list[str]) -> Any:
         """frame filtered by the pushed-down predicate, then projected to the wanted columns."""
@@ -213,22 +273,28 @@ class SparkTable(BackendTable["_Pending"]):
         if immediate:
             self._commit_pending(pending)
 
+    def _with_rowids(self, ids: np.ndarray) -> Any:
+        """The committed rows with these rowids, as a DataFrame: a filter for few rowids (Delta
+        skips the files whose rowid range holds none), a join with them for many."""
+        distinct = np.unique(ids)
+        table = self.spark.table(self.fqn)
+        if len(distinct) <= INLINE_ROWIDS:
+            return table.where(table[ROWID].isin([int(i) for i in distinct]))
+        keys = self.spark.createDataFrame(pa.table({ROWID: pa.array(distinct, pa.int64())}))
+        return keys.join(table, ROWID)
+
     def _rows_for(self, ids: np.ndarray) -> pa.Table:
         """The committed rows with these rowids (table schema; order not kept)."""
         if not len(ids):
             return self.schema.empty_table()
-        keys = self.spark.createDataFrame(pa.table({ROWID: pa.array(np.unique(ids), pa.int64())}))
-        frame = keys.join(self.spark.table(self.fqn), ROWID).select(
-            *[_quote(n) for n in self.schema.names]
-        )
+        frame = self._with_rowids(ids).select(*[_quote(n) for n in self.schema.names])
         return frame.toArrow().cast(self.schema)
 
     def _count_rows(self, ids: np.ndarray) -> int:
         """How many committed rows have these rowids."""
         if not len(ids):
             return 0
-        keys = self.spark.createDataFrame(pa.table({ROWID: pa.array(np.unique(ids), pa.int64())}))
-        return int(keys.join(self.spark.table(self.fqn).select(ROWID), ROWID).count())
+        return int(self._with_rowids(ids).select(ROWID).count())
 
     # --- the operations the capability mixins expose ------------------------------------------
 
@@ -343,6 +409,8 @@ class SparkTable(BackendTable["_Pending"]):
 
     def _merge_updates(self, updates: list[tuple[np.ndarray, dict[str, pa.Array]]]) -> None:
         changes = _update_frame(updates, self.schema)
+        if self._update_in_place(changes):
+            return
         view = self.backend.view(changes)
         try:
             assignments = ", ".join(
@@ -356,14 +424,69 @@ class SparkTable(BackendTable["_Pending"]):
         finally:
             self.backend.drop_view(view)
 
+    def _update_in_place(self, changes: pa.Table) -> bool:
+        """A small UPDATE as Spark's own: `UPDATE t SET c = <value, or CASE rowid WHEN …> WHERE
+        rowid IN (…)`, through Delta's API with the values as typed literals (nothing spliced
+        into SQL text). False when it does not fit: a Spark Connect session (Delta's API needs
+        the server's Delta Connect plugin there), too many rows with differing values, or a
+        column whose type a literal might not keep (timestamps, nested types)."""
+        if is_connect(self.spark) or changes.num_rows > INLINE_ROWIDS:
+            return False
+        from delta.tables import DeltaTable
+        from pyspark.sql import Column
+        from pyspark.sql import functions as F
+
+        rowids = changes.column(ROWID).to_pylist()
+        assignments: dict[str, str | Column] = {}
+        for name in changes.column_names:
+            if name == ROWID or name.startswith("__set_"):
+                continue
+            if not _literal_type(self.schema.field(name).type):
+                return False
+            setting = changes.column("__set_" + name).to_pylist()
+            given = changes.column(name).to_pylist()
+            pairs = [(k, v) for k, v, s in zip(rowids, given, setting, strict=True) if s]
+            if len(pairs) == len(rowids) and len({repr(v) for _, v in pairs}) == 1:
+                assignments[_quote(name)] = F.lit(pairs[0][1])  # every row takes one value
+                continue
+            if len(pairs) > INLINE_UPDATE_ROWS:
+                return False
+            case = F.when(F.col(ROWID) == F.lit(pairs[0][0]), F.lit(pairs[0][1]))
+            for key, value in pairs[1:]:  # rowids are distinct (_update_frame)
+                case = case.when(F.col(ROWID) == F.lit(key), F.lit(value))
+            assignments[_quote(name)] = case.otherwise(F.col(_quote(name)))
+        DeltaTable.forName(self.spark, self.fqn).update(F.col(ROWID).isin(rowids), assignments)
+        return True
+
     def _merge_deletes(self, ids: np.ndarray) -> None:
-        view = self.backend.view(pa.table({ROWID: pa.array(np.unique(ids), pa.int64())}))
+        distinct = np.unique(ids)
+        if len(distinct) <= INLINE_ROWIDS:  # Spark's own DELETE; rowids are integers
+            listed = ", ".join(str(int(i)) for i in distinct)
+            self.spark.sql(f"DELETE FROM {self.fqn} WHERE {ROWID} IN ({listed})")
+            return
+        view = self.backend.view(pa.table({ROWID: pa.array(distinct, pa.int64())}))
         try:
             self.spark.sql(
                 f"MERGE INTO {self.fqn} t USING {view} s ON t.{ROWID} = s.{ROWID} WHEN MATCHED THEN DELETE"
             )
         finally:
             self.backend.drop_view(view)
+
+
+def _literal_type(data_type: pa.DataType) -> bool:
+    """Types whose Python values Spark turns into literals of the same type and value."""
+    types = pa.types
+    return bool(
+        types.is_integer(data_type)
+        or types.is_floating(data_type)
+        or types.is_boolean(data_type)
+        or types.is_string(data_type)
+        or types.is_large_string(data_type)
+        or types.is_binary(data_type)
+        or types.is_large_binary(data_type)
+        or types.is_decimal(data_type)
+        or types.is_date(data_type)
+    )
 
 
 def _flush(pending: _Pending) -> None:
