@@ -11,7 +11,6 @@ import pyarrow as pa
 
 from airport_contracts import (
     Context,
-    ContextError,
     CreateTransactionFailed,
     DMLResult,
     InvalidActionParameters,
@@ -22,7 +21,7 @@ from airport_contracts import (
 from airport_contracts.dispatch import OperationRow
 
 from .payloads import decode, encode, returning_data_bytes
-from .statement import StatementRun, context_error
+from .statement import StatementRun
 
 if TYPE_CHECKING:
     from .dispatcher import Dispatcher
@@ -60,7 +59,7 @@ def _dml(
     run = StatementRun(dispatcher, ctx, row.protocol, statement, transaction_id)
     call_table = getattr(table, method.method)
     result: DMLResult | None
-    try:
+    with run.committed():
         if method.takes_row_ids:
             result = run.call(None, call_table, row_ids, opts)
         else:
@@ -70,13 +69,6 @@ def _dml(
             reader = pa.RecordBatchReader.from_batches(rowids.schema, [rowids])
             result = run.call(None, call_table, reader, opts)
         returning_data = returning_data_bytes(result) if request.returning else None
-        run.commit()
-    except ContextError as exc:
-        run.rollback()
-        raise context_error(statement, exc) from None
-    except BaseException:
-        run.rollback()
-        raise
     affected = result.affected_rows if result is not None else 0
     return encode(
         row.response(status="success", affected_rows=affected, returning_data=returning_data)

@@ -13,7 +13,6 @@ import pyarrow as pa
 from airport_contracts import (
     AirportError,
     Context,
-    ContextError,
     DMLOptions,
     DMLResult,
     ReaderCreationFailed,
@@ -31,7 +30,7 @@ from .events import (
     OutputSchema,
     final_metadata,
 )
-from .statement import BatchCheck, Feed, StatementRun, context_error
+from .statement import BatchCheck, Feed, StatementRun
 
 if TYPE_CHECKING:
     from .dispatcher import Dispatcher
@@ -110,7 +109,7 @@ def run_exchange(
         )
     run = StatementRun(dispatcher, ctx, row.protocol, statement, request.transaction_id)
     feed = Feed(run.ctx, stream.batches(), statement, check)
-    try:
+    with run.committed():
         yield OutputSchema(output_schema)
         call = getattr(table, method.method)
         if method.takes_row_ids:
@@ -130,13 +129,6 @@ def run_exchange(
             total = feed.rows
             if row.total_changed == "affected_rows_or_input_rows_with_returning":
                 total = result.affected_rows if result is not None else 0
-        run.commit()
-    except ContextError as exc:
-        run.rollback()
-        raise context_error(statement, exc) from None
-    except BaseException:
-        run.rollback()
-        raise
     yield final_metadata(total)
 
 

@@ -11,7 +11,6 @@ import pyarrow as pa
 
 from airport_contracts import (
     Context,
-    ContextError,
     DMLResult,
     InvalidPayload,
     find_rowid_column,
@@ -22,7 +21,7 @@ from . import validation
 from .events import ExchangeInput
 from .exchange import read_schema
 from .payloads import encode, returning_data_bytes
-from .statement import Feed, StatementRun, context_error
+from .statement import Feed, StatementRun
 
 if TYPE_CHECKING:
     from .dispatcher import Dispatcher
@@ -62,7 +61,7 @@ def run_put(
         dispatcher.check_row_ids(row, descriptor.row_ids)
     opts = dispatcher.options(table, descriptor.returning)
     run = StatementRun(dispatcher, ctx, row.protocol, statement, transaction_id)
-    try:
+    with run.committed():
         input_schema = read_schema(stream)
         if input_schema is None:
             input_schema = validation.data_schema(table_schema)
@@ -95,13 +94,6 @@ def run_put(
             result = run.call(feed, call_table, reader, opts)
             feed.drain()
         returning_data = returning_data_bytes(result) if descriptor.returning else None
-        run.commit()
-    except ContextError as exc:
-        run.rollback()
-        raise context_error(statement, exc) from None
-    except BaseException:
-        run.rollback()
-        raise
     affected = result.affected_rows if result is not None else 0
     assert row.response is not None
     return encode(

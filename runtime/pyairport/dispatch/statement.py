@@ -4,6 +4,8 @@ one commit per statement, a rollback on any failure)."""
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import logging
 import uuid
 from collections.abc import Callable, Iterator
@@ -88,8 +90,7 @@ class Feed:
 
     def drain(self) -> None:
         """Read what the table left unread: those rows still count and are still checked."""
-        for _ in self:
-            pass
+        collections.deque(self, maxlen=0)
 
 
 class StatementRun:
@@ -152,6 +153,20 @@ class StatementRun:
             log.error("%s on a table failed", self.operation, exc_info=exc)
             return OperationFailed(operation=self.operation, error=exc)
         return exc  # KeyboardInterrupt, GeneratorExit, SystemExit: not ours to rename
+
+    @contextlib.contextmanager
+    def committed(self) -> Iterator[None]:
+        """The statement's work: committed when the block ends, rolled back (and the
+        transaction aborted) when it raises — a client that went away included."""
+        try:
+            yield
+            self.commit()
+        except ContextError as exc:
+            self.rollback()
+            raise context_error(self.operation, exc) from None
+        except BaseException:
+            self.rollback()
+            raise
 
     def commit(self) -> None:
         # A client that went away (or a deadline that passed) gets nothing committed.
