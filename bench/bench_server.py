@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from airport_contracts import Context, DMLOptions, DMLResult, project_schema
 from pyairport.backends.memory import memory_table
-from pyairport.catalog import Catalog, CatalogSchema
+from pyairport.catalog import CatalogSchema, MutableCatalog
 from pyairport.server import AirportServer, ServerConfig
 
 COLUMNS = pa.schema(
@@ -78,7 +78,7 @@ class Echo(Sink):
 def main() -> None:
     tables = [Sink(), Echo(), memory_table("target", COLUMNS)]
     schema = CatalogSchema("bench", tables=tables)  # type: ignore[arg-type]
-    catalog = Catalog("", [schema])
+    catalog = MutableCatalog("", [schema])
 
     def reset(ctx: Context, body: bytes, headers: dict[str, str]) -> list[bytes]:
         name, count = body.decode().split(":")
@@ -101,7 +101,7 @@ def main() -> None:
 
 
 def serve_until_stdin_closes(
-    catalog: Catalog, actions: dict[str, Callable[..., list[bytes]]]
+    catalog: MutableCatalog, actions: dict[str, Callable[..., list[bytes]]]
 ) -> None:
     """Serve catalog (with the bench actions), print the address for the benchmark, and
     stop when the benchmark closes our stdin."""

@@ -17,7 +17,7 @@ from bench_server import COLUMNS, rows, serve_until_stdin_closes
 from airport_contracts import Context
 from pyairport.backends.spark import SparkBackend
 from pyairport.backends.spark_session import spark_session
-from pyairport.catalog import Catalog
+from pyairport.catalog import MutableCatalog
 
 
 def main() -> None:
@@ -27,7 +27,7 @@ def main() -> None:
         master="local[2]", warehouse=warehouse, jars_dir=jars if jars.is_dir() else None
     )
     backend = SparkBackend(session, warehouse)
-    catalog: Catalog = backend.catalog
+    catalog: MutableCatalog = backend.catalog
 
     def reset(ctx: Context, body: bytes, headers: dict[str, str]) -> list[bytes]:
         count = int(body.decode())

@@ -16,7 +16,7 @@ class CatalogSchema:
         self._comment = comment
         self._tables: dict[str, Table] = {t.name(): t for t in tables}
         self._lock = threading.Lock()
-        self.on_change: Callable[[], None] = lambda: None  # set by the Catalog holding it
+        self.on_change: Callable[[], None] = lambda: None  # set by the MutableCatalog holding it
 
     def name(self) -> str:
         return self._name
@@ -43,8 +43,8 @@ class CatalogSchema:
         self.on_change()
 
 
-class Catalog:
-    """Schemas by name; the object the server serves (the contract's Catalog).
+class MutableCatalog:
+    """Schemas by name, added and dropped while serving; implements the contract's Catalog.
 
     Its version (protocol §2.5) goes up whenever a schema or table is added or dropped, so
     clients that cached the catalog (DuckDB) reload it."""

@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 
 from airport_contracts import Table
 
-from .catalog import Catalog, CatalogSchema
+from .catalog import CatalogSchema, MutableCatalog
 
 if TYPE_CHECKING:
     from .backends.spark import SparkBackend
@@ -62,17 +62,17 @@ DEMO_TABLES: tuple[tuple[str, str, str, Sequence[str], pa.Table | None], ...] = 
 TableFactory = Callable[[str, str, pa.Schema, Sequence[str], str, "pa.Table | None"], Table]
 
 
-def demo_catalog(make_table: TableFactory, name: str = "") -> Catalog:
+def demo_catalog(make_table: TableFactory, name: str = "") -> MutableCatalog:
     """The demo catalog with tables made by make_table(schema, table, columns, capabilities,
     comment, rows); each backend supplies its own factory."""
-    catalog = Catalog(name)
+    catalog = MutableCatalog(name)
     for schema_name, table_name, comment, capabilities, rows in DEMO_TABLES:
         schema = catalog.add_schema(CatalogSchema(schema_name))
         schema.add(make_table(schema_name, table_name, USERS_COLUMNS, capabilities, comment, rows))
     return catalog
 
 
-def memory_demo_catalog(name: str = "") -> Catalog:
+def memory_demo_catalog(name: str = "") -> MutableCatalog:
     from .backends.memory import memory_table
 
     def make(
@@ -88,7 +88,7 @@ def memory_demo_catalog(name: str = "") -> Catalog:
     return demo_catalog(make, name)
 
 
-def spark_demo_catalog(backend: SparkBackend) -> Catalog:
+def spark_demo_catalog(backend: SparkBackend) -> MutableCatalog:
     """The demo catalog as Delta tables of backend; existing tables are reopened."""
 
     def make(

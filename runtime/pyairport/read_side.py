@@ -42,7 +42,7 @@ from airport_contracts import (
     flight_pb2,
 )
 
-from .catalog import Catalog
+from .catalog import MutableCatalog
 from .ipc import serialize_schema
 
 DEFAULT_SCHEMA = "main"  # Go: catalog.DefaultSchemaName
@@ -71,7 +71,7 @@ def _decode_map(body: bytes) -> dict[str, Any]:
 class ReadSide:
     """The read operations over one catalog, for one server address."""
 
-    def __init__(self, catalog: Catalog, location: str = "") -> None:
+    def __init__(self, catalog: MutableCatalog, location: str = "") -> None:
         self.catalog = catalog
         self.location = location  # grpc://host:port, or "" to let clients reuse their connection
 

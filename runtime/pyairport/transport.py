@@ -25,7 +25,6 @@ from airport_contracts import (
 )
 from airport_contracts.dispatch import OPERATIONS
 
-from .context import call_context, call_headers
 from .dispatch import (
     Dispatcher,
     OutputBatch,
@@ -34,6 +33,7 @@ from .dispatch import (
     parse_exchange_headers,
     transaction_id_from_headers,
 )
+from .grpc_call import call_context, call_headers
 from .ipc import FlightDataInput, encode_app_metadata, encode_batch, encode_schema
 from .read_side import ReadSide
 

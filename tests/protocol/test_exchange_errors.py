@@ -12,7 +12,7 @@ import pytest
 from airport_contracts import Context, DMLOptions, DMLResult, flight_pb2
 from airport_contracts.contract import ERROR_TABLE, ErrorRow
 from pyairport.backends.memory import memory_table
-from pyairport.catalog import Catalog, CatalogSchema
+from pyairport.catalog import CatalogSchema, MutableCatalog
 from pyairport.ipc import batch_message, schema_message
 
 from .conftest import FailingInsert, Running, assert_error_row, serving, users
@@ -92,7 +92,7 @@ class _BadReturning:
 
 def _with_bad_returning(**columns: pa.Array) -> tuple[grpc.StatusCode, str]:
     returned = pa.RecordBatch.from_pydict(columns)
-    catalog = Catalog("", [CatalogSchema("s", tables=[_BadReturning(returned)])])  # type: ignore[list-item]
+    catalog = MutableCatalog("", [CatalogSchema("s", tables=[_BadReturning(returned)])])  # type: ignore[list-item]
     with serving(catalog) as running:
         rowids = pa.table({"rowid": pa.array([1], pa.int64())})
         headers = {**_dml("delete", "s/users"), "return-chunks": "1"}
@@ -107,7 +107,7 @@ def _lookup_failure(fail: str) -> tuple[grpc.StatusCode, str]:
 
 
 def _failing_insert() -> tuple[grpc.StatusCode, str]:
-    with serving(Catalog("", [CatalogSchema("s", tables=[FailingInsert()])])) as running:  # type: ignore[list-item]
+    with serving(MutableCatalog("", [CatalogSchema("s", tables=[FailingInsert()])])) as running:  # type: ignore[list-item]
         code, message, _ = _call(running, _dml("insert", "s/users"), _stream(USERS))
         return code, message
 

@@ -18,7 +18,7 @@ import pytest
 from airport_contracts import Context, Statement, TransactionState, flight_pb2
 from airport_contracts.contract import COMPATIBILITY_MATRIX, MatrixRow
 from pyairport.backends.memory import memory_table
-from pyairport.catalog import Catalog, CatalogSchema
+from pyairport.catalog import CatalogSchema, MutableCatalog
 from pyairport.client import AirportClient, RemoteError
 from pyairport.demo import USERS_COLUMNS, generated_users
 from pyairport.ipc import batch_message, read_message, schema_message
@@ -355,7 +355,7 @@ def matrix_srv() -> Iterator[Running]:
     for row in COMPATIBILITY_MATRIX:
         name = "_".join(row.implements)
         schema.add(memory_table(name, USERS_COLUMNS, row.implements, rows=users([1, 2])))
-    catalog = Catalog("", [schema])
+    catalog = MutableCatalog("", [schema])
     server = AirportServer(catalog, None, ServerConfig(port=0)).start()
     running = Running(server, catalog, None)
     yield running

@@ -19,7 +19,7 @@ import zstandard
 from airport_contracts import Context, ScanOptions, flight_pb2
 from airport_contracts.contract import ERROR_TABLE
 from pyairport.backends.memory import memory_table
-from pyairport.catalog import Catalog, CatalogSchema
+from pyairport.catalog import CatalogSchema, MutableCatalog
 from pyairport.client import RemoteError
 from pyairport.demo import USERS_COLUMNS
 
@@ -214,7 +214,7 @@ class _BadScans:
         return pa.RecordBatchReader.from_batches(data.schema, data.to_batches())
 
 
-class _BrokenCatalog(Catalog):
+class _BrokenCatalog(MutableCatalog):
     def schemas(self, ctx: Context) -> list[CatalogSchema]:
         raise OSError("metastore unreachable")
 
@@ -246,7 +246,7 @@ def _info(srv: Running, descriptor: flight_pb2.FlightDescriptor) -> RemoteError:
 
 
 def _bad_scan(mode: str) -> RemoteError:
-    with serving(Catalog("", [CatalogSchema("s", tables=[_BadScans(mode)])])) as running:  # type: ignore[list-item]
+    with serving(MutableCatalog("", [CatalogSchema("s", tables=[_BadScans(mode)])])) as running:  # type: ignore[list-item]
         return _get(running, b'{"schema":"s","table":"t"}')
 
 

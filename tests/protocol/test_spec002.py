@@ -18,7 +18,7 @@ import pytest
 from airport_contracts import Context, DMLOptions, DMLResult, flight_pb2
 from airport_contracts.contract import ERROR_TABLE
 from pyairport.backends.memory import memory_table
-from pyairport.catalog import Catalog, CatalogSchema
+from pyairport.catalog import CatalogSchema, MutableCatalog
 from pyairport.client import AirportClient, RemoteError
 from pyairport.demo import LEGACY, USERS_COLUMNS
 from pyairport.ipc import batch_message, read_message, schema_message
@@ -150,7 +150,7 @@ class _BrokenManager(MemoryTransactionManager):
 
 
 @contextlib.contextmanager
-def _custom(catalog: Catalog, manager: Any = None) -> Iterator[Running]:
+def _custom(catalog: MutableCatalog, manager: Any = None) -> Iterator[Running]:
     server = AirportServer(catalog, manager, ServerConfig(port=0)).start()
     running = Running(server, catalog, manager)
     try:
@@ -161,12 +161,12 @@ def _custom(catalog: Catalog, manager: Any = None) -> Iterator[Running]:
 
 
 def _failing_insert(srv: Running) -> RemoteError:
-    with _custom(Catalog("", [CatalogSchema("s", tables=[FailingInsert()])])) as running:  # type: ignore[list-item]
+    with _custom(MutableCatalog("", [CatalogSchema("s", tables=[FailingInsert()])])) as running:  # type: ignore[list-item]
         return _error(lambda: running.client.put_insert("s", "users", users([1])))
 
 
 def _broken_manager(srv: Running) -> RemoteError:
-    with _custom(Catalog(), _BrokenManager()) as running:
+    with _custom(MutableCatalog(), _BrokenManager()) as running:
         return _error(lambda: running.client.begin_transaction())
 
 
@@ -466,7 +466,7 @@ class _Failing:
 
 @pytest.fixture
 def failing() -> Iterator[Running]:
-    catalog = Catalog("", [CatalogSchema("s", tables=[_Failing()])])  # type: ignore[list-item]
+    catalog = MutableCatalog("", [CatalogSchema("s", tables=[_Failing()])])  # type: ignore[list-item]
     with _custom(catalog, MemoryTransactionManager()) as running:
         yield running
 

@@ -43,7 +43,7 @@ from airport_contracts import (
 )
 
 from .. import filters
-from ..catalog import Catalog, CatalogSchema
+from ..catalog import CatalogSchema, MutableCatalog
 from .base import BackendTable
 from .capabilities import ALL_CAPABILITIES, with_capabilities
 from .shaping import conform_insert, conform_update, returning_reader
@@ -542,7 +542,7 @@ def _update_frame(
 
 
 class SparkBackend:
-    """Delta tables under one warehouse folder, served as a Catalog."""
+    """Delta tables under one warehouse folder, served as a MutableCatalog."""
 
     def __init__(self, spark: Any, warehouse: Path, remote: str | None = None) -> None:
         """remote: the Spark Connect URL the session uses, if any. A Connect server on this
@@ -555,7 +555,7 @@ class SparkBackend:
         # Files staged by a server that died are from statements that never committed.
         shutil.rmtree(self.staging, ignore_errors=True)
         self.staging.mkdir()
-        self.catalog = Catalog("", refresh=self.refresh)
+        self.catalog = MutableCatalog("", refresh=self.refresh)
         self._lock = threading.Lock()
         self._discover()
 
