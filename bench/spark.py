@@ -7,7 +7,7 @@
    view): ratio, target <= 1.05.
 3. DoGet of a 1M-row Delta table against pyarrow reading its parquet files: MB/s.
 4. Peak server memory (the Python process and Spark's JVM) during a 10M-row INSERT, then a
-   DoGet of those 10M rows (streamed in rowid ranges): MB/s and the server's memory meanwhile.
+   DoGet of those 10M rows (streamed): MB/s and the server's memory meanwhile.
 """
 
 from __future__ import annotations
@@ -213,7 +213,7 @@ def streamed_scan_bench(location: str, table: str, n: int, server_pid: int) -> N
     flight_client.close()
     assert rows_seen == n
     print(
-        f"SCAN (DoGet) of a {n:,}-row Delta table ({bytes_seen / 1e6:,.0f} MB, streamed in rowid ranges):"
+        f"SCAN (DoGet) of a {n:,}-row Delta table ({bytes_seen / 1e6:,.0f} MB, streamed):"
         f" {bytes_seen / 1e6 / seconds:5.0f} MB/s; server Python RSS {before / 1024:,.0f} MiB before,"
         f" {highest[0] / 1024:,.0f} MiB at most while streaming"
     )
@@ -242,7 +242,7 @@ def scan_bench(location: str, table: str, n: int) -> None:
     print(f"SCAN (DoGet) of a {n:,}-row Delta table ({megabytes:,.0f} MB)")
     print(f"  pyarrow reading its parquet files (baseline)  {megabytes / local_seconds:7.0f} MB/s")
     print(
-        f"  DoGet over Flight (Spark reads, converts)     {megabytes / over_flight:7.0f} MB/s"
+        f"  DoGet over Flight     {megabytes / over_flight:7.0f} MB/s"
         f"   ratio Flight/local {local_seconds / over_flight:5.2f}"
     )
 

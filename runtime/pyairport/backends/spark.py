@@ -63,8 +63,9 @@ STAGE_FILE_ROWS = 65_536  # staged INSERT rows per parquet file (DuckDB sends 20
 # Statements this small run as Spark's own UPDATE/DELETE with the rowids in the statement, as
 # a SQL user would type them, and read rows by a filter Delta can skip files with; larger
 # ones join or MERGE against the rowids sent as a view. (A MERGE and a join cost Spark
-# several jobs more than the statement itself: most of a one-row statement's time.)
-INLINE_ROWIDS = 10_000
+# several jobs more than the statement itself: most of a one-row statement's time. A long
+# IN list costs more to plan than the join: 10,000 rowids took three times the MERGE's time.)
+INLINE_ROWIDS = 100
 INLINE_UPDATE_ROWS = 64  # rows whose values differ per row, one CASE branch each
 
 
@@ -212,6 +213,10 @@ class SparkTable(BackendTable["_Pending"]):
             columns=wanted,
             filter=filters.arrow_expression(predicate) if predicate is not None else None,
             batch_size=SCAN_BATCH_ROWS,
+            # one batch and one file ahead: the server holds what the client has not taken
+            # yet, not the table (the defaults read up to 16 batches and 4 files ahead)
+            batch_readahead=1,
+            fragment_readahead=1,
         )
 
         def batches() -> Iterable[pa.RecordBatch]:
