@@ -217,6 +217,8 @@ class SparkTable(BackendTable["_Pending"]):
             # yet, not the table (the defaults read up to 16 batches and 4 files ahead)
             batch_readahead=1,
             fragment_readahead=1,
+            # pages as they are decoded, not whole row groups (Delta writes 128 MB ones)
+            fragment_scan_options=ds.ParquetFragmentScanOptions(pre_buffer=False),
         )
 
         def batches() -> Iterable[pa.RecordBatch]:
