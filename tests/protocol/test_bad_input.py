@@ -128,16 +128,29 @@ def test_input_of_the_same_kind_is_still_stored(any_srv: Running) -> None:
     assert [(r["id"], r["name"], r["email"]) for r in srv.rows("dml_schema")] == [(5, "Dee", "d@x")]
 
 
-def test_a_dictionary_encoded_column_is_refused_before_any_batch(srv: Running) -> None:
+@pytest.mark.parametrize(
+    ("operation", "columns"),
+    [
+        ("insert", [("name", pa.dictionary(pa.int32(), pa.string()))]),
+        # INSERT ignores a column named like the table's rowid, but it could not be read
+        ("insert", [("id", pa.int64()), ("rowid", pa.dictionary(pa.int8(), pa.int64()))]),
+        # DELETE reads only the rowid; an extra column could not be read either
+        ("delete", [("rowid", pa.int64()), ("name", pa.dictionary(pa.int32(), pa.string()))]),
+    ],
+)
+def test_a_dictionary_encoded_column_is_refused_before_any_batch(
+    srv: Running, operation: str, columns: list[tuple[str, pa.DataType]]
+) -> None:
     """Airport DML streams carry no dictionary batches, so such a column could never be read:
     refused at the schema, before the stream's batches (another client's; AirportClient sends
-    the values instead, below)."""
-    schema = pa.schema([("name", pa.dictionary(pa.int32(), pa.string()))])
-    headers = [("airport-flight-path", "dml_schema/users"), ("airport-operation", "insert")]
+    the values instead)."""
+    schema = pa.schema(columns)
+    headers = [("airport-flight-path", "dml_schema/users"), ("airport-operation", operation)]
     with pytest.raises(grpc.RpcError) as err:
         list(srv.client.stub.DoExchange(iter([schema_message(schema)]), metadata=headers))
+    name, data_type = next((n, t) for n, t in columns if pa.types.is_dictionary(t))
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT  # type: ignore[attr-defined]
     assert err.value.details() == (  # type: ignore[attr-defined]
-        "schema mismatch: input column 'name' is dictionary<values=string, indices=int32, "
-        "ordered=0>, the table's column is string"
+        f"schema mismatch: input column '{name}' is dictionary-encoded ({data_type});"
+        " the stream carries no dictionaries"
     )

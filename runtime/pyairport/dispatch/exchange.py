@@ -73,6 +73,8 @@ def run_exchange(
     if input_schema is None:
         yield final_metadata(0)
         return
+    if "no_dictionary_columns" in row.validation:
+        validation.no_dictionary_columns(input_schema, row.name)
     rowid_index = -1
     check: BatchCheck | None = None
     if row.rowid == "input_rowid_column":

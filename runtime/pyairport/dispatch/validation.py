@@ -59,6 +59,16 @@ def shown_type(data_type: pa.DataType) -> str:
     return text[:_SHOWN_CHARACTERS] + ("…" if len(text) > _SHOWN_CHARACTERS else "")
 
 
+def no_dictionary_columns(input_schema: pa.Schema, operation: str) -> None:
+    """no_dictionary_columns."""
+    for field in input_schema:
+        if pa.types.is_dictionary(field.type):
+            raise rule_error("no_dictionary_columns", operation)(
+                details=f"input column {shown(field.name)} is dictionary-encoded"
+                f" ({shown_type(field.type)}); the stream carries no dictionaries"
+            )
+
+
 def _is_string(t: pa.DataType) -> bool:
     return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t))
 
