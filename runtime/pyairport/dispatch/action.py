@@ -16,7 +16,6 @@ from airport_contracts import (
     InvalidActionParameters,
     InvalidPayload,
     TransactionState,
-    find_rowid_column,
 )
 from airport_contracts.dispatch import OperationRow
 
@@ -49,12 +48,10 @@ def _dml(
     table = dispatcher.table(ctx, request.schema_name, request.table_name)
     method = dispatcher.interface(row, table, request.table_name)
     table_schema = table.arrow_schema(None)
-    table_rowid = find_rowid_column(table_schema)
-    if table_rowid < 0:
-        assert row.not_supported is not None
-        raise row.not_supported(table=request.table_name)
-    dispatcher.check_row_ids(row, request.row_ids)
-    opts = dispatcher.options(table, request.returning)
+    table_rowid = dispatcher.rowid_for_row_ids(
+        row, table_schema, request.table_name, request.row_ids
+    )
+    opts = dispatcher.options(table_schema, request.returning)
     row_ids = pa.array(request.row_ids, type=pa.int64())
     run = StatementRun(dispatcher, ctx, row.protocol, statement, transaction_id)
     call_table = getattr(table, method.method)

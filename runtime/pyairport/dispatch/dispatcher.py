@@ -8,6 +8,8 @@ import logging
 from collections.abc import Generator, Iterator, Sequence
 from typing import Any
 
+import pyarrow as pa
+
 from airport_contracts import (
     AirportError,
     Catalog,
@@ -21,6 +23,7 @@ from airport_contracts import (
     TableLookupFailed,
     TableNotFound,
     TransactionManager,
+    find_rowid_column,
     implements,
     returning_columns,
 )
@@ -157,13 +160,25 @@ class Dispatcher(OperationStubs):
         raise row.not_supported(table=table_name)
 
     @staticmethod
-    def options(table: Table, returning: bool) -> DMLOptions:
+    def options(table_schema: pa.Schema, returning: bool) -> DMLOptions:
         """One DMLOptions per request: every table column but the rowid when RETURNING."""
-        columns = returning_columns(table.arrow_schema(None)) if returning else []
+        columns = returning_columns(table_schema) if returning else []
         return DMLOptions(returning=returning, returning_columns=columns)
 
-    def check_row_ids(self, row: OperationRow, row_ids: Sequence[int]) -> None:
-        """The rules on a request's row_ids list (spec 002)."""
+    def rowid_for_row_ids(
+        self, row: OperationRow, table_schema: pa.Schema, table_name: str, row_ids: Sequence[int]
+    ) -> int:
+        """The table's rowid column for a request naming rows by row_ids (spec 002): without
+        one the table cannot serve the request (the row's not-supported error); then the
+        rules on the row_ids list."""
+        table_rowid = find_rowid_column(table_schema)
+        if table_rowid < 0:
+            assert row.not_supported is not None
+            raise row.not_supported(table=table_name)
+        self._check_row_ids(row, row_ids)
+        return table_rowid
+
+    def _check_row_ids(self, row: OperationRow, row_ids: Sequence[int]) -> None:
         if "row_ids_not_empty" in row.validation and not row_ids:
             raise validation.rule_error("row_ids_not_empty", row.name)()
         if (

@@ -73,6 +73,7 @@ def run_exchange(
     if input_schema is None:
         yield final_metadata(0)
         return
+    table_schema = table.arrow_schema(None)
     if "no_dictionary_columns" in row.validation:
         validation.no_dictionary_columns(input_schema, row.name)
     rowid_index = -1
@@ -89,26 +90,21 @@ def run_exchange(
         if "VR-002" in row.validation:
             validation.rowid_type(input_schema, rowid_index, row.name)
         if "input_columns_fit_table" in row.validation:
-            check = validation.columns_fit(
-                input_schema, table.arrow_schema(None), rowid_index, row.name
-            )
+            check = validation.columns_fit(input_schema, table_schema, rowid_index, row.name)
         if "VR-NULL" in row.validation:
             check = _both(validation.no_null_rowids(rowid_index, row.name), check)
     else:
         if method is None:
             method = dispatcher.interface(row, table, request.table_name)
         if "input_columns_fit_table" in row.validation:
-            check = validation.columns_fit(input_schema, table.arrow_schema(None), None, row.name)
-    opts = dispatcher.options(table, request.returning)
+            check = validation.columns_fit(input_schema, table_schema, None, row.name)
+    opts = dispatcher.options(table_schema, request.returning)
     if row.output_schema == "input":
         output_schema = input_schema
+    elif request.returning:
+        output_schema = project_schema(table_schema, opts.returning_columns)
     else:
-        full_schema = table.arrow_schema(None)
-        output_schema = (
-            project_schema(full_schema, opts.returning_columns)
-            if request.returning
-            else full_schema
-        )
+        output_schema = table_schema
     run = StatementRun(dispatcher, ctx, row.protocol, statement, request.transaction_id)
     feed = Feed(run.ctx, stream.batches(), statement, check)
     with run.committed():

@@ -13,7 +13,6 @@ from airport_contracts import (
     Context,
     DMLResult,
     InvalidPayload,
-    find_rowid_column,
 )
 from airport_contracts.dispatch import OperationRow
 
@@ -54,12 +53,10 @@ def run_put(
     table_schema = table.arrow_schema(None)
     table_rowid = -1
     if row.rowid == "descriptor_row_ids":
-        table_rowid = find_rowid_column(table_schema)
-        if table_rowid < 0:
-            assert row.not_supported is not None
-            raise row.not_supported(table=descriptor.table_name)
-        dispatcher.check_row_ids(row, descriptor.row_ids)
-    opts = dispatcher.options(table, descriptor.returning)
+        table_rowid = dispatcher.rowid_for_row_ids(
+            row, table_schema, descriptor.table_name, descriptor.row_ids
+        )
+    opts = dispatcher.options(table_schema, descriptor.returning)
     run = StatementRun(dispatcher, ctx, row.protocol, statement, transaction_id)
     with run.committed():
         input_schema = read_schema(stream)
