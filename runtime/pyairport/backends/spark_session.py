@@ -98,13 +98,12 @@ def spark_session(
     settings.update(conf or {})
     for key, value in settings.items():
         builder = builder.config(key, value)
-    if jars_dir is None:
-        from delta import configure_spark_with_delta_pip
-
-        builder = configure_spark_with_delta_pip(builder)
     if jars_dir is not None:
         session = builder.getOrCreate()
     else:
+        from delta import configure_spark_with_delta_pip
+
+        builder = configure_spark_with_delta_pip(builder)
         with _jvm_output_held() as start:
             try:
                 session = builder.getOrCreate()
