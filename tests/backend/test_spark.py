@@ -5,6 +5,7 @@ tests/protocol/test_dml_scenarios.py.)"""
 from __future__ import annotations
 
 import json
+import struct
 import threading
 import uuid
 from typing import Any
@@ -81,15 +82,15 @@ def test_update_and_delete_are_one_commit_each_and_rowids_stay(table: Any) -> No
     updates = pa.table({"name": ["a", "b", "c"], "rowid": pa.array([2, 4, 6], pa.int64())})
     assert table.update_batch(ctx, _reader(updates, 1), None).affected_rows == 3
     statement.commit()
+    assert statement.changed_rows == 3  # Delta's count, which the server answers
     statement = Statement("d")
     ctx = with_statement(Context.background(), statement)
-    assert (
-        table.delete_batch(
-            ctx, _reader(pa.table({"rowid": pa.array([1, 99], pa.int64())}), 1), None
-        ).affected_rows
-        == 1
+    result = table.delete_batch(
+        ctx, _reader(pa.table({"rowid": pa.array([1, 99], pa.int64())}), 1), None
     )
+    assert result.affected_rows == 2  # at most the rowids given: rows are counted at commit
     statement.commit()
+    assert statement.changed_rows == 1  # rowid 99 is not there
     assert _versions(table) == before + 2
     history = (
         table.spark.sql(f"DESCRIBE HISTORY {table.fqn}").select("operation").limit(2).collect()
@@ -105,13 +106,16 @@ def test_update_and_delete_are_one_commit_each_and_rowids_stay(table: Any) -> No
     ]
 
 
-def _statement(table: Any, method: str, data: pa.Table, opts: DMLOptions | None = None) -> Any:
+def _statement(
+    table: Any, method: str, data: pa.Table, opts: DMLOptions | None = None
+) -> tuple[Any, int | None]:
+    """The table call's result and the statement's count (what the server answers)."""
     statement = Statement(method)
     result = getattr(table, method)(
         with_statement(Context.background(), statement), _reader(data, 2), opts
     )
     statement.commit()
-    return result
+    return result, statement.changed_rows
 
 
 def test_small_updates_keep_each_value_and_type(table: Any) -> None:
@@ -119,7 +123,7 @@ def test_small_updates_keep_each_value_and_type(table: Any) -> None:
     null, and columns a statement does not set are left alone."""
     table.insert(Context.background(), _reader(_rows(5), 5), None)
     same = pa.table({"name": ["same"] * 3, "rowid": pa.array([1, 2, 3], pa.int64())})
-    assert _statement(table, "update_batch", same).affected_rows == 3
+    assert _statement(table, "update_batch", same)[1] == 3
     mixed = pa.table(
         {
             "id": pa.array([40, None], pa.int64()),
@@ -127,7 +131,7 @@ def test_small_updates_keep_each_value_and_type(table: Any) -> None:
             "rowid": pa.array([4, 5], pa.int64()),
         }
     )
-    assert _statement(table, "update_batch", mixed).affected_rows == 2
+    assert _statement(table, "update_batch", mixed)[1] == 2
     assert table.to_table().select(["rowid", "id", "name"]).to_pylist() == [
         {"rowid": 1, "id": 0, "name": "same"},
         {"rowid": 2, "id": 1, "name": "same"},
@@ -135,6 +139,138 @@ def test_small_updates_keep_each_value_and_type(table: Any) -> None:
         {"rowid": 4, "id": 40, "name": "it's"},
         {"rowid": 5, "id": None, "name": None},
     ]
+
+
+@pytest.mark.parametrize("inline_rowids", [100, 1], ids=["in_place", "merge"])
+def test_a_statement_whose_calls_set_different_columns_leaves_the_others(
+    table: Any, monkeypatch: pytest.MonkeyPatch, inline_rowids: int
+) -> None:
+    """Calls of one statement may set different columns of different rows; a column a row's
+    call did not set keeps its value (CASE in the UPDATE, a flag column in the MERGE)."""
+    from pyairport.backends import spark as spark_module
+
+    monkeypatch.setattr(spark_module, "INLINE_ROWIDS", inline_rowids)
+    table.insert(Context.background(), _reader(_rows(3), 3), None)
+    statement = Statement("mixed")
+    ctx = with_statement(Context.background(), statement)
+    names = pa.table({"name": ["a", "c"], "rowid": pa.array([1, 3], pa.int64())})
+    ids = pa.table({"id": pa.array([20, 30], pa.int64()), "rowid": pa.array([2, 3], pa.int64())})
+    table.update_batch(ctx, _reader(names, 2), None)
+    table.update_batch(ctx, _reader(ids, 2), None)
+    statement.commit()
+    assert statement.changed_rows == 3
+    assert table.to_table().select(["rowid", "id", "name"]).to_pylist() == [
+        {"rowid": 1, "id": 0, "name": "a"},
+        {"rowid": 2, "id": 20, "name": "n1"},
+        {"rowid": 3, "id": 30, "name": "c"},  # each call's column, though the rows overlap
+    ]
+
+
+EXACT_TYPES = pa.schema(
+    [
+        ("b", pa.bool_()),
+        ("i8", pa.int8()),
+        ("i16", pa.int16()),
+        ("i32", pa.int32()),
+        ("i64", pa.int64()),
+        ("f32", pa.float32()),
+        ("f64", pa.float64()),
+        ("s", pa.string()),
+        ("bin", pa.binary()),
+        ("dec", pa.decimal128(20, 4)),
+        ("d", pa.date32()),
+    ]
+)
+
+
+def test_small_updates_write_every_value_exactly(spark_backend: Any) -> None:
+    """The in-place UPDATE writes values into Spark SQL: each type's edge values (quotes,
+    backslashes, SQL, non-ASCII and control characters in strings; NaN, infinities, -0.0,
+    subnormals, float32's own values; decimals, dates, bytes, nulls) come back exactly."""
+    import datetime
+    import decimal
+
+    table = spark_backend.table("unit", f"t_{uuid.uuid4().hex[:8]}", EXACT_TYPES)
+    seed = pa.Table.from_pylist([{}] * 8, schema=EXACT_TYPES)
+    table.insert(Context.background(), _reader(seed, 8), None)
+    values = {
+        "b": [True, False, None, True, False, True, None, False],
+        "i8": [-128, 127, 0, None, 1, -1, 5, 6],
+        "i16": [-32768, 32767, 0, 1, None, 2, 3, 4],
+        "i32": [-(2**31), 2**31 - 1, 0, 1, 2, None, 3, 4],
+        "i64": [-(2**63), 2**63 - 1, 0, 1, 2, 3, None, 4],
+        "f32": [
+            float("nan"),
+            float("inf"),
+            float("-inf"),
+            -0.0,
+            1e-45,
+            3.4028234663852886e38,
+            0.1,
+            None,
+        ],
+        "f64": [
+            float("nan"),
+            float("inf"),
+            float("-inf"),
+            -0.0,
+            5e-324,
+            1.7976931348623157e308,
+            0.1,
+            None,
+        ],
+        "s": [
+            "it's",
+            "back\\slash",
+            "'; DROP TABLE x; --",
+            "é中🚀",
+            "a\nb\tc\x00d",
+            "",
+            "`x`",
+            None,
+        ],
+        "bin": [b"", b"\x00\xff", b"'", None, b"abc", b"\\", b"x", b"y"],
+        "dec": [
+            decimal.Decimal("1234567890123456.7890"),
+            decimal.Decimal("-0.0001"),
+            decimal.Decimal("0"),
+            None,
+            decimal.Decimal("1E+3"),
+            decimal.Decimal("-9999999999999999.9999"),
+            decimal.Decimal("0.5"),
+            decimal.Decimal("2"),
+        ],
+        "d": [
+            datetime.date(1, 1, 1),
+            datetime.date(9999, 12, 31),
+            datetime.date(1970, 1, 1),
+            None,
+            datetime.date(2024, 2, 29),
+            datetime.date(1582, 10, 15),
+            datetime.date(2000, 1, 1),
+            datetime.date(1969, 12, 31),
+        ],
+    }
+    changes = pa.table(
+        {
+            **{name: pa.array(v, EXACT_TYPES.field(name).type) for name, v in values.items()},
+            "rowid": pa.array(range(1, 9), pa.int64()),
+        }
+    )
+    statement = Statement("exact")
+    table.update_batch(with_statement(Context.background(), statement), _reader(changes, 8), None)
+    statement.commit()
+    assert statement.changed_rows == 8
+    operation = table.spark.sql(f"DESCRIBE HISTORY {table.fqn}").select("operation").first()[0]
+    assert operation == "UPDATE"  # the in-place path, not the MERGE
+    stored = table.to_table()
+    for name, expected in values.items():
+        got = stored.column(name).to_pylist()
+        if name in ("f32", "f64"):  # bit for bit: NaN, the sign of zero, float32 rounding
+            form = "<f" if name == "f32" else "<d"
+            got = [None if v is None else struct.pack(form, v) for v in got]
+            expected = [None if v is None else struct.pack(form, v) for v in expected]
+        assert got == expected, name
 
 
 def test_larger_statements_merge(table: Any, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -146,10 +282,11 @@ def test_larger_statements_merge(table: Any, monkeypatch: pytest.MonkeyPatch) ->
     table.insert(Context.background(), _reader(_rows(4), 4), None)
     updates = pa.table({"name": ["a", "b"], "rowid": pa.array([1, 3], pa.int64())})
     returning = DMLOptions(returning=True, returning_columns=["id", "name"])
-    result = _statement(table, "update_batch", updates, returning)
+    result, changed = _statement(table, "update_batch", updates, returning)
+    assert result.affected_rows == changed == 2
     assert sorted(result.returning_data.read_all().column("name").to_pylist()) == ["a", "b"]
     deletes = pa.table({"rowid": pa.array([2, 4, 99], pa.int64())})
-    assert _statement(table, "delete_batch", deletes).affected_rows == 2
+    assert _statement(table, "delete_batch", deletes)[1] == 2  # Delta's count: 99 is not there
     history = table.spark.sql(f"DESCRIBE HISTORY {table.fqn}").select("operation").limit(2)
     assert [r[0] for r in history.collect()] == ["MERGE", "MERGE"]
     assert table.to_table().select(["rowid", "name"]).to_pylist() == [

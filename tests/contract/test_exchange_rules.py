@@ -10,7 +10,10 @@ import pytest
 
 from airport_contracts import (
     Context,
+    DeleteAction,
+    DeleteActionResult,
     DMLOptions,
+    DMLResponse,
     DMLResult,
     InsertNotSupported,
     InvalidRowidType,
@@ -22,6 +25,7 @@ from airport_contracts import (
     statement_from_context,
 )
 from pyairport.dispatch import ExchangeRequest, StaticInput
+from pyairport.dispatch.payloads import decode, encode
 
 from .dispatch_helpers import batch, dispatcher_for, exchange
 from .tables import BaseTable, make_table, seed
@@ -254,3 +258,69 @@ def test_tables_are_called_from_many_threads() -> None:
     for t in threads:
         t.join()
     assert len(table.rows) == 8
+
+
+class _CountsAtCommit(BaseTable):
+    """Stages INSERT rows and DELETE rowids, and learns how many rows changed only when it
+    applies them (as the Spark backend does): its calls report an estimate, its commit hook
+    the count."""
+
+    def __init__(self) -> None:
+        super().__init__(rows=seed(3))
+
+    def _pending(self, ctx: Context) -> dict[str, list[Any]]:
+        statement = statement_from_context(ctx)
+        assert statement is not None
+        return statement.join(self, lambda: {"rows": [], "ids": []}, self._apply)
+
+    def _apply(self, pending: dict[str, list[Any]]) -> int:
+        for row in pending["rows"]:
+            self.rows[self.next_rowid] = row
+            self.next_rowid += 1
+        found = [i for i in set(pending["ids"]) if self.rows.pop(i, None) is not None]
+        return len(pending["rows"]) + len(found)
+
+    def insert(self, ctx: Context, rows: pa.RecordBatchReader, opts: Any) -> DMLResult:
+        self._pending(ctx)["rows"].extend(rows.read_all().to_pylist())
+        return DMLResult(affected_rows=-1, returning_data=None)
+
+    def delete_batch(self, ctx: Context, rows: pa.RecordBatchReader, opts: Any) -> DMLResult:
+        ids = rows.read_all().column("rowid").to_pylist()
+        self._pending(ctx)["ids"].extend(ids)
+        return DMLResult(affected_rows=len(ids), returning_data=None)
+
+
+def test_a_count_the_table_makes_at_commit_is_the_answer() -> None:
+    """Statement.changed_rows replaces the call's DMLResult.affected_rows in every answer
+    that carries a count: DoExchange INSERT's total_changed, DoPut's and the delete
+    action's affected_rows."""
+    table = _CountsAtCommit()
+    dispatcher = dispatcher_for(table)
+    _, _, total = exchange(
+        dispatcher, "insert", [batch({"id": [7, 8], "name": ["a", "b"], "email": ["x", "y"]})]
+    )
+    assert total == 2 and len(table.rows) == 5
+    descriptor = b'{"operation":"insert","schema_name":"s","table_name":"users"}'
+    row = batch({"id": [9], "name": ["c"], "email": ["z"]})
+    answer = dispatcher.put(Context.background(), descriptor, "", StaticInput(row.schema, [row]))
+    assert decode(DMLResponse, answer).affected_rows == 1
+    body = encode(DeleteAction(schema_name="s", table_name="users", row_ids=[1, 2, 99]))
+    (result,) = dispatcher.action(Context.background(), "delete", body)
+    assert decode(DeleteActionResult, result).affected_rows == 2  # rowid 99 is not there
+    assert sorted(table.rows) == [3, 4, 5, 6]
+
+
+def test_commit_hooks_count_only_when_they_return_an_int() -> None:
+    from airport_contracts import Statement
+
+    statement = Statement("s")
+    statement.on_commit(lambda: None)
+    statement.on_commit(lambda: 2)
+    statement.on_commit(lambda: 3)
+    statement.on_commit(lambda: [1])  # type: ignore[arg-type, return-value]
+    statement.commit()
+    assert statement.changed_rows == 5
+    quiet = Statement("q")
+    quiet.on_commit(lambda: None)
+    quiet.commit()
+    assert quiet.changed_rows is None

@@ -166,17 +166,24 @@ class Statement:
     in `staged(key, factory)` and applies them in an on_commit hook; until then nothing is
     visible to other statements, so a statement is all-or-nothing.
     Commit hooks run in registration order, rollback hooks in reverse order.
+
+    A table that learns how many rows it changed only when it applies them (a Delta UPDATE
+    reports its count from the commit) returns that count from its commit hook; the server
+    then answers `changed_rows` in place of the DMLResult's affected_rows, which such a table
+    can only estimate, and spares the table a query to count rows before they change.
     """
 
     def __init__(self, statement_id: str) -> None:
         self.id = statement_id
         self.state = "open"
-        self._commit_hooks: list[Callable[[], None]] = []
+        self._commit_hooks: list[Callable[[], int | None]] = []
         self._rollback_hooks: list[Callable[[], None]] = []
         self._staged: dict[object, Any] = {}
         self._lock = threading.Lock()
+        # Rows the commit hooks said they changed; None when no hook counted.
+        self.changed_rows: int | None = None
 
-    def on_commit(self, hook: Callable[[], None]) -> None:
+    def on_commit(self, hook: Callable[[], int | None]) -> None:
         self._commit_hooks.append(hook)
 
     def on_rollback(self, hook: Callable[[], None]) -> None:
@@ -193,7 +200,7 @@ class Statement:
         self,
         key: object,
         factory: Callable[[], T],
-        on_commit: Callable[[T], None],
+        on_commit: Callable[[T], int | None],
         on_rollback: Callable[[T], None] | None = None,
     ) -> T:
         """A participant's statement-local state: the first call for key creates it with
@@ -214,7 +221,10 @@ class Statement:
         if self.state != "open":
             raise RuntimeError(f"statement {self.id} is already {self.state}")
         for hook in self._commit_hooks:
-            hook()
+            changed = hook()
+            # Only an int counts: a hook written as a lambda may return anything by accident.
+            if isinstance(changed, int) and not isinstance(changed, bool):
+                self.changed_rows = (self.changed_rows or 0) + changed
         self.state = "committed"
 
     def rollback(self) -> list[BaseException]:

@@ -35,8 +35,9 @@ class BackendTable(ABC, Generic[P]):
         """Empty staged changes for one statement."""
 
     @abstractmethod
-    def _commit_pending(self, pending: P) -> None:
-        """Apply a statement's staged changes (its commit hook)."""
+    def _commit_pending(self, pending: P) -> int | None:
+        """Apply a statement's staged changes (its commit hook): the rows it changed when it
+        counts them only now (Statement.changed_rows), else None."""
 
     def _discard_pending(self, pending: P) -> None:
         """Nothing to clean up unless a backend staged outside memory."""

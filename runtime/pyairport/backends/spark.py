@@ -13,13 +13,16 @@ writes a table (several writer processes would need a shared counter).
 
 Each statement is one Delta commit: INSERT batches are staged as parquet files (memory stays
 bounded however large the input) and appended once at commit; UPDATE and DELETE stage
-rowids and values and commit as one MERGE. A failure, a rollback, a disconnect or a killed
-server commits nothing: staged files are only ever read by the commit.
+rowids and values and commit as one Delta UPDATE, DELETE or MERGE, whose own metrics give
+the statement's row count (Statement.changed_rows), so no query counts rows beforehand. A
+failure, a rollback, a disconnect or a killed server commits nothing: staged files are only
+ever read by the commit.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import shutil
 import threading
 import time
@@ -27,11 +30,12 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import unquote, urlparse
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from airport_contracts import (
@@ -50,6 +54,7 @@ from .shaping import conform_insert, conform_update, returning_reader
 from .spark_session import is_connect
 
 log = logging.getLogger("pyairport.spark")
+T = TypeVar("T")
 
 ROWID = "rowid"
 CAPABILITIES_PROPERTY = "pyairport.capabilities"
@@ -270,15 +275,15 @@ class SparkTable(BackendTable["_Pending"]):
     def _discard_pending(self, pending: _Pending) -> None:
         shutil.rmtree(pending.directory, ignore_errors=True)
 
-    def _commit_pending(self, pending: _Pending) -> None:
+    def _commit_pending(self, pending: _Pending) -> int | None:
         try:
-            self._commit(pending)
+            return self._commit(pending)
         finally:
             self._discard_pending(pending)  # committed or failed, the staged files are done with
 
-    def _finish_now(self, pending: _Pending, immediate: bool) -> None:
-        if immediate:
-            self._commit_pending(pending)
+    def _finish_now(self, pending: _Pending, immediate: bool) -> int | None:
+        """Commit now when the call is outside any statement: the rows changed, if counted."""
+        return self._commit_pending(pending) if immediate else None
 
     def _with_rowids(self, ids: np.ndarray) -> Any:
         """The committed rows with these rowids, as a DataFrame: a filter for few rowids (Delta
@@ -296,12 +301,6 @@ class SparkTable(BackendTable["_Pending"]):
             return self.schema.empty_table()
         frame = self._with_rowids(ids).select(*[_quote(n) for n in self.schema.names])
         return frame.toArrow().cast(self.schema)
-
-    def _count_rows(self, ids: np.ndarray) -> int:
-        """How many committed rows have these rowids."""
-        if not len(ids):
-            return 0
-        return int(self._with_rowids(ids).select(ROWID).count())
 
     # --- the operations the capability mixins expose ------------------------------------------
 
@@ -346,15 +345,16 @@ class SparkTable(BackendTable["_Pending"]):
             columns = conform_update(values, self.schema)
             pending.updates.append((ids, columns))
             staged.append(ids)
-            if returning:  # RETURNING needs each batch's rows now; otherwise one look-up below
+            if returning:  # RETURNING needs each batch's rows now; otherwise none are read
                 current = self._rows_for(ids)
                 affected += current.num_rows
                 returned.extend(_overlay(current, ids, columns).to_batches())
-        if not returning and staged:
-            affected = self._count_rows(np.concatenate(staged))
-        self._finish_now(pending, immediate)
+        if not returning:  # at most these; the commit counts them (Statement.changed_rows)
+            affected = _distinct_count(staged)
+        counted = self._finish_now(pending, immediate)
         return DMLResult(
-            affected_rows=affected, returning_data=returning_reader(self.schema, returned, opts)
+            affected_rows=affected if counted is None else counted,
+            returning_data=returning_reader(self.schema, returned, opts),
         )
 
     def _delete(
@@ -371,31 +371,34 @@ class SparkTable(BackendTable["_Pending"]):
                 current = self._rows_for(ids)
                 affected += current.num_rows
                 returned.extend(current.to_batches())
-        if not returning and staged:  # this call's rowids only: a statement may call several times
-            affected = self._count_rows(np.concatenate(staged))
-        self._finish_now(pending, immediate)
+        if not returning:  # at most these; the commit counts them (Statement.changed_rows)
+            affected = _distinct_count(staged)
+        counted = self._finish_now(pending, immediate)
         return DMLResult(
-            affected_rows=affected, returning_data=returning_reader(self.schema, returned, opts)
+            affected_rows=affected if counted is None else counted,
+            returning_data=returning_reader(self.schema, returned, opts),
         )
 
     # --- commit: one Delta commit per kind of change (a statement has one kind) --------------
 
-    def _commit(self, pending: _Pending) -> None:
+    def _commit(self, pending: _Pending) -> int | None:
+        """Apply the staged changes; the rows an UPDATE or DELETE changed, as Delta counted them
+        (an INSERT's count is known before: None)."""
         _flush(pending)
         with self._lock:
             if pending.files:
                 self._retrying(lambda: self._append(pending.directory))
             if pending.updates:
-                self._retrying(lambda: self._merge_updates(pending.updates))
+                return self._retrying(lambda: self._merge_updates(pending.updates))
             if pending.deletes:
-                self._retrying(lambda: self._merge_deletes(np.concatenate(pending.deletes)))
+                return self._retrying(lambda: self._merge_deletes(np.concatenate(pending.deletes)))
+        return None
 
-    def _retrying(self, commit: Callable[[], None]) -> None:
+    def _retrying(self, commit: Callable[[], T]) -> T:
         """Delta's optimistic concurrency decides; a conflict with another writer is retried."""
         for attempt in range(1, COMMIT_ATTEMPTS + 1):
             try:
-                commit()
-                return
+                return commit()
             except Exception as exc:
                 if (
                     "Concurrent" not in type(exc).__name__ + str(exc)[:200]
@@ -404,6 +407,7 @@ class SparkTable(BackendTable["_Pending"]):
                     raise
                 log.warning("Delta commit conflict on %s (attempt %d), retrying", self.fqn, attempt)
                 time.sleep(0.05 * attempt)
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _append(self, directory: Path) -> None:
         if self.backend.shares_files:
@@ -414,86 +418,135 @@ class SparkTable(BackendTable["_Pending"]):
             "append"
         ).saveAsTable(self.fqn)
 
-    def _merge_updates(self, updates: list[tuple[np.ndarray, dict[str, pa.Array]]]) -> None:
+    def _merge_updates(self, updates: list[tuple[np.ndarray, dict[str, pa.Array]]]) -> int:
         changes = _update_frame(updates, self.schema)
-        if self._update_in_place(changes):
-            return
-        view = self.backend.view(changes)
-        try:
-            assignments = ", ".join(
-                f"t.{_quote(c)} = CASE WHEN s.{_quote('__set_' + c)} THEN s.{_quote(c)} ELSE t.{_quote(c)} END"
-                for c in changes.column_names
-                if c != ROWID and not c.startswith("__set_")
-            )
-            self.spark.sql(
-                f"MERGE INTO {self.fqn} t USING {view} s ON t.{ROWID} = s.{ROWID} WHEN MATCHED THEN UPDATE SET {assignments}"
-            )
-        finally:
-            self.backend.drop_view(view)
-
-    def _update_in_place(self, changes: pa.Table) -> bool:
-        """A small UPDATE as Spark's own: `UPDATE t SET c = <value, or CASE rowid WHEN …> WHERE
-        rowid IN (…)`, through Delta's API with the values as typed literals (nothing spliced
-        into SQL text). False when it does not fit: a Spark Connect session (Delta's API needs
-        the server's Delta Connect plugin there), too many rows with differing values, or a
-        column whose type a literal might not keep (timestamps, nested types)."""
-        if is_connect(self.spark) or changes.num_rows > INLINE_ROWIDS:
-            return False
-        from delta.tables import DeltaTable
-        from pyspark.sql import Column
-        from pyspark.sql import functions as F
-
-        rowids = changes.column(ROWID).to_pylist()
-        assignments: dict[str, str | Column] = {}
+        statement = self._update_statement(changes)
+        if statement is not None:
+            return _affected(self.spark.sql(statement))
+        assignments, source = [], changes.select([ROWID])
         for name in changes.column_names:
             if name == ROWID or name.startswith("__set_"):
                 continue
-            if not _literal_type(self.schema.field(name).type):
-                return False
+            source = source.append_column(name, changes.column(name))
+            flag = changes.column("__set_" + name)
+            if pc.all(flag).as_py():  # every row sets it (always, from DuckDB): as Spark's own
+                assignments.append(f"t.{_quote(name)} = s.{_quote(name)}")
+                continue
+            source = source.append_column("__set_" + name, flag)
+            assignments.append(
+                f"t.{_quote(name)} = CASE WHEN s.{_quote('__set_' + name)} THEN s.{_quote(name)} ELSE t.{_quote(name)} END"
+            )
+        view = self.backend.view(source)
+        try:
+            return _affected(
+                self.spark.sql(
+                    f"MERGE INTO {self.fqn} t USING {view} s ON t.{ROWID} = s.{ROWID} WHEN MATCHED THEN UPDATE SET {', '.join(assignments)}"
+                )
+            )
+        finally:
+            self.backend.drop_view(view)
+
+    def _update_statement(self, changes: pa.Table) -> str | None:
+        """A small UPDATE as Spark's own: `UPDATE t SET c = <value, or CASE rowid WHEN …>
+        WHERE rowid IN (…)`, values written as exact, typed SQL literals (`_sql_literal`).
+        None when it does not fit: too many rows with differing values, or a column type
+        without such a literal."""
+        if changes.num_rows > INLINE_ROWIDS:
+            return None
+        rowids = [int(k) for k in changes.column(ROWID).to_pylist()]
+        assignments = []
+        for name in changes.column_names:
+            if name == ROWID or name.startswith("__set_"):
+                continue
+            data_type = self.schema.field(name).type
             setting = changes.column("__set_" + name).to_pylist()
-            given = changes.column(name).to_pylist()
+            try:
+                given = changes.column(name).to_pylist()
+            except (ValueError, OverflowError):  # a date beyond Python's; the MERGE takes it
+                return None
             pairs = [(k, v) for k, v, s in zip(rowids, given, setting, strict=True) if s]
-            if len(pairs) == len(rowids) and len({repr(v) for _, v in pairs}) == 1:
-                assignments[_quote(name)] = F.lit(pairs[0][1])  # every row takes one value
+            literals = [_sql_literal(v, data_type) for _, v in pairs]
+            if any(literal is None for literal in literals):
+                return None
+            if len(pairs) == len(rowids) and len(set(literals)) == 1:
+                assignments.append(f"{_quote(name)} = {literals[0]}")  # every row takes one value
                 continue
             if len(pairs) > INLINE_UPDATE_ROWS:
-                return False
-            case = F.when(F.col(ROWID) == F.lit(pairs[0][0]), F.lit(pairs[0][1]))
-            for key, value in pairs[1:]:  # rowids are distinct (_update_frame)
-                case = case.when(F.col(ROWID) == F.lit(key), F.lit(value))
-            assignments[_quote(name)] = case.otherwise(F.col(_quote(name)))
-        DeltaTable.forName(self.spark, self.fqn).update(F.col(ROWID).isin(rowids), assignments)
-        return True
+                return None
+            branches = " ".join(
+                f"WHEN {key} THEN {literal}"
+                for (key, _), literal in zip(pairs, literals, strict=True)
+            )  # rowids are distinct (_update_frame)
+            assignments.append(f"{_quote(name)} = CASE {ROWID} {branches} ELSE {_quote(name)} END")
+        listed = ", ".join(str(k) for k in rowids)
+        return f"UPDATE {self.fqn} SET {', '.join(assignments)} WHERE {ROWID} IN ({listed})"
 
-    def _merge_deletes(self, ids: np.ndarray) -> None:
+    def _merge_deletes(self, ids: np.ndarray) -> int:
         distinct = np.unique(ids)
         if len(distinct) <= INLINE_ROWIDS:  # Spark's own DELETE; rowids are integers
             listed = ", ".join(str(int(i)) for i in distinct)
-            self.spark.sql(f"DELETE FROM {self.fqn} WHERE {ROWID} IN ({listed})")
-            return
+            return _affected(self.spark.sql(f"DELETE FROM {self.fqn} WHERE {ROWID} IN ({listed})"))
         view = self.backend.view(pa.table({ROWID: pa.array(distinct, pa.int64())}))
         try:
-            self.spark.sql(
-                f"MERGE INTO {self.fqn} t USING {view} s ON t.{ROWID} = s.{ROWID} WHEN MATCHED THEN DELETE"
+            return _affected(
+                self.spark.sql(
+                    f"MERGE INTO {self.fqn} t USING {view} s ON t.{ROWID} = s.{ROWID} WHEN MATCHED THEN DELETE"
+                )
             )
         finally:
             self.backend.drop_view(view)
 
 
-def _literal_type(data_type: pa.DataType) -> bool:
-    """Types whose Python values Spark turns into literals of the same type and value."""
-    types = pa.types
-    return bool(
-        types.is_integer(data_type)
-        or types.is_floating(data_type)
-        or types.is_boolean(data_type)
-        or types.is_string(data_type)
-        or types.is_large_string(data_type)
-        or types.is_binary(data_type)
-        or types.is_large_binary(data_type)
-        or types.is_decimal(data_type)
-        or types.is_date(data_type)
-    )
+def _affected(result: Any) -> int:
+    """The rows a Delta UPDATE, DELETE or MERGE changed, from the row the command answers
+    (its own metrics: no further query)."""
+    return int(result.first()["num_affected_rows"])
+
+
+def _distinct_count(staged: list[np.ndarray]) -> int:
+    return len(np.unique(np.concatenate(staged))) if staged else 0
+
+
+def _sql_literal(value: Any, data_type: pa.DataType) -> str | None:
+    """value as a Spark SQL literal of exactly that value and type, or None for a type that
+    has none here. Nothing a client sent reaches the SQL text as written: numbers are
+    re-rendered from Python numbers, strings and binaries go in as hex."""
+    spark_type = _SPARK_TYPES.get(data_type)
+    if spark_type is None and pa.types.is_decimal(data_type):
+        spark_type = f"DECIMAL({data_type.precision},{data_type.scale})"
+    if spark_type is None:
+        return None
+    if value is None:
+        return f"CAST(NULL AS {spark_type})"
+    if pa.types.is_boolean(data_type):
+        return "TRUE" if value else "FALSE"
+    if pa.types.is_integer(data_type):
+        return f"CAST({int(value)} AS {spark_type})"
+    if pa.types.is_floating(data_type):
+        text = "NaN" if math.isnan(value) else repr(float(value)).replace("inf", "Infinity")
+        return f"CAST('{text}' AS {spark_type})"  # repr round-trips; Spark reads these names
+    if pa.types.is_decimal(data_type):
+        return f"CAST('{format(value, 'f')}' AS {spark_type})"
+    if pa.types.is_date(data_type):
+        return f"DATE'{value.isoformat()}'"
+    if pa.types.is_binary(data_type):
+        return f"X'{bytes(value).hex()}'"
+    return f"CAST(X'{str(value).encode().hex()}' AS STRING)"
+
+
+# The types a Spark table's columns come back as (SparkTable.schema), with their SQL names.
+_SPARK_TYPES = {
+    pa.bool_(): "BOOLEAN",
+    pa.int8(): "TINYINT",
+    pa.int16(): "SMALLINT",
+    pa.int32(): "INT",
+    pa.int64(): "BIGINT",
+    pa.float32(): "FLOAT",
+    pa.float64(): "DOUBLE",
+    pa.string(): "STRING",
+    pa.binary(): "BINARY",
+    pa.date32(): "DATE",
+}
 
 
 def _flush(pending: _Pending) -> None:
@@ -530,22 +583,26 @@ def _overlay(current: pa.Table, ids: np.ndarray, columns: dict[str, pa.Array]) -
 def _update_frame(
     updates: list[tuple[np.ndarray, dict[str, pa.Array]]], schema: pa.Schema
 ) -> pa.Table:
-    """All staged updates as one table: rowid, each updated column, and a __set_<column> flag
-    saying whether that row sets it; the last update of a rowid wins."""
-    names = [f.name for f in schema if any(f.name in columns for _, columns in updates)]
-    pieces = []
-    for ids, columns in updates:
-        arrays: dict[str, pa.Array] = {ROWID: pa.array(ids, pa.int64())}
-        for name in names:
-            given = columns.get(name)
-            arrays[name] = (
-                given if given is not None else pa.nulls(len(ids), schema.field(name).type)
-            )
-            arrays["__set_" + name] = pa.array(np.full(len(ids), given is not None))
-        pieces.append(pa.table(arrays))
-    table = pa.concat_tables(pieces)
-    _, last = _last_positions(table.column(ROWID).to_numpy())
-    return table.take(pa.array(np.sort(last), pa.int64()))
+    """All staged updates as one table: each distinct rowid once, each updated column with
+    the value of the last update that set it for that rowid, and a __set_<column> flag saying
+    whether any did (calls of one statement may set different columns of the same row)."""
+    distinct = np.unique(np.concatenate([ids for ids, _ in updates]))
+    arrays: dict[str, pa.Array] = {ROWID: pa.array(distinct, pa.int64())}
+    for column in schema:
+        setting = [
+            (ids, columns[column.name]) for ids, columns in updates if column.name in columns
+        ]
+        if not setting:
+            continue
+        keys, last = _last_positions(np.concatenate([ids for ids, _ in setting]))
+        positions = np.zeros(len(distinct), dtype=np.int64)
+        is_set = np.zeros(len(distinct), dtype=bool)
+        where = np.searchsorted(distinct, keys)
+        positions[where], is_set[where] = last, True
+        values = pa.concat_arrays([values for _, values in setting])
+        arrays[column.name] = values.take(pa.array(positions, pa.int64(), mask=~is_set))
+        arrays["__set_" + column.name] = pa.array(is_set)
+    return pa.table(arrays)
 
 
 class SparkBackend:

@@ -66,9 +66,10 @@ def _dml(
             reader = pa.RecordBatchReader.from_batches(rowids.schema, [rowids])
             result = run.call(None, call_table, reader, opts)
         returning_data = returning_data_bytes(result) if request.returning else None
-    affected = result.affected_rows if result is not None else 0
     return encode(
-        row.response(status="success", affected_rows=affected, returning_data=returning_data)
+        row.response(
+            status="success", affected_rows=run.affected_rows(result), returning_data=returning_data
+        )
     )
 
 

@@ -107,6 +107,8 @@ def run_exchange(
         output_schema = table_schema
     run = StatementRun(dispatcher, ctx, row.protocol, statement, request.transaction_id)
     feed = Feed(run.ctx, stream.batches(), statement, check)
+    result: DMLResult | None = None
+    total = 0
     with run.committed():
         yield OutputSchema(output_schema)
         call = getattr(table, method.method)
@@ -125,8 +127,8 @@ def run_exchange(
             result = run.call(feed, call, reader, opts)
             feed.drain()
             total = feed.rows
-            if row.total_changed == "affected_rows_or_input_rows_with_returning":
-                total = result.affected_rows if result is not None else 0
+    if row.total_changed == "affected_rows_or_input_rows_with_returning" and not request.returning:
+        total = run.affected_rows(result)  # known once the statement has committed
     yield final_metadata(total)
 
 

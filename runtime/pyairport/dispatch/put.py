@@ -91,8 +91,9 @@ def run_put(
             result = run.call(feed, call_table, reader, opts)
             feed.drain()
         returning_data = returning_data_bytes(result) if descriptor.returning else None
-    affected = result.affected_rows if result is not None else 0
     assert row.response is not None
     return encode(
-        row.response(status="success", affected_rows=affected, returning_data=returning_data)
+        row.response(
+            status="success", affected_rows=run.affected_rows(result), returning_data=returning_data
+        )
     )

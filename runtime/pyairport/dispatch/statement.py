@@ -191,6 +191,13 @@ class StatementRun:
         if self.manager is not None:
             abort_transaction(self.manager, self.ctx, self.transaction_id)
 
+    def affected_rows(self, result: DMLResult | None) -> int:
+        """The rows the committed statement changed: what the tables counted at commit when
+        they did (Statement.changed_rows), else what the table call returned."""
+        if self.statement.changed_rows is not None:
+            return self.statement.changed_rows
+        return result.affected_rows if result is not None else 0
+
     def answer(self, result: DMLResult | None, schema: pa.Schema) -> pa.RecordBatch:
         """Exactly one RETURNING batch for one input batch (deviation answer_every_batch)."""
         if result is None or result.returning_data is None:
