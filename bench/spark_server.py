@@ -1,8 +1,10 @@
 """The Spark server the Spark benchmark talks to, in its own process: Delta tables in a
 scratch warehouse, plus bench actions: `bench_reset` (a new table with N rows),
 `bench_direct_write` (the baseline: the same Arrow rows written straight to Delta),
-`bench_sql` (seconds Spark takes for one SQL statement in this session) and
-`bench_merge_view` (seconds for Spark's MERGE of N new values from a view)."""
+`bench_sql` (seconds Spark takes for one SQL statement in this session),
+`bench_merge_view` (seconds for Spark's MERGE of N new values from a view) and
+`bench_last_commit` (seconds the last Flight statement spent in its Delta commit, the
+statement Spark runs for it: the rest of a statement's time is pyairport's own)."""
 
 from __future__ import annotations
 
@@ -11,11 +13,12 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 from bench_server import COLUMNS, rows, serve_until_stdin_closes
 
 from airport_contracts import Context
-from pyairport.backends.spark import SparkBackend
+from pyairport.backends.spark import SparkBackend, SparkTable
 from pyairport.backends.spark_session import spark_session
 from pyairport.catalog import MutableCatalog
 
@@ -28,6 +31,17 @@ def main() -> None:
     )
     backend = SparkBackend(session, warehouse)
     catalog: MutableCatalog = backend.catalog
+    last_commit = {"seconds": 0.0}
+    commit = SparkTable._commit
+
+    def timed_commit(table: SparkTable, pending: Any) -> int | None:
+        start = time.perf_counter()
+        try:
+            return commit(table, pending)
+        finally:
+            last_commit["seconds"] = time.perf_counter() - start
+
+    SparkTable._commit = timed_commit  # type: ignore[method-assign]  # measuring only
 
     def reset(ctx: Context, body: bytes, headers: dict[str, str]) -> list[bytes]:
         count = int(body.decode())
@@ -74,9 +88,13 @@ def main() -> None:
         finally:
             backend.drop_view(view)
 
+    def last_commit_seconds(ctx: Context, body: bytes, headers: dict[str, str]) -> list[bytes]:
+        return [str(last_commit["seconds"]).encode()]
+
     serve_until_stdin_closes(
         catalog,
         {
+            "bench_last_commit": last_commit_seconds,
             "bench_reset": reset,
             "bench_direct_write": direct_write,
             "bench_sql": sql,

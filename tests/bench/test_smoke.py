@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "run.py"
 
 
@@ -72,4 +74,22 @@ def test_duckdb_shaped_benchmark_prints_every_figure() -> None:
     labels += ["INSERT, no-op table", "INSERT RETURNING lock-step, no-op table"]
     for label in labels:
         line = rf"^{label}\s+[\d,]+\s+[\d,]+\s+\d+\.\d\d$"
+        assert re.search(line, run.stdout, re.M), (label, run.stdout)
+
+
+@pytest.mark.spark
+def test_spark_statement_benchmark_prints_every_figure() -> None:
+    script = BENCH.parent / "spark.py"
+    run = subprocess.run(
+        [sys.executable, str(script), "--statements-only", "30000", "--repeats", "1"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stderr
+    for label in ("UPDATE 1 row by rowid", "DELETE 1 row by rowid", "UPDATE 10,000 rowids"):
+        line = (
+            rf"^  {label}\s+Flight\s+\d+\.\d\d s\s+Spark SQL \(.*\)\s+\d+\.\d\d s\s+ratio\s+"
+            r"\d+\.\d\d\s+\(target <= 1\.05\)\s+outside the Delta commit\s+\d+ ms$"
+        )
         assert re.search(line, run.stdout, re.M), (label, run.stdout)
