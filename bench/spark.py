@@ -5,7 +5,8 @@
 2. Statements over Flight against the same statement in Spark SQL in the same session
    (1-row UPDATE and DELETE by rowid, and a 10k-rowid UPDATE against Spark's MERGE from a
    view): ratio, target <= 1.05.
-3. DoGet of a 1M-row Delta table against pyarrow reading its parquet files: MB/s.
+3. DoGet of a 1M-row Delta table against pyarrow reading its parquet files: MB/s; then
+   1-row statements and the DoGet on a table with Delta deletion vectors against one without.
 4. Peak server memory (the Python process and Spark's JVM) during a 10M-row INSERT, then a
    DoGet of those 10M rows (streamed): MB/s and the server's memory meanwhile.
 """
@@ -53,7 +54,8 @@ def main() -> None:
         "--statements-only",
         type=int,
         metavar="ROWS",
-        help="run only part 2, on a table of ROWS rows (more than 20,000)",
+        help="run only the statements (part 2 and the deletion vectors), on ROWS-row tables"
+        " (more than 20,000)",
     )
     parser.add_argument("--repeats", type=int, default=5, help="runs of each statement")
     args = parser.parse_args()
@@ -74,6 +76,7 @@ def main() -> None:
         if args.statements_only:
             (name,) = client.action("bench_reset", str(args.statements_only).encode())
             statements_bench(client, name.decode(), args.statements_only, args.repeats)
+            deletion_vectors_bench(client, args.statements_only, args.repeats)
             return
         n = 1_000_000
         data = rows(n)
@@ -102,6 +105,7 @@ def main() -> None:
             "bench_reset", str(n).encode()
         )  # one version: its files are the table
         scan_bench(location, fresh.decode(), n)
+        deletion_vectors_bench(client, n, args.repeats)
 
         (name,) = client.action("bench_reset", b"0")
         big = 10_000_000
@@ -180,7 +184,7 @@ def statements_bench(client: AirportClient, table: str, n: int, repeats: int = 5
         ids = pa.array(sorted(next(picks) for _ in range(10_000)), pa.int64())
         update = pa.table({"value": pa.array(rng.random(10_000)), "rowid": ids})
         ours = flight(lambda: client.update("bench", table, update))
-        (theirs,) = client.action("bench_merge_view", f"{table}:10000:{next(seeds)}".encode())
+        (theirs,) = client.action("bench_merge_view", f"{table}:10000:{next(seeds)}:{n}".encode())
         return *ours, float(theirs)
 
     print(f"Statements on a {n:,}-row Delta table: over Flight and in Spark SQL, best of {repeats}")
@@ -199,6 +203,40 @@ def statements_bench(client: AirportClient, table: str, n: int, repeats: int = 5
             f"   Spark SQL ({spark_sql}) {theirs:5.2f} s (median {np.median(times[:, 3]):5.2f})"
             f"   ratio {ours / theirs:4.2f}   (target <= 1.05)"
             f"   outside the Delta commit {own * 1000:.0f} ms{made}"
+        )
+
+
+def deletion_vectors_bench(client: AirportClient, n: int, repeats: int) -> None:
+    """1-row statements and a DoGet over Flight on a table with Delta deletion vectors
+    against one without (each with the same n rows), in turn, best of `repeats`: what turning
+    them on (`delta.enableDeletionVectors`) buys statements and costs scans."""
+    tables = {
+        kind: client.action("bench_reset", f"{n}:{kind}".encode())[0].decode()
+        for kind in ("plain", "dv")
+    }
+    rowids = iter(range(1, n + 1, 97))
+    times: dict[tuple[str, str], list[float]] = {}
+
+    def timed(key: tuple[str, str], run: Callable[..., object], *args: object) -> None:
+        start = time.perf_counter()
+        run(*args)
+        times.setdefault(key, []).append(time.perf_counter() - start)
+
+    def scan(table: str) -> None:
+        client.scan("bench", table).read_all()
+
+    for _ in range(repeats):
+        for kind, table in tables.items():
+            update = pa.table({"name": ["x"], "rowid": pa.array([next(rowids)], pa.int64())})
+            timed(("UPDATE 1 row by rowid", kind), client.update, "bench", table, update)
+            timed(("DELETE 1 row by rowid", kind), client.delete, "bench", table, [next(rowids)])
+            timed(("DoGet of the table", kind), scan, table)
+    print(f"Deletion vectors on a {n:,}-row Delta table, over Flight, best of {repeats}")
+    for label in ("UPDATE 1 row by rowid", "DELETE 1 row by rowid", "DoGet of the table"):
+        plain, dv = min(times[(label, "plain")]), min(times[(label, "dv")])
+        print(
+            f"  {label:<24} without {plain:5.2f} s   with deletion vectors {dv:5.2f} s"
+            f"   ratio with/without {dv / plain:4.2f}"
         )
 
 

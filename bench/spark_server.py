@@ -1,5 +1,6 @@
 """The Spark server the Spark benchmark talks to, in its own process: Delta tables in a
-scratch warehouse, plus bench actions: `bench_reset` (a new table with N rows),
+scratch warehouse, plus bench actions: `bench_reset` (a new table with N rows, with
+deletion vectors if asked),
 `bench_direct_write` (the baseline: the same Arrow rows written straight to Delta),
 `bench_sql` (seconds Spark takes for one SQL statement in this session),
 `bench_merge_view` (seconds for Spark's MERGE of N new values from a view) and
@@ -54,9 +55,14 @@ def main() -> None:
     SparkBackend.view = timed_view  # type: ignore[method-assign]
 
     def reset(ctx: Context, body: bytes, headers: dict[str, str]) -> list[bytes]:
-        count = int(body.decode())
+        """body: N, or N:dv for a table with Delta deletion vectors."""
+        count, _, kind = body.decode().partition(":")
         name = f"t_{uuid.uuid4().hex[:8]}"
-        backend.table("bench", name, COLUMNS, rows=rows(count) if count else None)
+        table = backend.table("bench", name, COLUMNS, rows=rows(int(count)) if int(count) else None)
+        if kind == "dv":
+            session.sql(
+                f"ALTER TABLE {table.fqn} SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')"
+            )
         return [name.encode()]
 
     def direct_write(ctx: Context, body: bytes, headers: dict[str, str]) -> list[bytes]:
@@ -78,14 +84,15 @@ def main() -> None:
         return [str(time.perf_counter() - start).encode()]
 
     def merge_view(ctx: Context, body: bytes, headers: dict[str, str]) -> list[bytes]:
-        """body: table:count:seed. The view is made first; the MERGE alone is timed."""
+        """body: table:count:seed:rows (rows: the table's size). The view is made first; the
+        MERGE alone is timed. Nothing reads the table before it: a query there would warm
+        what the MERGE reads, which the statement over Flight gets no help with."""
         import numpy as np
         import pyarrow as pa
 
-        table, count, seed = body.decode().split(":")
+        table, count, seed, total = body.decode().split(":")
         rng = np.random.default_rng(int(seed))
-        total = int(session.table(f"bench.{table}").count())
-        ids = np.sort(rng.choice(np.arange(1, total + 1), size=int(count), replace=False))
+        ids = np.sort(rng.choice(np.arange(1, int(total) + 1), size=int(count), replace=False))
         changes = pa.table({"rowid": pa.array(ids, pa.int64()), "value": rng.random(len(ids))})
         view = backend.view(changes)
         try:

@@ -95,3 +95,9 @@ def test_spark_statement_benchmark_prints_every_figure() -> None:
         )
         assert re.search(line, run.stdout, re.M), (label, run.stdout)
     assert re.search(r"UPDATE 10,000 rowids .* ms of it making the view$", run.stdout, re.M)
+    for label in ("UPDATE 1 row by rowid", "DELETE 1 row by rowid", "DoGet of the table"):
+        line = (
+            rf"^  {label}\s+without\s+\d+\.\d\d s\s+with deletion vectors\s+\d+\.\d\d s"
+            r"\s+ratio with/without\s+\d+\.\d\d$"
+        )
+        assert re.search(line, run.stdout, re.M), (label, run.stdout)
