@@ -303,7 +303,7 @@ def test_a_scan_reads_the_versions_files_with_pyarrow_when_they_hold_exactly_its
     and a table with deletion vectors (rows deleted inside a file) is read by Spark instead."""
     table.insert(Context.background(), _reader(_rows(6), 6), None)
     table.delete_by_row_ids(Context.background(), pa.array([2], pa.int64()), None)
-    assert table._snapshot_files(None)  # the direct read applies
+    assert table._snapshot_files()  # the direct read applies
     reader = table.scan(Context.background())
     table.update_by_row_ids(
         Context.background(),
@@ -327,8 +327,37 @@ def test_a_scan_reads_the_versions_files_with_pyarrow_when_they_hold_exactly_its
         f"ALTER TABLE {table.fqn} SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')"
     )
     table.spark.sql(f"DELETE FROM {table.fqn} WHERE rowid = 4")  # a deletion vector
-    assert table._snapshot_files(None) is None
+    assert table._snapshot_files() is None
     assert sorted(table.to_table().column("rowid").to_pylist()) == [1, 3, 5, 6]
+
+
+def test_a_direct_scan_asks_spark_once_per_version_and_sees_every_commit(
+    table: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file list is Spark's once per Delta version: scanning an unchanged table again
+    runs no Spark SQL, and a commit from anywhere (pyairport, or Spark SQL beside it) makes
+    the next scan read the new version."""
+    table.insert(Context.background(), _reader(_rows(4), 4), None)
+    assert len(table.to_table()) == 4
+    statements: list[str] = []
+    run_sql = table.spark.sql
+    monkeypatch.setattr(
+        table.spark,
+        "sql",
+        lambda text, *a, **k: (statements.append(text), run_sql(text, *a, **k))[1],
+    )
+    assert table.to_table().column("name").to_pylist() == ["n0", "n1", "n2", "n3"]
+    assert statements == []  # the same version: nothing asked of Spark
+    table.update_by_row_ids(
+        Context.background(),
+        pa.array([2], pa.int64()),
+        _reader(pa.table({"name": ["ours"]}), 1),
+        None,
+    )
+    run_sql(f"UPDATE {table.fqn} SET name = 'beside' WHERE rowid = 4")
+    assert table.to_table().column("name").to_pylist() == ["n0", "ours", "n2", "beside"]
+    statements.clear()
+    assert len(table.to_table()) == 4 and statements == []
 
 
 def filters_json(comparison: str, value: int) -> str:
@@ -432,7 +461,7 @@ def test_a_scan_streams_rowid_ranges_from_one_delta_version(
     from pyairport.backends import spark as spark_backend_module
 
     monkeypatch.setattr(spark_backend_module, "SCAN_RANGE_ROWIDS", 4)
-    monkeypatch.setattr(type(table), "_snapshot_files", lambda self, predicate: None)  # Spark reads
+    monkeypatch.setattr(type(table), "_snapshot_files", lambda self: None)  # Spark reads
     table.insert(Context.background(), _reader(_rows(10), 10), None)  # rowids 1..10: 3 ranges
     table.delete_by_row_ids(Context.background(), pa.array([5, 6, 7, 8], pa.int64()), None)
     reader = table.scan(Context.background())

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import shutil
 import threading
 import time
@@ -71,6 +72,8 @@ STAGE_FILE_ROWS = 65_536  # staged INSERT rows per parquet file (DuckDB sends 20
 # several jobs more than the statement itself: most of a one-row statement's time. A long
 # IN list costs more to plan than the join: 10,000 rowids took three times the MERGE's time.)
 INLINE_ROWIDS = 100
+# Table features whose commits may be held outside the _delta_log folder until later.
+COMMITS_ELSEWHERE = ("coordinatedCommits", "catalogManaged", "catalogOwned")
 INLINE_UPDATE_ROWS = 64  # rows whose values differ per row, one CASE branch each
 
 
@@ -129,6 +132,10 @@ class SparkTable(BackendTable["_Pending"]):
         self.schema = pa.schema([rowid_field(), *fields])
         self._next_rowid: int | None = None
         self._lock = threading.Lock()  # rowid allocation and commits of this table
+        # The files of the last Delta version scanned directly (see _snapshot_files), and
+        # the table's _delta_log folder, once known.
+        self._version_files: tuple[int, list[str] | None] | None = None
+        self._log_dir: Path | None = None
 
     # --- Table ------------------------------------------------------------------------------
 
@@ -153,8 +160,8 @@ class SparkTable(BackendTable["_Pending"]):
         limit = opts.limit if opts is not None and opts.limit > 0 else 0
         predicate = filters.parse(opts.filter, self.schema) if opts is not None else None
         if not limit:
-            files = self._snapshot_files(predicate)
-            if files is not None:
+            files = self._snapshot_files()
+            if files is not None:  # pyarrow skips row groups by their statistics
                 return self._read_files(ctx, files, predicate, wanted)
         with self._lock:
             next_rowid = self._next_rowid
@@ -183,23 +190,55 @@ class SparkTable(BackendTable["_Pending"]):
 
         return pa.RecordBatchReader.from_batches(self.schema, ranges())
 
-    def _snapshot_files(self, predicate: filters.Predicate | None) -> list[str] | None:
-        """The parquet files of the current Delta version that may hold rows the predicate
-        keeps (Delta skips the others by their statistics), when they hold exactly the
-        version's rows and this process can read them: not through a remote Spark Connect
-        server, and no deletion vectors (rows deleted inside a file), column mapping (other
-        physical names) or partition columns (values kept outside the files). None
-        otherwise. A table gains features, never loses them, so the current ones cover the
-        version read."""
+    def _snapshot_files(self) -> list[str] | None:
+        """The parquet files of the latest Delta version, when they hold exactly its rows and
+        this process can read them: not through a remote Spark Connect server, and no
+        deletion vectors (rows deleted inside a file), column mapping (other physical names),
+        partition columns (values kept outside the files) or commits kept outside the log
+        folder. None otherwise. Spark names them once per version; the version is read from
+        the log folder's file names, so a scan of an unchanged table asks Spark nothing."""
         if not self.backend.shares_files:
             return None
+        version = self._log_version()
+        cached = self._version_files
+        if version is not None and cached is not None and cached[0] == version:
+            return cached[1]
         detail = self.spark.sql(f"DESCRIBE DETAIL {self.fqn}").first()
-        features = set(detail["tableFeatures"] or [])
-        if detail["partitionColumns"] or features & {"deletionVectors", "columnMapping"}:
+        location = urlparse(detail["location"])
+        if location.scheme != "file":
             return None
-        uris = _where(self.spark.table(self.fqn), predicate).inputFiles()  # one version
-        paths = [unquote(urlparse(uri).path) for uri in uris if uri.startswith("file:")]
-        return paths if len(paths) == len(uris) else None
+        self._log_dir = Path(unquote(location.path)) / "_delta_log"
+        version = self._log_version()
+        features = set(detail["tableFeatures"] or [])
+        if (
+            version is None
+            or detail["partitionColumns"]
+            or features & {"deletionVectors", "columnMapping"}
+            or any(f.startswith(COMMITS_ELSEWHERE) for f in features)
+        ):
+            paths = None
+        else:  # a table gains features, never loses them: the current ones cover `version`
+            pinned = self.spark.sql(f"SELECT * FROM {self.fqn} VERSION AS OF {version}")
+            uris = pinned.inputFiles()
+            paths = [unquote(urlparse(uri).path) for uri in uris if uri.startswith("file:")]
+            paths = paths if len(paths) == len(uris) else None
+        if version is not None:
+            self._version_files = (version, paths)
+        return paths
+
+    def _log_version(self) -> int | None:
+        """The latest version committed to the table's _delta_log folder (its highest
+        `<version>.json`), or None when the folder is not known yet or cannot be read."""
+        if self._log_dir is None:
+            return None
+        try:
+            names = os.listdir(self._log_dir)
+        except OSError:
+            return None
+        versions = [
+            int(n[:20]) for n in names if len(n) == 25 and n.endswith(".json") and n[:20].isdigit()
+        ]
+        return max(versions, default=None)
 
     def _read_files(
         self,
