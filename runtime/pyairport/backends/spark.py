@@ -145,8 +145,9 @@ class SparkTable(BackendTable["_Pending"]):
         pushed-down filters run in Spark where they translate.
 
         Where this process can read the table's files and they hold exactly its rows (see
-        _snapshot_files), pyarrow reads the files of the current Delta version, streamed
-        batch by batch with the filter and projection applied: Spark only names the files.
+        _snapshot_files), pyarrow reads the files of the latest Delta version, streamed
+        batch by batch with the filter and projection applied: Spark only names the files,
+        once per version.
         Otherwise Spark reads. A table whose rowids may span more than SCAN_RANGE_ROWIDS is
         then streamed from one Delta version (a consistent snapshot however long the client
         takes) one rowid range at a time, so the server never holds the table; a smaller one
