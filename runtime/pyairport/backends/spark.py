@@ -133,9 +133,10 @@ class SparkTable(BackendTable["_Pending"]):
         self._next_rowid: int | None = None
         self._lock = threading.Lock()  # rowid allocation and commits of this table
         # The files of the last Delta version scanned directly (see _snapshot_files), and
-        # the table's _delta_log folder, once known.
+        # the table's _delta_log folder (None: not a local folder, or not read yet).
         self._version_files: tuple[int, list[str] | None] | None = None
         self._log_dir: Path | None = None
+        self._log_dir_read = False
 
     # --- Table ------------------------------------------------------------------------------
 
@@ -200,16 +201,19 @@ class SparkTable(BackendTable["_Pending"]):
         the log folder's file names, so a scan of an unchanged table asks Spark nothing."""
         if not self.backend.shares_files:
             return None
+        if not self._log_dir_read:
+            location = urlparse(self.spark.sql(f"DESCRIBE DETAIL {self.fqn}").first()["location"])
+            if location.scheme == "file":
+                self._log_dir = Path(unquote(location.path)) / "_delta_log"
+            self._log_dir_read = True
+        if self._log_dir is None:  # files elsewhere (a cluster's storage): Spark reads them
+            return None
         version = self._log_version()
         cached = self._version_files
         if version is not None and cached is not None and cached[0] == version:
             return cached[1]
+        # Read after the version: its features are those of `version` or of a later one.
         detail = self.spark.sql(f"DESCRIBE DETAIL {self.fqn}").first()
-        location = urlparse(detail["location"])
-        if location.scheme != "file":
-            return None
-        self._log_dir = Path(unquote(location.path)) / "_delta_log"
-        version = self._log_version()
         features = set(detail["tableFeatures"] or [])
         if (
             version is None
@@ -229,7 +233,7 @@ class SparkTable(BackendTable["_Pending"]):
 
     def _log_version(self) -> int | None:
         """The latest version committed to the table's _delta_log folder (its highest
-        `<version>.json`), or None when the folder is not known yet or cannot be read."""
+        `<version>.json`), or None when it is not a local folder or cannot be read."""
         if self._log_dir is None:
             return None
         try:
