@@ -360,6 +360,25 @@ def test_a_direct_scan_asks_spark_once_per_version_and_sees_every_commit(
     assert len(table.to_table()) == 4 and statements == []
 
 
+def test_a_direct_scan_reads_files_written_before_a_column_was_added(
+    table: Any, spark_backend: Any
+) -> None:
+    """A column added later (Spark SQL's ADD COLUMNS) is absent from the older files: null
+    there, its values from the newer ones, with a filter as well."""
+    from pyairport.backends.spark import SparkTable
+
+    table.insert(Context.background(), _reader(_rows(3), 3), None)
+    table.spark.sql(f"ALTER TABLE {table.fqn} ADD COLUMNS (extra STRING)")
+    table.spark.sql(f"INSERT INTO {table.fqn} VALUES (4, 3, 'n3', 'e')")
+    reopened = SparkTable(spark_backend, "unit", table.name())
+    assert reopened._snapshot_files()  # the direct read applies
+    rows = reopened.to_table().select(["rowid", "extra"]).to_pylist()
+    assert rows == [{"rowid": r, "extra": "e" if r == 4 else None} for r in (1, 2, 3, 4)]
+    above_1 = filters_json("GREATERTHAN", 1)
+    scanned = reopened.scan(Context.background(), ScanOptions(columns=["extra"], filter=above_1))
+    assert sorted(scanned.read_all().column("rowid").to_pylist()) == [3, 4]
+
+
 def filters_json(comparison: str, value: int) -> str:
     """DuckDB's json_filters for `id <comparison> value` (id: column 0 of the bindings)."""
     column = {"expression_class": "BOUND_COLUMN_REF", "type": "BOUND_COLUMN_REF"}
