@@ -346,6 +346,26 @@ class SparkTable(BackendTable["_Pending"]):
         """Commit now when the call is outside any statement: the rows changed, if counted."""
         return self._commit_pending(pending) if immediate else None
 
+    def _by_rowid_result(
+        self,
+        pending: _Pending,
+        immediate: bool,
+        affected: int,
+        staged: list[np.ndarray],
+        returned: list[pa.RecordBatch],
+        opts: DMLOptions | None,
+    ) -> DMLResult:
+        """An UPDATE's or DELETE's result. With RETURNING, affected counts the rows read;
+        without, no row is read before the commit, which counts them (Statement.changed_rows):
+        until then it is at most the distinct rowids given."""
+        if not (opts is not None and opts.returning):
+            affected = _distinct_count(staged)
+        counted = self._finish_now(pending, immediate)
+        return DMLResult(
+            affected_rows=affected if counted is None else counted,
+            returning_data=returning_reader(self.schema, returned, opts),
+        )
+
     def _with_rowids(self, ids: np.ndarray) -> Any:
         """The committed rows with these rowids, as a DataFrame: a filter for few rowids (Delta
         skips the files whose rowid range holds none), a join with them for many."""
@@ -410,13 +430,7 @@ class SparkTable(BackendTable["_Pending"]):
                 current = self._rows_for(ids)
                 affected += current.num_rows
                 returned.extend(_overlay(current, ids, columns).to_batches())
-        if not returning:  # at most these; the commit counts them (Statement.changed_rows)
-            affected = _distinct_count(staged)
-        counted = self._finish_now(pending, immediate)
-        return DMLResult(
-            affected_rows=affected if counted is None else counted,
-            returning_data=returning_reader(self.schema, returned, opts),
-        )
+        return self._by_rowid_result(pending, immediate, affected, staged, returned, opts)
 
     def _delete(
         self, ctx: Context, id_chunks: Iterable[np.ndarray], opts: DMLOptions | None
@@ -432,13 +446,7 @@ class SparkTable(BackendTable["_Pending"]):
                 current = self._rows_for(ids)
                 affected += current.num_rows
                 returned.extend(current.to_batches())
-        if not returning:  # at most these; the commit counts them (Statement.changed_rows)
-            affected = _distinct_count(staged)
-        counted = self._finish_now(pending, immediate)
-        return DMLResult(
-            affected_rows=affected if counted is None else counted,
-            returning_data=returning_reader(self.schema, returned, opts),
-        )
+        return self._by_rowid_result(pending, immediate, affected, staged, returned, opts)
 
     # --- commit: one Delta commit per kind of change (a statement has one kind) --------------
 
@@ -497,15 +505,7 @@ class SparkTable(BackendTable["_Pending"]):
             assignments.append(
                 f"t.{_quote(name)} = CASE WHEN s.{_quote('__set_' + name)} THEN s.{_quote(name)} ELSE t.{_quote(name)} END"
             )
-        view = self.backend.view(source)
-        try:
-            return _affected(
-                self.spark.sql(
-                    f"MERGE INTO {self.fqn} t USING {view} s ON t.{ROWID} = s.{ROWID} WHEN MATCHED THEN UPDATE SET {', '.join(assignments)}"
-                )
-            )
-        finally:
-            self.backend.drop_view(view)
+        return self._merge(source, f"UPDATE SET {', '.join(assignments)}")
 
     def _update_statement(self, changes: pa.Table) -> str | None:
         """A small UPDATE as Spark's own: `UPDATE t SET c = <value, or CASE rowid WHEN …>
@@ -547,11 +547,16 @@ class SparkTable(BackendTable["_Pending"]):
         if len(distinct) <= INLINE_ROWIDS:  # Spark's own DELETE; rowids are integers
             listed = ", ".join(str(int(i)) for i in distinct)
             return _affected(self.spark.sql(f"DELETE FROM {self.fqn} WHERE {ROWID} IN ({listed})"))
-        view = self.backend.view(pa.table({ROWID: pa.array(distinct, pa.int64())}))
+        return self._merge(pa.table({ROWID: pa.array(distinct, pa.int64())}), "DELETE")
+
+    def _merge(self, source: pa.Table, action: str) -> int:
+        """One MERGE of the rows of source (as a view) into the table, matched on rowid: the
+        rows it changed."""
+        view = self.backend.view(source)
         try:
             return _affected(
                 self.spark.sql(
-                    f"MERGE INTO {self.fqn} t USING {view} s ON t.{ROWID} = s.{ROWID} WHEN MATCHED THEN DELETE"
+                    f"MERGE INTO {self.fqn} t USING {view} s ON t.{ROWID} = s.{ROWID} WHEN MATCHED THEN {action}"
                 )
             )
         finally:
