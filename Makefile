@@ -12,17 +12,22 @@ JARS   := .cache/jars
 # Maven Central serves Delta 4.4.0 built for Spark 4.2 (4.4.1 is not there); keep in step
 # with the delta-spark pin in pyproject.toml.
 DELTA_ARTIFACTS := io.delta:delta-spark_4.2_2.13:4.4.0 io.delta:delta-storage:4.4.0
+# DuckDB's Airport extension, built from its source for this .venv's duckdb (the DuckDB tier);
+# DUCKDB_AIRPORT is the folder with its source and build.sh.
+DUCKDB_AIRPORT ?= ../shared/duckdb-airport
+DUCKDB_EXTENSION := .cache/duckdb-airport/airport.duckdb_extension
 
 # The other supported Pythons (pyproject's classifiers); pyenv's, else python3.X on PATH.
 PYTHONS ?= 3.12 3.13
 PYENV_ROOT ?= $(shell pyenv root 2>/dev/null)
 python_for = $(lastword $(shell command -v python$(1) 2>/dev/null) $(wildcard $(PYENV_ROOT)/versions/$(1).*/bin/python$(1)))
 
-.PHONY: help venv jars generate check typecheck lint test test-python serve bench soak diff-upstream interop clean
+.PHONY: help venv jars duckdb-extension generate check typecheck lint test test-python serve bench soak diff-upstream interop clean
 
 help:
 	@echo "make serve      run the Flight server on local Spark + Delta (BACKEND=spark|memory, HOST, PORT, WAREHOUSE)"
 	@echo "make jars       fetch the Delta Lake jars from Maven Central into .cache/jars"
+	@echo "make duckdb-extension  build DuckDB's Airport extension for .venv (the DuckDB tests)"
 	@echo "make test       set up .venv, check generated code, mypy, ruff, run every test"
 	@echo "make test-python  the tests without Spark on Python $(PYTHONS) too (a .venv-X.Y each)"
 	@echo "make generate   regenerate generated/airport_contracts from contracts.yaml"
@@ -36,7 +41,7 @@ help:
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e ".[dev,spark]"
+	$(BIN)/pip install -q -e ".[dev,spark,duckdb]"
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -48,6 +53,16 @@ $(JARS)/.fetched:
 	touch $@
 
 jars: $(JARS)/.fetched
+
+# About 3 minutes on 2 cores, once per checkout; without the source the DuckDB tests are skipped
+# and say why.
+$(DUCKDB_EXTENSION): | $(STAMP)
+	@test -f $(DUCKDB_AIRPORT)/build.sh || { echo "make duckdb-extension: no $(DUCKDB_AIRPORT)/build.sh (set DUCKDB_AIRPORT=…)"; exit 1; }
+	@mkdir -p $(dir $@)
+	VENV=$(abspath $(VENV)) WORK=$(abspath $(dir $@)) bash $(DUCKDB_AIRPORT)/build.sh > $(dir $@)build.log 2>&1 \
+		|| { tail -n 20 $(dir $@)build.log; exit 1; }
+
+duckdb-extension: $(DUCKDB_EXTENSION)
 
 generate: $(STAMP)
 	$(PY) -m airport_codegen generate --root .
@@ -67,8 +82,9 @@ lint: $(STAMP)
 		cd tests/interop/go && go vet ./...; \
 	fi
 
-test: check typecheck lint jars
-	$(BIN)/pytest -q
+# Where the extension's source is at hand, the DuckDB tier must run: it fails rather than skip.
+test: check typecheck lint jars $(if $(wildcard $(DUCKDB_AIRPORT)/build.sh),$(DUCKDB_EXTENSION))
+	$(if $(wildcard $(DUCKDB_AIRPORT)/build.sh),PYAIRPORT_REQUIRE_DUCKDB=1) $(BIN)/pytest -q
 	$(MAKE) -s test-python
 
 test-python: $(foreach version,$(PYTHONS),test-python-$(version))
@@ -82,7 +98,7 @@ test-python-%:
 			&& .venv-$*/bin/pip install -q -e ".[dev]" && touch .venv-$*/.installed || exit 1; \
 	fi; \
 	echo "Python $*: tests without Spark"; \
-	.venv-$*/bin/pytest -q -p no:cacheprovider -m "not spark and not slow"
+	.venv-$*/bin/pytest -q -p no:cacheprovider -m "not spark and not slow and not duckdb"
 
 serve: $(STAMP) jars
 	$(BIN)/pyairport serve --backend $(BACKEND) --host $(HOST) --port $(PORT) --warehouse $(WAREHOUSE) --jars-dir $(JARS)
@@ -95,9 +111,10 @@ soak: $(STAMP)
 diff-upstream: $(STAMP)
 	$(BIN)/pyairport diff-upstream
 
-bench: $(STAMP) jars
+bench: $(STAMP) jars $(DUCKDB_EXTENSION)
 	$(PY) bench/run.py
 	$(PY) bench/duckdb_shaped.py
+	$(PY) bench/duckdb_client.py
 	$(PY) bench/spark.py
 	$(PY) bench/vs_go.py
 

@@ -40,11 +40,11 @@ from airport_contracts import (
 )
 
 from . import filters
+from .column_ids import ids_for_names
 from .ipc import encode_batch, read_message, schema_message
 from .remote_catalog import (
     SchemaInfo,
     TableInfo,
-    column_ids,
     decode_catalog,
     decode_endpoints,
     endpoints_request,
@@ -502,7 +502,7 @@ class AirportClient:
         # (Spark does), and the filter is applied again here.
         filtered = filters.columns_of(predicate) if predicate is not None else []
         read = wanted + [name for name in filtered if name not in wanted]
-        request = endpoints_request(schema, table, column_ids(table_schema, read), json_filters)
+        request = endpoints_request(schema, table, ids_for_names(table_schema, read), json_filters)
         (answer,) = self.action("endpoints", request, headers)
         tickets = [endpoint.ticket for endpoint in decode_endpoints(answer)]
         expression = filters.arrow_expression(predicate) if predicate is not None else None

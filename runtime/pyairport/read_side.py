@@ -38,15 +38,14 @@ from airport_contracts import (
     ScanSchemaNotFound,
     ScanTableNotFound,
     Table,
-    find_rowid_column,
     flight_pb2,
 )
 
 from .catalog import MutableCatalog
+from .column_ids import names_for_ids
 from .ipc import serialize_schema
 
 DEFAULT_SCHEMA = "main"  # Go: catalog.DefaultSchemaName
-ROWID_COLUMN_ID = 2**64 - 1  # DuckDB's column id for the rowid pseudo-column
 EMPTY_SHA256 = "0" * 64
 REUSE_CONNECTION = "arrow-flight-reuse-connection://?"
 
@@ -187,7 +186,11 @@ class ReadSide:
             ticket["filters"] = base64.b64encode(
                 filters.encode() if isinstance(filters, str) else filters
             ).decode()
-        columns = _column_names(table, parameters.get("column_ids") or [])
+        columns = (
+            names_for_ids(table.arrow_schema(None), parameters.get("column_ids") or [])
+            if table is not None
+            else []
+        )
         if columns:
             ticket["columns"] = columns
         endpoint = flight_pb2.FlightEndpoint(
@@ -322,19 +325,3 @@ def _parse_ticket(data: bytes) -> dict[str, Any]:
         except Exception:
             raise InvalidTicket(reason="filters must be base64") from None
     return ticket
-
-
-def _column_names(table: Table | None, column_ids: list[Any]) -> list[str]:
-    """Names for DuckDB's column ids (2**64-1 is the rowid); ids out of range are dropped."""
-    if table is None:
-        return []
-    schema = table.arrow_schema(None)
-    names = []
-    for column_id in column_ids:
-        if column_id == ROWID_COLUMN_ID:
-            index = find_rowid_column(schema)
-            if index >= 0:
-                names.append(schema.field(index).name)
-        elif isinstance(column_id, int) and 0 <= column_id < len(schema):
-            names.append(schema.field(column_id).name)
-    return names

@@ -13,9 +13,6 @@ import zstandard
 
 from airport_contracts import find_rowid_column, flight_pb2
 
-ROWID_COLUMN_ID = 2**64 - 1
-"""DuckDB's column id for the rowid pseudo-column in an `endpoints` request."""
-
 
 @dataclass(frozen=True)
 class TableInfo:
@@ -111,15 +108,3 @@ def decode_endpoints(body: bytes) -> list[flight_pb2.FlightEndpoint]:
         endpoint.ParseFromString(raw)
         endpoints.append(endpoint)
     return endpoints
-
-
-def column_ids(schema: pa.Schema, columns: list[str]) -> list[int]:
-    """DuckDB's column ids for the named columns (the rowid column has its own id)."""
-    rowid = find_rowid_column(schema)
-    ids = []
-    for name in columns:
-        index = schema.get_field_index(name)
-        if index < 0:
-            raise ValueError(f"the table has no column {name!r}")
-        ids.append(ROWID_COLUMN_ID if index == rowid else index)
-    return ids

@@ -101,3 +101,33 @@ def test_spark_statement_benchmark_prints_every_figure() -> None:
             r"\s+ratio with/without\s+\d+\.\d\d$"
         )
         assert re.search(line, run.stdout, re.M), (label, run.stdout)
+
+
+@pytest.mark.duckdb
+@pytest.mark.spark
+def test_duckdb_client_benchmark_prints_every_server_beside_duckdb() -> None:
+    """DuckDB as the client against every server, at a small size: each workload's rows/s
+    with its ratio to DuckDB's own table (or the reason a server did not do it)."""
+    from tests.duckdb import extension
+
+    try:
+        extension.locate()
+    except extension.Unavailable as why:
+        pytest.skip(f"DuckDB tier skipped: {why}")
+    script = BENCH.parent / "duckdb_client.py"
+    run = subprocess.run(
+        [sys.executable, str(script), "--rows", "5000"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert run.returncode == 0, run.stderr
+    header, *rows = run.stdout.splitlines()[1:]
+    for server in ("DuckDB's own table", "pyairport memory", "pyairport Spark", "airport-go"):
+        assert server in header
+    assert "Query-farm" in header
+    workloads = ("INSERT", "INSERT RETURNING", "UPDATE", "SELECT count(*)", "SELECT *")
+    assert [row.strip().split("  ")[0] for row in rows] == list(workloads)
+    for row in rows:
+        # DuckDB's own figure, then pyairport memory, Spark and airport-go with their ratios
+        assert len(re.findall(r"[\d,]+ \(\d+\.\d{3}\)", row)) >= 3, row

@@ -74,6 +74,12 @@ EXPECTED: dict[str, dict[str, tuple[str, str]]] = {
         "insert": ("transaction_validated", "NOT_FOUND up front vs Go failing at commit"),
         "table": ("transaction_validated", "Go's rows were written before its commit failed"),
     },
+    "scan_tickets_and_rows": {
+        "ticket": (
+            "column_ids_as_duckdb_counts",
+            "Go's ticket names id, the column before the name DuckDB asked for",
+        ),
+    },
     "attach_catalog": {
         "version_info": ("catalog_versioned", "is_fixed=false and a change counter"),
     },

@@ -508,9 +508,10 @@ def catalog_version(wire: Wire) -> dict[str, Any]:
 
 @scenario
 def scan_tickets_and_rows(wire: Wire) -> dict[str, Any]:
-    """SELECT name, rowid ...: endpoints with DuckDB's column ids, then DoGet."""
+    """SELECT name, rowid ...: endpoints with DuckDB's column ids (name is DuckDB's column 1:
+    it does not count the rowid field), then DoGet."""
     seeded(wire, LEGACY)
-    endpoint = wire.endpoint("dml_schema", "users", [2, 2**64 - 1])
+    endpoint = wire.endpoint("dml_schema", "users", [1, 2**64 - 1])
     scanned = wire.do_get(endpoint.ticket.ticket)
     return {
         "ticket": endpoint.ticket.ticket,

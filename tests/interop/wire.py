@@ -140,6 +140,6 @@ class Wire:
 
     def rows(self, schema: str, table: str = "users") -> list[dict[str, Any]]:
         """SELECT rowid, id, name, email the way DuckDB scans before UPDATE/DELETE, by rowid."""
-        endpoint = self.endpoint(schema, table, [ROWID_COLUMN_ID, 1, 2, 3])
+        endpoint = self.endpoint(schema, table, [ROWID_COLUMN_ID, 0, 1, 2])
         scanned = self.do_get(endpoint.ticket.ticket)
         return sorted(scanned.to_pylist(), key=lambda r: r["rowid"])

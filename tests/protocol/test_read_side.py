@@ -88,11 +88,11 @@ def test_duckdb_session_end_to_end(any_srv: Running) -> None:
     assert msgpack.unpackb(info.app_metadata)["type"] == "table"
     # INSERT, then SELECT * (the rowid column comes back too)
     srv.client.insert("dml_schema", "users", users([1, 2, 3], ["Ann", "Bob", "Cy"]))
-    scanned = _scan(srv, "dml_schema", "users", [1, 2, 3])
+    scanned = _scan(srv, "dml_schema", "users", [0, 1, 2])
     assert scanned.schema.equals(schema, check_metadata=True)
     assert sorted(scanned.column("name").to_pylist()) == ["Ann", "Bob", "Cy"]
     # UPDATE users SET name = 'Bobby' WHERE id = 2: scan for rowids, then the exchange
-    rows = _scan(srv, "dml_schema", "users", [1, ROWID_ID]).to_pylist()
+    rows = _scan(srv, "dml_schema", "users", [0, ROWID_ID]).to_pylist()
     target = [r["rowid"] for r in rows if r["id"] == 2]
     srv.client.update(
         "dml_schema", "users", pa.table({"name": ["Bobby"], "rowid": pa.array(target, pa.int64())})
@@ -100,7 +100,7 @@ def test_duckdb_session_end_to_end(any_srv: Running) -> None:
     # DELETE FROM users WHERE id = 1
     target = [r["rowid"] for r in rows if r["id"] == 1]
     srv.client.delete("dml_schema", "users", target)
-    after = _scan(srv, "dml_schema", "users", [1, 2])
+    after = _scan(srv, "dml_schema", "users", [0, 1])
     assert sorted(after.select(["id", "name"]).to_pylist(), key=lambda r: r["id"]) == [
         {"id": 2, "name": "Bobby"},
         {"id": 3, "name": "Cy"},
@@ -149,11 +149,11 @@ def test_pushed_down_filters_run_in_the_backend(any_srv: Running) -> None:
         _compare("COMPARE_GREATERTHAN", _column(0, "BIGINT"), 2, "BIGINT"),
         _compare("COMPARE_NOTEQUAL", _column(1, "VARCHAR"), "Cy", "VARCHAR"),
     )
-    scanned = _scan(srv, "dml_schema", "users", [2, ROWID_ID], where)
+    scanned = _scan(srv, "dml_schema", "users", [1, ROWID_ID], where)
     assert sorted(scanned.column("name").to_pylist()) == ["D", "E"]
     # a filter the server cannot translate (a constant of another type) is left to DuckDB
     loose = _filter_json(_compare("COMPARE_EQUAL", _column(0, "BIGINT"), "x", "VARCHAR"))
-    assert _scan(srv, "dml_schema", "users", [1], loose).num_rows == 5
+    assert _scan(srv, "dml_schema", "users", [0], loose).num_rows == 5
 
 
 def test_catalog_version_bytes_and_changes(srv: Running) -> None:
@@ -180,7 +180,7 @@ def test_endpoint_ticket_maps_column_ids_and_filters(srv: Running) -> None:
     endpoint.ParseFromString(msgpack.unpackb(body, raw=True)[0])
     assert (
         endpoint.ticket.ticket
-        == b'{"schema":"dml_schema","table":"users","columns":["name","rowid"],"filters":"eyJmaWx0ZXJzIjpbXX0="}'
+        == b'{"schema":"dml_schema","table":"users","columns":["email","rowid"],"filters":"eyJmaWx0ZXJzIjpbXX0="}'
     )
 
 
@@ -344,3 +344,74 @@ def test_ticket_for_another_catalog_is_refused(srv: Running) -> None:
         grpc.StatusCode.INVALID_ARGUMENT,
         'catalog name mismatch: expected "", got "lake"',
     )
+
+
+# --- DuckDB's column ids, whatever the rowid column's place --------------------------------------
+
+
+class _AskedColumnsOnly:
+    """A table that fills only the columns a scan asks for and leaves the rest null, as the
+    Spark table does: a scan that names the wrong columns shows as nulls."""
+
+    def __init__(self, schema: pa.Schema, rows: pa.Table) -> None:
+        self._schema, self._rows = schema, rows
+
+    def name(self) -> str:
+        return "shaped"
+
+    def comment(self) -> str:
+        return ""
+
+    def arrow_schema(self, columns: Any) -> pa.Schema:
+        return self._schema
+
+    def scan(self, ctx: Context, options: ScanOptions) -> pa.RecordBatchReader:
+        arrays = [
+            self._rows.column(f.name)
+            if f.name in options.columns
+            else pa.nulls(self._rows.num_rows, f.type)
+            for f in self._schema
+        ]
+        return pa.Table.from_arrays(arrays, schema=self._schema).to_reader()
+
+
+_ROWID = pa.field("rowid", pa.int64(), metadata={"is_rowid": "true"})
+_ID, _NAME, _EMAIL = USERS_COLUMNS
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        [_ROWID, _ID, _NAME, _EMAIL],
+        [_ID, _NAME, _EMAIL, _ROWID],
+        [_ID, _ROWID, _NAME, _EMAIL],
+        [_ID, _NAME, _EMAIL],
+    ],
+    ids=["rowid first", "rowid last", "rowid in the middle", "no rowid"],
+)
+def test_column_ids_count_the_columns_duckdb_sees(fields: list[pa.Field]) -> None:
+    """DuckDB numbers the columns it shows (the rowid field hidden): `SELECT email` sends [2],
+    `SELECT name … WHERE id = 15` sends [0, 1], the rowid scan before UPDATE [2**64-1, …]."""
+    schema = pa.schema(fields)
+    rows = pa.table(
+        {"rowid": [10, 11], "id": [1, 15], "name": ["Ann", "Bo"], "email": ["a@x", "b@x"]}
+    ).select([f.name for f in fields])
+    catalog = MutableCatalog(
+        "", [CatalogSchema("s", tables=[_AskedColumnsOnly(schema, rows.cast(schema))])]
+    )
+    with serving(catalog) as srv:
+        assert _scan(srv, "s", "shaped", [2]).column("email").to_pylist() == ["a@x", "b@x"]
+        both = _scan(srv, "s", "shaped", [0, 1])
+        assert both.select(["id", "name"]).to_pylist() == [
+            {"id": 1, "name": "Ann"},
+            {"id": 15, "name": "Bo"},
+        ]
+        if "rowid" in schema.names:
+            with_rowids = _scan(srv, "s", "shaped", [ROWID_ID, 1])
+            assert with_rowids.select(["rowid", "name"]).to_pylist() == [
+                {"rowid": 10, "name": "Ann"},
+                {"rowid": 11, "name": "Bo"},
+            ]
+        # the Python client numbers them the same way
+        read = srv.client.scan("s", "shaped", ["email", "id"]).read_all()
+        assert read.to_pylist() == [{"email": "a@x", "id": 1}, {"email": "b@x", "id": 15}]

@@ -1,0 +1,65 @@
+"""DuckDB's column ids: the `column_ids` of an `endpoints` request.
+
+DuckDB numbers a table's columns as it sees them: every field of the Arrow schema except the
+one whose `is_rowid` metadata is non-empty, which it hides and asks for with its own id,
+2**64-1. So with the rowid field first, id 0 is the field after it. (airport-go indexes the
+ids over the whole Arrow schema, rowid field included: deviation `column_ids_as_duckdb_counts`.)
+The server and the client both count this way, here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import pyarrow as pa
+
+from airport_contracts import ROWID_METADATA_KEY, find_rowid_column
+
+ROWID_COLUMN_ID = 2**64 - 1
+"""DuckDB's column id for the rowid pseudo-column."""
+
+_ROWID_KEY = ROWID_METADATA_KEY.encode()
+
+
+def _hidden_by_duckdb(schema_field: pa.Field) -> bool:
+    """The extension hides a field whose `is_rowid` metadata is non-empty (only that: a
+    field merely named rowid is an ordinary column to DuckDB)."""
+    metadata = schema_field.metadata
+    return bool(metadata and metadata.get(_ROWID_KEY))
+
+
+def duckdb_columns(schema: pa.Schema) -> list[str]:
+    """The table's columns as DuckDB numbers them."""
+    return [f.name for f in schema if not _hidden_by_duckdb(f)]
+
+
+def names_for_ids(schema: pa.Schema, column_ids: Iterable[Any]) -> list[str]:
+    """The column names DuckDB means by column_ids; ids out of range are dropped, as Go drops
+    them, and the rowid id names the rowid column when the table has one."""
+    visible = duckdb_columns(schema)
+    names = []
+    for column_id in column_ids:
+        if column_id == ROWID_COLUMN_ID:
+            index = find_rowid_column(schema)
+            if index >= 0:
+                names.append(schema.field(index).name)
+        elif isinstance(column_id, int) and 0 <= column_id < len(visible):
+            names.append(visible[column_id])
+    return names
+
+
+def ids_for_names(schema: pa.Schema, names: Iterable[str]) -> list[int]:
+    """DuckDB's column ids for the named columns (the rowid column has its own id)."""
+    visible = {name: index for index, name in enumerate(duckdb_columns(schema))}
+    rowid = find_rowid_column(schema)
+    rowid_name = schema.field(rowid).name if rowid >= 0 else None
+    ids = []
+    for name in names:
+        if name == rowid_name and name not in visible:
+            ids.append(ROWID_COLUMN_ID)
+        elif name in visible:
+            ids.append(visible[name])
+        else:
+            raise ValueError(f"the table has no column {name!r}")
+    return ids
