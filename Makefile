@@ -101,7 +101,7 @@ test-python-%:
 	.venv-$*/bin/pytest -q -p no:cacheprovider -m "not spark and not slow and not duckdb"
 
 serve: $(STAMP) jars
-	$(BIN)/pyairport serve --backend $(BACKEND) --host $(HOST) --port $(PORT) --warehouse $(WAREHOUSE) --jars-dir $(JARS)
+	$(BIN)/pyairport serve --backend $(BACKEND) --host $(HOST) --port $(PORT) --warehouse $(WAREHOUSE) --jars-dir $(JARS) --demo
 
 # 4 fuzz targets x 2,500 cases, 500 random disconnects, 16 clients x 1,000 statements.
 soak: $(STAMP)

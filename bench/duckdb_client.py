@@ -83,7 +83,7 @@ def pyairport(backend: str) -> AbstractContextManager[str]:
     command += ["--port", "0", "--log-level", "WARNING"]
     if backend == "spark":
         warehouse = tempfile.mkdtemp(prefix="pyairport-duckdb-bench-")
-        command += ["--warehouse", warehouse, "--spark-master", "local[2]"]
+        command += ["--warehouse", warehouse, "--spark-master", "local[2]", "--demo"]
         if (ROOT / ".cache" / "jars").is_dir():
             command += ["--jars-dir", str(ROOT / ".cache" / "jars")]
     env = dict(os.environ, GRPC_VERBOSITY="NONE")

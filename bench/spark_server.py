@@ -21,7 +21,7 @@ from bench_server import COLUMNS, rows, serve_until_stdin_closes
 
 from airport_contracts import Context
 from pyairport.backends.spark import SparkBackend, SparkTable
-from pyairport.backends.spark_session import spark_session
+from pyairport.backends.spark.session import spark_session
 from pyairport.catalog import MutableCatalog
 
 
@@ -54,11 +54,24 @@ def main() -> None:
     SparkTable._commit = timed_commit  # type: ignore[method-assign]
     SparkBackend.view = timed_view  # type: ignore[method-assign]
 
+    session.sql("CREATE DATABASE IF NOT EXISTS bench")
+
+    def named(table: SparkTable) -> SparkTable:
+        """The table also under Spark SQL's name bench.<name>, as the benchmark's own
+        statements address it (the backend addresses warehouse tables by their folder)."""
+        session.sql(
+            f"CREATE TABLE IF NOT EXISTS bench.{table.name()} USING delta"
+            f" LOCATION '{table.layout.location}'"
+        )
+        return table
+
     def reset(ctx: Context, body: bytes, headers: dict[str, str]) -> list[bytes]:
         """body: N, or N:dv for a table with Delta deletion vectors."""
         count, _, kind = body.decode().partition(":")
         name = f"t_{uuid.uuid4().hex[:8]}"
-        table = backend.table("bench", name, COLUMNS, rows=rows(int(count)) if int(count) else None)
+        table = named(
+            backend.table("bench", name, COLUMNS, rows=rows(int(count)) if int(count) else None)
+        )
         if kind == "dv":
             session.sql(
                 f"ALTER TABLE {table.fqn} SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')"
@@ -68,13 +81,13 @@ def main() -> None:
     def direct_write(ctx: Context, body: bytes, headers: dict[str, str]) -> list[bytes]:
         count = int(body.decode())
         data = rows(count)
-        target = backend.table("bench", f"direct_{uuid.uuid4().hex[:8]}", COLUMNS)
+        target = named(backend.table("bench", f"direct_{uuid.uuid4().hex[:8]}", COLUMNS))
         start = time.perf_counter()
         with_rowid = data.add_column(
             0, "rowid", __import__("pyarrow").array(range(1, count + 1), "int64")
         )
         session.createDataFrame(with_rowid).write.format("delta").mode("append").saveAsTable(
-            target.fqn
+            f"bench.{target.name()}"
         )
         return [str(time.perf_counter() - start).encode()]
 

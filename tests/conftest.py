@@ -22,7 +22,7 @@ def spark_backend(spark_warehouse: Path) -> Iterator[Any]:
     """The run's SparkBackend: local[2] Spark with Delta on a fresh warehouse. Starting Spark
     costs seconds, so every Spark test shares it."""
     from pyairport.backends.spark import SparkBackend
-    from pyairport.backends.spark_session import spark_session
+    from pyairport.backends.spark.session import spark_session
 
     session = spark_session(
         master="local[2]", warehouse=spark_warehouse, jars_dir=JARS, app_name="pyairport-tests"
@@ -52,7 +52,7 @@ def spark_connect_backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     import pyspark
 
     from pyairport.backends.spark import SparkBackend
-    from pyairport.backends.spark_session import LOCAL_CONF, delta_jars, spark_session
+    from pyairport.backends.spark.session import LOCAL_CONF, delta_jars, spark_session
 
     warehouse = tmp_path_factory.mktemp("connect-warehouse")
     port = _free_port()

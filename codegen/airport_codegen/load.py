@@ -439,6 +439,7 @@ def _error(n: _Node) -> ErrorRow:
         go=_go(n),
         note=n.string("note", ""),
         deviation=n.string("deviation", ""),
+        from_tables=n.boolean("from_tables", False),
     )
     placeholders = _PLACEHOLDER.findall(e.message)
     if sorted(set(placeholders)) != sorted(e.params):

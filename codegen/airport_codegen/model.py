@@ -22,6 +22,7 @@ PRIMITIVES: dict[str, tuple[str, str]] = {
     "bytes": ("bytes", "[]byte"),
     "none": ("None", ""),
     "error": ("BaseException", "error"),
+    "any": ("Any", "any"),  # a value of any type (Go: any, e.g. msgpack-decoded parameters)
 }
 ARROW_TYPES: dict[str, tuple[str, str]] = {
     "RecordBatchReader": ("pa.RecordBatchReader", "array.RecordReader"),
@@ -48,6 +49,10 @@ class TypeRef:
     @property
     def is_optional(self) -> bool:
         return self.name == "optional"
+
+    def names(self) -> set[str]:
+        """Every type name in it, its arguments' included."""
+        return {self.name}.union(*(a.names() for a in self.args))
 
     def python(self) -> str:
         """The Python annotation (modules import pyarrow as pa)."""
@@ -209,6 +214,7 @@ class ErrorRow:
     go: GoHome = GoHome()
     note: str = ""
     deviation: str = ""
+    from_tables: bool = False  # a table may raise it and every protocol sends it as it is
 
     @property
     def code_value(self) -> int:
@@ -340,6 +346,23 @@ class Contract:
             ids |= {p.function_operation_error, p.unknown_action}
             ids |= {h.missing for h in p.headers} | {h.invalid for h in p.headers}
         return sorted(self.error(i).cls for i in ids if i)
+
+    def struct_field_types(self) -> set[str]:
+        """Every type name the contract's structs' fields use."""
+        return set().union(*(f.type.names() for t in self.types for f in t.fields))
+
+    def capability_interfaces(self) -> list[str]:
+        """The interfaces an operation runs through (the DML capabilities), in contract order."""
+        used = {name for o in self.operations for name in o.interfaces}
+        return [i.name for i in self.interfaces if i.name in used]
+
+    def interface_types(self) -> list[str]:
+        """The contract's own types the interfaces' methods take or return, sorted."""
+        used: set[str] = set()
+        for interface in self.interfaces:
+            for method in interface.methods:
+                used |= method.returns.type.names().union(*(p.type.names() for p in method.params))
+        return sorted(t.name for t in self.types if t.name in used)
 
     def operation_payloads(self) -> list[str]:
         """The request and response payloads of the operations, sorted."""

@@ -33,14 +33,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve = commands.add_parser(
         "serve",
-        help="serve the demo catalog over Arrow Flight",
-        description="Serve the demo catalog over Arrow Flight. Transactions: DuckDB asks for"
-        " one transaction id per DuckDB transaction and sends it with every statement in it;"
-        " its COMMIT and ROLLBACK never reach the server. So each statement is all-or-nothing"
-        " and applied when it succeeds; once a statement under an id fails, every later"
-        " statement under that id is refused (FAILED_PRECONDITION 'transaction ... is not"
-        " active (state: aborted)') and changes nothing, as PostgreSQL refuses statements in"
-        " an aborted transaction.",
+        help="serve Delta tables (or the in-memory demo) over Arrow Flight",
+        description="Serve tables over Arrow Flight to DuckDB, arrow-go and pyarrow clients."
+        " --backend spark serves the Delta tables under --warehouse (<schema>/<table>/) or, with"
+        " --spark-catalog, those of Spark's catalog, as they are: start-up writes nothing into"
+        " them. A table with Delta row tracking (delta.enableRowTracking) takes UPDATE and"
+        " DELETE by its row ids; one without serves SELECT and INSERT"
+        " (--enable-row-tracking turns it on). --demo adds the demo tables.",
     )
     serve.add_argument(
         "--backend",
@@ -55,6 +54,32 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--spark-master", default="local[*]", help="spark: master URL (default local[*], embedded)"
+    )
+    serve.add_argument(
+        "--spark-catalog",
+        action="store_true",
+        help="spark: serve the Delta tables of Spark's catalog (its databases are schemas)"
+        " instead of the --warehouse folder",
+    )
+    serve.add_argument(
+        "--spark-conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="spark: a Spark setting for the session (repeatable; spark-defaults.conf is read"
+        " too), e.g. spark.sql.catalogImplementation=hive",
+    )
+    serve.add_argument(
+        "--enable-row-tracking",
+        action="store_true",
+        help="spark: turn Delta row tracking on for served tables that have no way to address"
+        " rows, so that they take UPDATE and DELETE (upgrades those tables' Delta protocol)",
+    )
+    serve.add_argument(
+        "--demo",
+        action="store_true",
+        help="spark: create and serve the demo tables (dml_schema.users, batch_schema.users,"
+        " demo_schema.readonly) in the warehouse; the memory backend always serves them",
     )
     serve.add_argument(
         "--spark-remote",
@@ -198,19 +223,37 @@ def _catalog(args: argparse.Namespace) -> tuple[object, Callable[[], None]]:
     from pathlib import Path
 
     from .backends.spark import SparkBackend
-    from .backends.spark_session import spark_session
+    from .backends.spark.session import spark_session
     from .demo import spark_demo_catalog
 
+    conf = {}
+    for setting in args.spark_conf:
+        key, equals, value = setting.partition("=")
+        if not equals or not key:
+            raise ValueError(f"--spark-conf {setting}: expected KEY=VALUE")
+        conf[key.strip()] = value
     warehouse = Path(args.warehouse)
     session = spark_session(
         master=args.spark_master,
         remote=args.spark_remote,
-        warehouse=warehouse,
+        warehouse=None if args.spark_catalog else warehouse,
         jars_dir=Path(args.jars_dir) if args.jars_dir else None,
+        conf=conf,
     )
-    return spark_demo_catalog(
-        SparkBackend(session, warehouse, remote=args.spark_remote)
-    ), session.stop
+    backend = SparkBackend(
+        session,
+        warehouse,
+        remote=args.spark_remote,
+        session_catalog=args.spark_catalog,
+        enable_row_tracking=args.enable_row_tracking,
+    )
+    catalog = spark_demo_catalog(backend) if args.demo else backend.catalog
+
+    def close() -> None:
+        backend.close()
+        session.stop()
+
+    return catalog, close
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -25,10 +25,12 @@ from airport_contracts import (
     CatalogPayloadEmpty,
     CatalogPayloadInvalid,
     Context,
+    DynamicSchemaTable,
     EndpointsDescriptorNotPath,
     EndpointsInvalidDescriptor,
     EndpointsInvalidRequest,
     FlightInfoNotPath,
+    FlightInfoPathInvalid,
     FlightInfoPathLength,
     InvalidTicket,
     ListSchemasFailed,
@@ -37,8 +39,12 @@ from airport_contracts import (
     ScanSchemaMismatch,
     ScanSchemaNotFound,
     ScanTableNotFound,
+    SchemaRequest,
     Table,
+    TimePoint,
+    TimeTravelUnsupported,
     flight_pb2,
+    implements,
 )
 
 from .catalog import MutableCatalog
@@ -153,21 +159,10 @@ class ReadSide:
         return _compressed(_pack(infos, bin_type=True))
 
     def endpoints(self, ctx: Context, body: bytes, headers: dict[str, str]) -> list[bytes]:
-        try:
-            request = _decode_map(body)
-            raw_descriptor = request.get("descriptor", b"")
-            parameters = request.get("parameters") or {}
-            if isinstance(raw_descriptor, str):
-                raw_descriptor = raw_descriptor.encode("latin-1", "surrogateescape")
-            if not isinstance(parameters, dict):
-                raise ValueError("parameters must be a map")
-        except Exception as exc:
-            raise EndpointsInvalidRequest(error=exc) from None
-        descriptor = flight_pb2.FlightDescriptor()
-        try:
-            descriptor.ParseFromString(raw_descriptor)
-        except Exception as exc:
-            raise EndpointsInvalidDescriptor(error=exc) from None
+        request, descriptor = _descriptor_request(body)
+        parameters = request.get("parameters") or {}
+        if not isinstance(parameters, dict):
+            raise EndpointsInvalidRequest(error="parameters must be a map")
         if descriptor.type != flight_pb2.FlightDescriptor.PATH or len(descriptor.path) != 2:
             raise EndpointsDescriptorNotPath()
         schema_name, table_name = descriptor.path
@@ -186,13 +181,16 @@ class ReadSide:
             ticket["filters"] = base64.b64encode(
                 filters.encode() if isinstance(filters, str) else filters
             ).decode()
-        columns = (
-            names_for_ids(table.arrow_schema(None), parameters.get("column_ids") or [])
-            if table is not None
-            else []
-        )
-        if columns:
-            ticket["columns"] = columns
+        point = _time_point(parameters.get("at_unit"), parameters.get("at_value"))
+        if point is not None:
+            ticket["time_point_unit"], ticket["time_point_value"] = point.unit, point.value
+        if table is not None:
+            # DuckDB numbers the columns of the schema it bound: the past's, with a time point
+            columns = names_for_ids(
+                self._schema_at(ctx, table, point), parameters.get("column_ids") or []
+            )
+            if columns:
+                ticket["columns"] = columns
         endpoint = flight_pb2.FlightEndpoint(
             ticket=flight_pb2.Ticket(ticket=_ticket_json(ticket)),
             location=[flight_pb2.Location(uri=self.location or REUSE_CONNECTION)],
@@ -202,11 +200,18 @@ class ReadSide:
     # --- FlightInfo ---------------------------------------------------------------------------
 
     def flight_info_for(
-        self, schema_name: str, table: Table, with_catalog: bool = False
+        self,
+        schema_name: str,
+        table: Table,
+        with_catalog: bool = False,
+        ticket_catalog: bool | None = None,
     ) -> flight_pb2.FlightInfo:
+        """A table's FlightInfo; with_catalog adds the app_metadata DuckDB reads (and, unless
+        ticket_catalog says otherwise, the catalog name in the ticket)."""
+        in_ticket = with_catalog if ticket_catalog is None else ticket_catalog
         ticket = (
             {"catalog": self.catalog_name, "schema": schema_name, "table": table.name()}
-            if with_catalog
+            if in_ticket
             else {"schema": schema_name, "table": table.name()}
         )
         app_metadata = {
@@ -233,6 +238,32 @@ class ReadSide:
             ordered=False,
             app_metadata=_pack(app_metadata) if with_catalog else b"",
         )
+
+    def flight_info_action(self, ctx: Context, body: bytes, headers: dict[str, str]) -> list[bytes]:
+        """DuckDB's time travel (`AT (VERSION => …)`) asks for the table's FlightInfo at a
+        point first: its schema then, and a ticket (the point travels in endpoints' one)."""
+        request, descriptor = _descriptor_request(body)
+        path = list(descriptor.path)
+        if len(path) != 2:
+            raise FlightInfoPathInvalid(path="[" + " ".join(path) + "]")
+        schema_name, table_name = path
+        table = self._table(ctx, schema_name, table_name)
+        point = _time_point(request.get("at_unit"), request.get("at_value"))
+        info = self.flight_info_for(schema_name, table, with_catalog=True, ticket_catalog=False)
+        if point is not None:
+            if not implements(table, "DynamicSchemaTable"):
+                raise TimeTravelUnsupported(schema=schema_name, table=table_name)
+            info.schema = serialize_schema(self._schema_at(ctx, table, point))
+        info.flight_descriptor.CopyFrom(descriptor)
+        return [info.SerializeToString()]
+
+    @staticmethod
+    def _schema_at(ctx: Context, table: Table, point: TimePoint | None) -> pa.Schema:
+        """The table's schema at point (today's without one, or when it cannot say)."""
+        if point is None or not implements(table, "DynamicSchemaTable"):
+            return table.arrow_schema(None)
+        dynamic: DynamicSchemaTable = table  # type: ignore[assignment]
+        return dynamic.schema_for_request(ctx, SchemaRequest(time_point=point))
 
     def flight_info(
         self, ctx: Context, descriptor: flight_pb2.FlightDescriptor
@@ -265,13 +296,21 @@ class ReadSide:
         self._check_catalog(ticket.get("catalog", ""))
         table = self._table(ctx, ticket["schema"], ticket["table"])
         filters = base64.b64decode(ticket["filters"]) if ticket.get("filters") else None
-        options = ScanOptions(columns=list(ticket.get("columns", [])), filter=filters)
+        point = _time_point(ticket.get("time_point_unit"), ticket.get("time_point_value"))
+        if point is not None and not implements(table, "DynamicSchemaTable"):
+            # deviation time_point_refused_when_unsupported: never today's rows for the past's
+            raise TimeTravelUnsupported(schema=ticket["schema"], table=ticket["table"])
+        options = ScanOptions(
+            columns=list(ticket.get("columns", [])), filter=filters, time_point=point
+        )
         try:
             reader = table.scan(ctx, options)
         except AirportError:
             raise
         except Exception as exc:
             raise ScanFailed(error=exc) from exc
+        if point is not None:  # the past's schema may differ from today's (Go skips the check)
+            return reader
         expected = table.arrow_schema(None)
         if len(reader.schema) != len(expected) or not all(
             reader.schema.field(i).equals(expected.field(i), check_metadata=True)
@@ -279,6 +318,31 @@ class ReadSide:
         ):
             raise ScanSchemaMismatch(table_fields=len(expected), reader_fields=len(reader.schema))
         return reader
+
+
+def _descriptor_request(body: bytes) -> tuple[dict[str, Any], flight_pb2.FlightDescriptor]:
+    """An action body {descriptor, …} (endpoints, flight_info): the map and its descriptor."""
+    try:
+        request = _decode_map(body)
+        raw_descriptor = request.get("descriptor", b"")
+        if isinstance(raw_descriptor, str):
+            raw_descriptor = raw_descriptor.encode("latin-1", "surrogateescape")
+    except Exception as exc:
+        raise EndpointsInvalidRequest(error=exc) from None
+    descriptor = flight_pb2.FlightDescriptor()
+    try:
+        descriptor.ParseFromString(raw_descriptor)
+    except Exception as exc:
+        raise EndpointsInvalidDescriptor(error=exc) from None
+    return request, descriptor
+
+
+def _time_point(unit: Any, value: Any) -> TimePoint | None:
+    """A time point when both unit and value are given (DuckDB's units are upper case: Go
+    lowers the ones it knows; pyairport compares them without case)."""
+    if not unit or not value:
+        return None
+    return TimePoint(unit=str(unit).lower(), value=str(value))
 
 
 def _compressed(data: bytes) -> bytes:
@@ -319,6 +383,8 @@ def _parse_ticket(data: bytes) -> dict[str, Any]:
     columns = ticket.get("columns", [])
     if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
         raise InvalidTicket(reason="columns must be a list of strings")
+    if bool(ticket.get("time_point_unit")) != bool(ticket.get("time_point_value")):
+        raise InvalidTicket(reason="time_point_unit and time_point_value go together")
     if "filters" in ticket:
         try:
             base64.b64decode(ticket["filters"], validate=True)

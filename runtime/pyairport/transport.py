@@ -47,6 +47,7 @@ ACTION_DESCRIPTIONS = {
     "list_schemas": "The catalog: msgpack {catalog_name}, returns the zstd-compressed schemas and tables",
     "catalog_version": "msgpack {catalog_name}, returns {catalog_version, is_fixed}",
     "endpoints": "The scan endpoint (ticket) for a table: msgpack {descriptor, parameters}",
+    "flight_info": "A table's FlightInfo, at a point in time: msgpack {descriptor, at_unit, at_value}",
     **{row.name: row.doc for row in OPERATIONS.values() if row.protocol == "doaction"},
 }
 
@@ -98,6 +99,7 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
             self.extra_actions.setdefault("list_schemas", read_side.list_schemas)
             self.extra_actions.setdefault("catalog_version", read_side.catalog_version)
             self.extra_actions.setdefault("endpoints", read_side.endpoints)
+            self.extra_actions.setdefault("flight_info", read_side.flight_info_action)
 
     def _guard(self, grpc_context: grpc.ServicerContext, what: str, fn: Callable[[], T]) -> T:
         try:

@@ -147,9 +147,9 @@ def test_a_statement_whose_calls_set_different_columns_leaves_the_others(
 ) -> None:
     """Calls of one statement may set different columns of different rows; a column a row's
     call did not set keeps its value (CASE in the UPDATE, a flag column in the MERGE)."""
-    from pyairport.backends import spark as spark_module
+    from pyairport.backends.spark import table as spark_table
 
-    monkeypatch.setattr(spark_module, "INLINE_ROWIDS", inline_rowids)
+    monkeypatch.setattr(spark_table, "INLINE_ROWIDS", inline_rowids)
     table.insert(Context.background(), _reader(_rows(3), 3), None)
     statement = Statement("mixed")
     ctx = with_statement(Context.background(), statement)
@@ -276,9 +276,9 @@ def test_small_updates_write_every_value_exactly(spark_backend: Any) -> None:
 def test_larger_statements_merge(table: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """Beyond the in-place sizes, UPDATE and DELETE are one MERGE each against the rowids
     sent as a view, and rows are read and counted by a join."""
-    from pyairport.backends import spark as spark_module
+    from pyairport.backends.spark import table as spark_table
 
-    monkeypatch.setattr(spark_module, "INLINE_ROWIDS", 1)
+    monkeypatch.setattr(spark_table, "INLINE_ROWIDS", 1)
     table.insert(Context.background(), _reader(_rows(4), 4), None)
     updates = pa.table({"name": ["a", "b"], "rowid": pa.array([1, 3], pa.int64())})
     returning = DMLOptions(returning=True, returning_columns=["id", "name"])
@@ -366,11 +366,12 @@ def test_a_direct_scan_reads_files_written_before_a_column_was_added(
     """A column added later (Spark SQL's ADD COLUMNS) is absent from the older files: null
     there, its values from the newer ones, with a filter as well."""
     from pyairport.backends.spark import SparkTable
+    from pyairport.backends.spark.layout import read_layout
 
     table.insert(Context.background(), _reader(_rows(3), 3), None)
     table.spark.sql(f"ALTER TABLE {table.fqn} ADD COLUMNS (extra STRING)")
     table.spark.sql(f"INSERT INTO {table.fqn} VALUES (4, 3, 'n3', 'e')")
-    reopened = SparkTable(spark_backend, "unit", table.name())
+    reopened = SparkTable(spark_backend, "unit", table.name(), read_layout(table.spark, table.fqn))
     assert reopened._snapshot_files()  # the direct read applies
     rows = reopened.to_table().select(["rowid", "extra"]).to_pylist()
     assert rows == [{"rowid": r, "extra": "e" if r == 4 else None} for r in (1, 2, 3, 4)]
@@ -477,10 +478,10 @@ def test_a_scan_streams_rowid_ranges_from_one_delta_version(
     """Scans of tables whose rowids span more than one range go range by range (so the server
     never holds the table) and all ranges come from the version current when the scan began:
     a commit in the middle is not seen."""
-    from pyairport.backends import spark as spark_backend_module
+    from pyairport.backends.spark import scans
 
-    monkeypatch.setattr(spark_backend_module, "SCAN_RANGE_ROWIDS", 4)
-    monkeypatch.setattr(type(table), "_snapshot_files", lambda self: None)  # Spark reads
+    monkeypatch.setattr(scans, "SCAN_RANGE_ROWIDS", 4)
+    monkeypatch.setattr(type(table), "_snapshot_files", lambda self, point=None: None)  # Spark
     table.insert(Context.background(), _reader(_rows(10), 10), None)  # rowids 1..10: 3 ranges
     table.delete_by_row_ids(Context.background(), pa.array([5, 6, 7, 8], pa.int64()), None)
     reader = table.scan(Context.background())

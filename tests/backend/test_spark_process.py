@@ -39,6 +39,7 @@ def _serve(warehouse: Path) -> tuple[subprocess.Popen[str], str]:
             "--spark-master",
             "local[2]",
             "--no-transactions",
+            "--demo",
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -93,6 +94,7 @@ def test_sigkill_mid_insert_leaves_the_last_commit_and_a_writable_table(tmp_path
             worker.start()
             assert streaming.wait(60)
             threading.Event().wait(2.0)  # let the server stage part of the input
+            killed = process.pid  # the server itself (no shell in between)
             os.killpg(process.pid, signal.SIGKILL)
             worker.join(60)
             assert outcome and isinstance(outcome[0], Exception), (
@@ -107,8 +109,10 @@ def test_sigkill_mid_insert_leaves_the_last_commit_and_a_writable_table(tmp_path
     try:
         with AirportClient(location) as client:
             assert client.insert("dml_schema", "users", _users(1, 500)).total_changed == 1
-        staging = warehouse / ".pyairport-staging"
-        assert not any(staging.iterdir()), "files staged by the killed server were not cleared"
+        from pyairport.backends.spark.catalog import STAGING_ROOT
+
+        assert not list(STAGING_ROOT.glob(f"{killed}-*")), "the killed server's staging stays"
+        assert not (warehouse / ".pyairport-staging").exists()  # nothing staged in the lake
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(60)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pyairport.backends.spark_session import SparkSetupError, _require_delta
+from pyairport.backends.spark.session import SparkSetupError, _require_delta
 
 
 class _Session:

@@ -145,6 +145,7 @@ def test_the_installed_package_serves_delta_tables_without_a_jars_folder(
         "local[2]",
         "--warehouse",
         str(work / "warehouse"),
+        "--demo",
     )
     assert answer == "[{'id': 1, 'name': 'Ann'}, {'id': 2, 'name': 'Bo'}]"
     assert (work / "warehouse" / "dml_schema" / "users" / "_delta_log").is_dir()

@@ -16,7 +16,14 @@ import pyarrow.flight as flight
 import pytest
 import zstandard
 
-from airport_contracts import Context, ScanOptions, flight_pb2
+from airport_contracts import (
+    Context,
+    ScanOptions,
+    SchemaRequest,
+    TimePointInvalid,
+    flight_pb2,
+    rowid_field,
+)
 from airport_contracts.contract import ERROR_TABLE
 from pyairport.backends.memory import memory_table
 from pyairport.catalog import CatalogSchema, MutableCatalog
@@ -255,6 +262,108 @@ def _broken_catalog() -> RemoteError:
         return _error(lambda: running.client.action("list_schemas", b""))
 
 
+def _at(descriptor: flight_pb2.FlightDescriptor, version: str = "", unit: str = "VERSION") -> bytes:
+    """A flight_info body as DuckDB's `AT (VERSION => version)` sends it."""
+    body = {"descriptor": descriptor.SerializeToString(), "at_unit": "", "at_value": ""}
+    if version:
+        body |= {"at_unit": unit, "at_value": version}
+    return bytes(msgpack.packb(body))
+
+
+class _Versioned:
+    """A table that keeps every version (a DynamicSchemaTable): version 0 had `id` only,
+    version 1 added `name`."""
+
+    VERSIONS = (
+        pa.table({"rowid": pa.array([1], pa.int64()), "id": pa.array([10], pa.int64())}),
+        pa.table(
+            {
+                "rowid": pa.array([1, 2], pa.int64()),
+                "id": pa.array([10, 20], pa.int64()),
+                "name": ["a", "b"],
+            }
+        ),
+    )
+
+    def _at(self, point: Any) -> pa.Table:
+        version = len(self.VERSIONS) - 1 if point is None else int(point.value)
+        if point is not None and point.unit != "version" or not 0 <= version < len(self.VERSIONS):
+            raise TimePointInvalid(error=f"there is no {point.unit} {point.value}")
+        data = self.VERSIONS[version]
+        return data.cast(
+            pa.schema([rowid_field() if f.name == "rowid" else f for f in data.schema])
+        )
+
+    def name(self) -> str:
+        return "versioned"
+
+    def comment(self) -> str:
+        return ""
+
+    def arrow_schema(self, columns: Any = None) -> pa.Schema:
+        return self._at(None).schema
+
+    def schema_for_request(self, ctx: Context, request: SchemaRequest) -> pa.Schema:
+        return self._at(request.time_point).schema
+
+    def scan(self, ctx: Context, options: ScanOptions | None = None) -> pa.RecordBatchReader:
+        return self._at(options.time_point if options else None).to_reader()
+
+
+def _versioned_error() -> RemoteError:
+    catalog = MutableCatalog("", [CatalogSchema("s", tables=[_Versioned()])])  # type: ignore[list-item]
+    with serving(catalog) as running:
+        return _error(
+            lambda: running.client.action("flight_info", _at(_path("s", "versioned"), "7"))
+        )
+
+
+def test_time_travel_as_duckdb_asks_for_it() -> None:
+    """`SELECT * FROM t AT (VERSION => 0)`: flight_info at the point (the schema then), then
+    endpoints with at_unit/at_value (the point goes into the ticket), then DoGet."""
+    catalog = MutableCatalog("", [CatalogSchema("s", tables=[_Versioned()])])  # type: ignore[list-item]
+    with serving(catalog) as running:
+        for version, names in (("0", ["rowid", "id"]), ("1", ["rowid", "id", "name"])):
+            (body,) = running.client.action("flight_info", _at(_path("s", "versioned"), version))
+            info = flight_pb2.FlightInfo()
+            info.ParseFromString(body)
+            assert pa.ipc.read_schema(pa.py_buffer(info.schema)).names == names
+            request = {
+                "descriptor": _path("s", "versioned").SerializeToString(),
+                "parameters": {
+                    "column_ids": [0],
+                    "json_filters": "",
+                    "at_unit": "VERSION",
+                    "at_value": version,
+                },
+            }
+            (answer,) = running.client.action("endpoints", msgpack.packb(request))
+            endpoint = flight_pb2.FlightEndpoint()
+            endpoint.ParseFromString(msgpack.unpackb(answer, raw=True)[0])
+            ticket = json.loads(endpoint.ticket.ticket)
+            assert (ticket["time_point_unit"], ticket["time_point_value"]) == ("version", version)
+            with contextlib.closing(flight.connect(running.server.location)) as client:
+                read = client.do_get(flight.Ticket(endpoint.ticket.ticket)).read_all()
+            assert read.column("id").to_pylist() == [10, 20][: int(version) + 1]
+        # no point: today's FlightInfo, as flight_info without at_* answers
+        (body,) = running.client.action("flight_info", _at(_path("s", "versioned")))
+        info = flight_pb2.FlightInfo()
+        info.ParseFromString(body)
+        assert pa.ipc.read_schema(pa.py_buffer(info.schema)).names == ["rowid", "id", "name"]
+
+
+def test_a_table_without_the_past_refuses_a_time_point_in_a_ticket(srv: Running) -> None:
+    """Never today's rows for the past's (deviation time_point_refused_when_unsupported)."""
+    ticket = b'{"schema":"dml_schema","table":"users","time_point_unit":"version","time_point_value":"0"}'
+    error = _get(srv, ticket)
+    assert_error_row(
+        "time_travel_unsupported",
+        {"schema": "dml_schema", "table": "users"},
+        error.code,
+        error.message,
+    )
+
+
 def _path(*parts: str) -> flight_pb2.FlightDescriptor:
     return flight_pb2.FlightDescriptor(type=flight_pb2.FlightDescriptor.PATH, path=list(parts))
 
@@ -318,6 +427,17 @@ TRIGGERS: dict[str, tuple[Callable[[Running], RemoteError], dict[str, Any]]] = {
         {"table_fields": 4, "reader_fields": 3},
     ),
     "scan_failed": (lambda s: _bad_scan("raise"), {"error": "storage offline"}),
+    "flight_info_path_invalid": (
+        lambda s: _error(lambda: s.client.action("flight_info", _at(_path("a", "b", "c")))),
+        {"path": "[a b c]"},
+    ),
+    "time_travel_unsupported": (
+        lambda s: _error(
+            lambda: s.client.action("flight_info", _at(_path("dml_schema", "users"), "1"))
+        ),
+        {"schema": "dml_schema", "table": "users"},
+    ),
+    "time_point_invalid": (lambda s: _versioned_error(), {"error": "there is no version 7"}),
 }
 
 READ_SIDE_ROWS = {r.id for r in ERROR_TABLE if {"doget", "getflightinfo"} & set(r.protocols)} | set(

@@ -342,6 +342,7 @@ def _aborted_tx_error(s: Running) -> RemoteError:
 TESTED_ELSEWHERE = {
     "reader_creation_failed": "test_reader_creation_failure_on_doput",
     "row_ids_limit": "tests/protocol/test_auth_limits.py::test_row_ids_limit",
+    "rows_refused": "tests/backend/test_lake.py::test_constraints_refuse_rows_and_change_nothing",
 }
 
 

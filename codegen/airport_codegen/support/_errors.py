@@ -39,6 +39,9 @@ class AirportError(Exception):
     code: ClassVar[StatusCode] = StatusCode.UNKNOWN
     template: ClassVar[str] = ""
     protocols: ClassVar[tuple[str, ...]] = ()
+    from_tables: ClassVar[bool] = False
+    """A table may raise it, and the client sees it as it is even where a protocol turns a
+    table's other errors into operation_failed."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message)

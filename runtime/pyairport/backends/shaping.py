@@ -3,7 +3,8 @@
 Tables store rows as (rowid, columns...). Clients send columns by name in any order:
 INSERT sends user columns (never the rowid), UPDATE sends the SET columns. These helpers
 cast what was sent to the table's types, fill what was left out with nulls, and refuse
-unknown columns and nulls in NOT NULL columns with messages that name the column.
+unknown columns (ValueError) and nulls in NOT NULL columns (RowsRefused, the client's error)
+with messages that name the column.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from airport_contracts import (
     DMLOptions,
     NullRowid,
     RowCountMismatch,
+    RowsRefused,
     find_rowid_column,
     project_schema,
     returning_columns,
@@ -26,11 +28,18 @@ from airport_contracts.dispatch import RULE_ERRORS
 
 
 def user_fields(schema: pa.Schema) -> dict[str, pa.Field]:
-    """The table's columns except the rowid (its first field)."""
-    return {f.name: f for f in schema if f.name != schema[0].name}
+    """The table's columns except the rowid column, if it has one."""
+    rowid = find_rowid_column(schema)
+    return {f.name: f for index, f in enumerate(schema) if index != rowid}
 
 
-def cast_column(name: str, column: pa.Array, target: pa.Field) -> pa.Array:
+def _refuse_nulls(operation: str, name: str) -> RowsRefused:
+    return RowsRefused(operation=operation, reason=f"column {name} does not accept nulls")
+
+
+def cast_column(
+    name: str, column: pa.Array, target: pa.Field, operation: str = "INSERT"
+) -> pa.Array:
     if not column.type.equals(target.type):
         try:
             column = column.cast(target.type)
@@ -39,36 +48,41 @@ def cast_column(name: str, column: pa.Array, target: pa.Field) -> pa.Array:
                 f"column {name}: cannot store {column.type} as {target.type}: {exc}"
             ) from None
     if not target.nullable and column.null_count:
-        raise ValueError(f"column {name} does not accept nulls")
+        raise _refuse_nulls(operation, name)
     return column
 
 
 def conform_insert(
-    batch: pa.RecordBatch, schema: pa.Schema, ids: np.ndarray, id_from_rowid: str | None = None
+    batch: pa.RecordBatch,
+    schema: pa.Schema,
+    ids: np.ndarray | None,
+    id_from_rowid: str | None = None,
 ) -> pa.RecordBatch:
-    """Input columns by name → a batch of the table schema with the given rowids.
+    """Input columns by name → a batch of the table schema with the given rowids (a schema
+    without a rowid column takes none: ids None).
 
     id_from_rowid names a column that gets the row's rowid where the input left it null."""
     fields = user_fields(schema)
+    rowid = find_rowid_column(schema)
     given: dict[str, pa.Array] = {}
     for name, column in zip(batch.schema.names, batch.columns, strict=True):
-        if name == schema[0].name:
+        if rowid >= 0 and name == schema[rowid].name:
             continue  # the table assigns rowids; a client's rowid is never stored
         if name not in fields:
             raise ValueError(f"column {name} not found in table schema")
         if name in given:
             raise ValueError(f"column {name} appears twice in the input")
         given[name] = cast_column(name, column, fields[name])
-    id_array = pa.array(ids, type=pa.int64())
-    columns = [id_array]
+    id_array = pa.array(ids, type=pa.int64()) if ids is not None else None
+    columns = [] if id_array is None else [id_array]
     for name, target in fields.items():
         column = given.get(name)
         if column is None:
             column = pa.nulls(batch.num_rows, target.type)
-        if name == id_from_rowid and column.null_count:
+        if name == id_from_rowid and id_array is not None and column.null_count:
             column = pc.if_else(pc.is_null(column), id_array.cast(target.type), column)
         if not target.nullable and column.null_count:
-            raise ValueError(f"column {name} does not accept nulls")
+            raise _refuse_nulls("INSERT", name)
         columns.append(column)
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
@@ -82,7 +96,7 @@ def conform_update(batch: pa.RecordBatch, schema: pa.Schema) -> dict[str, pa.Arr
             raise ValueError(f"column {name} not found in table schema")
         if name in values:
             raise ValueError(f"column {name} appears twice in the input")
-        values[name] = cast_column(name, column, fields[name])
+        values[name] = cast_column(name, column, fields[name], "UPDATE")
     return values
 
 

@@ -147,7 +147,9 @@ class StatementRun:
     def table_error(self, exc: BaseException) -> BaseException:
         if isinstance(exc, ContextError):
             return context_error(self.operation, exc)
-        if isinstance(exc, AirportError) and self.table_errors == "pass_contract_errors":
+        if isinstance(exc, AirportError) and (
+            exc.from_tables or self.table_errors == "pass_contract_errors"
+        ):
             return exc
         if isinstance(exc, Exception):
             log.error("%s on a table failed", self.operation, exc_info=exc)
@@ -180,6 +182,9 @@ class StatementRun:
             self.statement.commit()
             if self.manager is not None:
                 self.manager.commit_transaction(self.ctx, self.transaction_id)
+        except AirportError:  # a table's own refusal (its rules), already the client's answer
+            self.rollback()
+            raise
         except Exception as exc:
             self.rollback()
             log.error("%s commit failed", self.operation, exc_info=exc)

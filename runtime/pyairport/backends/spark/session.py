@@ -66,13 +66,14 @@ def spark_session(
     *,
     master: str = "local[*]",
     remote: str | None = None,
-    warehouse: Path = Path("warehouse"),
+    warehouse: Path | None = Path("warehouse"),
     jars_dir: Path | None = None,
     app_name: str = "pyairport",
     conf: dict[str, str] | None = None,
 ) -> Any:
     """A SparkSession with Delta: embedded/cluster (master) or Spark Connect (remote).
 
+    warehouse: spark.sql.warehouse.dir (None: Spark's own setting).
     jars_dir: take the Delta jars from this folder (default: $PYAIRPORT_JARS if set, else
     fetched by Spark from Maven Central)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need this Python (pyarrow)
@@ -92,7 +93,9 @@ def spark_session(
     if jars_dir is None and os.environ.get(JARS_DIR_VARIABLE):
         jars_dir = Path(os.environ[JARS_DIR_VARIABLE])
     builder = SparkSession.builder.master(master).appName(app_name)
-    settings = {**LOCAL_CONF, "spark.sql.warehouse.dir": str(warehouse.resolve())}
+    settings = dict(LOCAL_CONF)
+    if warehouse is not None:  # else Spark's own setting (spark-defaults.conf) stands
+        settings["spark.sql.warehouse.dir"] = str(warehouse.resolve())
     if jars_dir is not None:
         settings["spark.jars"] = ",".join(delta_jars(jars_dir))
     settings.update(conf or {})

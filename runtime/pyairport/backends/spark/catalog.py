@@ -1,0 +1,270 @@
+"""The Delta tables a Spark team already has, served as a MutableCatalog: the tables under a
+warehouse folder (`<warehouse>/<schema>/<table>/`, each addressed by its path), or the Delta
+tables of the Spark session's catalog (a Hive metastore, Unity, …; databases are schemas).
+
+Opening a table changes nothing in it: its layout says how its rows are addressed
+(layout.py). Turning Delta row tracking on for tables that have no way to address rows is
+the operator's decision (`enable_row_tracking`: it upgrades the table's protocol). The demo
+catalog's tables are created only when asked for (`table()`, from `--demo`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from airport_contracts import Context
+
+from ...catalog import CatalogSchema, MutableCatalog
+from ..capabilities import ALL_CAPABILITIES, with_capabilities
+from .layout import ROW_TRACKING, ROWID, Layout, NotDelta, read_layout
+from .session import is_connect
+from .sql import path_ident, quote
+from .table import SparkTable
+
+CAPABILITIES_PROPERTY = "pyairport.capabilities"
+ID_FROM_ROWID_PROPERTY = "pyairport.id_from_rowid"
+# Spark takes a "comment" property as the table comment and leaves it out of SHOW TBLPROPERTIES.
+COMMENT_PROPERTY = "pyairport.comment"
+# What a table serves by how its rows are addressed (a table of pyairport's own may say less).
+CAPABILITIES_BY_ROWIDS: dict[str | None, tuple[str, ...]] = {
+    "column": ALL_CAPABILITIES,
+    "tracked": ("InsertableTable", "UpdatableBatchTable", "DeletableBatchTable"),
+    None: ("InsertableTable",),
+}
+
+
+class SparkBackend:
+    """Delta tables of one warehouse folder, or of the session's catalog."""
+
+    def __init__(
+        self,
+        spark: Any,
+        warehouse: Path | None,
+        remote: str | None = None,
+        *,
+        session_catalog: bool = False,
+        enable_row_tracking: bool = False,
+        staging: Path | None = None,
+    ) -> None:
+        """warehouse: the folder whose `<schema>/<table>` Delta tables are served (and where
+        the demo's are made); session_catalog: serve the catalog's Delta tables instead.
+        remote: the Spark Connect URL the session uses, if any (a Connect server on this
+        machine reads staged files by path; a remote one is sent the rows). staging: where
+        statements stage INSERT rows (default: a fresh temporary folder, never the
+        warehouse)."""
+        self.spark = spark
+        self.shares_files = not is_connect(spark) or _is_loopback(remote)
+        self.warehouse = warehouse.resolve() if warehouse is not None else None
+        self.session_catalog = session_catalog
+        self.enable_row_tracking = enable_row_tracking
+        self.staging = staging or fresh_staging()
+        self.staging.mkdir(parents=True, exist_ok=True)
+        self.catalog = MutableCatalog("", refresh=self.refresh)
+        self._lock = threading.Lock()
+        self._discover()
+
+    def close(self) -> None:
+        shutil.rmtree(self.staging, ignore_errors=True)
+
+    # --- discovery ----------------------------------------------------------------------------
+
+    def _found(self) -> list[tuple[str, str, str]]:
+        """(schema, table, SQL identifier) of every Delta table to serve."""
+        if self.session_catalog:
+            found = []
+            for (database,) in self.spark.sql("SHOW DATABASES").collect():
+                for row in self.spark.sql(f"SHOW TABLES IN {quote(database)}").collect():
+                    if not row["isTemporary"]:
+                        found.append(
+                            (
+                                database,
+                                row["tableName"],
+                                f"{quote(database)}.{quote(row['tableName'])}",
+                            )
+                        )
+            return found
+        if self.warehouse is None or not self.warehouse.is_dir():
+            return []
+        return [
+            (log.parent.parent.name, log.parent.name, path_ident(str(log.parent)))
+            for log in sorted(self.warehouse.glob("*/*/_delta_log"))
+            if not log.parent.parent.name.startswith(".")
+        ]
+
+    def _discover(self) -> None:
+        """Open every table not open yet, and forget tables that are gone."""
+        present = set()
+        for schema_name, table_name, ident in self._found():
+            present.add((schema_name, table_name))
+            schema = self.catalog.schema(Context.background(), schema_name)
+            if schema is not None and schema.table(Context.background(), table_name) is not None:
+                continue
+            layout = self._layout(ident)
+            if layout is not None:
+                self._open(schema_name, table_name, layout)
+        for schema in self.catalog.schemas(Context.background()):
+            for table in schema.tables(Context.background()):
+                if (schema.name(), table.name()) not in present:
+                    schema.drop(table.name())
+
+    def _layout(self, ident: str) -> Layout | None:
+        """The table's layout, None when it is not a Delta table; row tracking turned on
+        first when the operator asked for it and the table has no way to address rows."""
+        try:
+            layout = read_layout(self.spark, ident)
+        except NotDelta:
+            return None  # a parquet, CSV, … table of the catalog: not served
+        if layout.rowids is None and self.enable_row_tracking:
+            self.spark.sql(f"ALTER TABLE {ident} SET TBLPROPERTIES ('{ROW_TRACKING}' = 'true')")
+            layout = read_layout(self.spark, ident)
+        return layout
+
+    def refresh(self) -> None:
+        """Pick up tables created or dropped since the last look; the catalog's version goes
+        up with each change, so clients reload it."""
+        with self._lock:
+            self._discover()
+
+    def _properties(self, ident: str) -> dict[str, str]:
+        return {row[0]: row[1] for row in self.spark.sql(f"SHOW TBLPROPERTIES {ident}").collect()}
+
+    def _open(self, schema_name: str, table_name: str, layout: Layout) -> SparkTable:
+        properties = self._properties(layout.ident)
+        capabilities = CAPABILITIES_BY_ROWIDS[layout.rowids]
+        if layout.rowids == "column" and CAPABILITIES_PROPERTY in properties:
+            capabilities = tuple(c for c in properties[CAPABILITIES_PROPERTY].split(",") if c)
+        comment = properties.get(COMMENT_PROPERTY) or properties.get("comment") or ""
+        table: SparkTable = with_capabilities(SparkTable, capabilities)(
+            self,
+            schema_name,
+            table_name,
+            layout,
+            comment=comment,
+            id_from_rowid=properties.get(ID_FROM_ROWID_PROPERTY) or None,
+        )
+        self.catalog.add_schema(CatalogSchema(schema_name)).add(table)
+        return table
+
+    # --- tables pyairport makes (the demo catalog) --------------------------------------------
+
+    def _ident(self, schema_name: str, table_name: str) -> str:
+        if self.session_catalog:
+            return f"{quote(schema_name)}.{quote(table_name)}"
+        return path_ident(str(self._location(schema_name, table_name)))
+
+    def _location(self, schema_name: str, table_name: str) -> Path:
+        if self.warehouse is None:
+            raise ValueError("tables are made under a warehouse folder: none was given")
+        return self.warehouse / schema_name / table_name
+
+    def table(
+        self,
+        schema_name: str,
+        table_name: str,
+        columns: pa.Schema,
+        capabilities: Sequence[str] = ALL_CAPABILITIES,
+        comment: str = "",
+        rows: pa.Table | None = None,
+        id_from_rowid: str | None = None,
+    ) -> SparkTable:
+        """The table schema_name.table_name with pyairport's rowid column: opened if it
+        exists, else created (with rows)."""
+        with self._lock:
+            schema = self.catalog.schema(Context.background(), schema_name)
+            existing = (
+                schema.table(Context.background(), table_name) if schema is not None else None
+            )
+            if existing is not None:
+                return existing  # type: ignore[return-value]
+            ident = self._ident(schema_name, table_name)
+            if not self._exists(ident):
+                self._create(schema_name, table_name, ident, columns)
+                properties = {
+                    COMMENT_PROPERTY: comment,
+                    CAPABILITIES_PROPERTY: ",".join(capabilities),
+                    ID_FROM_ROWID_PROPERTY: id_from_rowid or "",
+                }
+                settings = ", ".join(
+                    f"'{k}' = '{v.replace(chr(39), '')}'" for k, v in properties.items()
+                )
+                self.spark.sql(f"ALTER TABLE {ident} SET TBLPROPERTIES ({settings})")
+                table = self._open(schema_name, table_name, read_layout(self.spark, ident))
+                if rows is not None and rows.num_rows:
+                    table._insert(
+                        Context.background(),
+                        pa.RecordBatchReader.from_batches(rows.schema, rows.to_batches()),
+                        None,
+                    )
+                return table
+            return self._open(schema_name, table_name, read_layout(self.spark, ident))
+
+    def _exists(self, ident: str) -> bool:
+        if self.session_catalog:
+            return bool(self.spark.catalog.tableExists(ident.replace("`", "")))
+        location = Path(ident.removeprefix("delta.`").removesuffix("`").replace("``", "`"))
+        return (location / "_delta_log").exists()
+
+    def _create(self, schema_name: str, table_name: str, ident: str, columns: pa.Schema) -> None:
+        from pyspark.sql.pandas.types import from_arrow_schema  # Connect cannot infer it
+
+        empty = pa.schema([pa.field(ROWID, pa.int64()), *columns]).empty_table()
+        writer = self.spark.createDataFrame(
+            empty, schema=from_arrow_schema(empty.schema)
+        ).write.format("delta")
+        if self.session_catalog:
+            self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote(schema_name)}")
+            writer.saveAsTable(ident)
+        else:
+            writer.save(str(self._location(schema_name, table_name)))
+
+    # --- views for MERGE ------------------------------------------------------------------------
+
+    def view(self, data: pa.Table) -> str:
+        """A temporary view over Arrow data, for MERGE; drop it with drop_view."""
+        name = f"pyairport_{uuid.uuid4().hex}"
+        self.spark.createDataFrame(data).createOrReplaceTempView(name)
+        return name
+
+    def drop_view(self, name: str) -> None:
+        self.spark.catalog.dropTempView(name)
+
+
+STAGING_ROOT = Path(tempfile.gettempdir()) / "pyairport-staging"
+
+
+def fresh_staging() -> Path:
+    """A staging folder of this process's own under STAGING_ROOT (named by its pid). Folders
+    of servers that died (killed mid-statement) are removed: what they staged never
+    committed."""
+    STAGING_ROOT.mkdir(parents=True, exist_ok=True)
+    for folder in STAGING_ROOT.iterdir():
+        pid = folder.name.partition("-")[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+    return Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=STAGING_ROOT))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's
+        return True
+    return True
+
+
+def _is_loopback(url: str | None) -> bool:
+    from urllib.parse import urlparse
+
+    host = urlparse(url or "").hostname or ""
+    return host in ("localhost", "::1") or host.startswith("127.")

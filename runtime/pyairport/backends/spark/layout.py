@@ -1,0 +1,115 @@
+"""How a Delta table is stored and how pyairport addresses its rows, read from Spark when the
+table is opened.
+
+Rows are addressed by one of:
+- pyairport's own `rowid` column (BIGINT, assigned by pyairport): tables pyairport made;
+- Delta row tracking (`delta.enableRowTracking`): the row id Delta assigns at commit
+  (`_metadata.row_id`), stable across UPDATE, MERGE and OPTIMIZE, whatever writes the table;
+- nothing: the table serves SELECT and INSERT; UPDATE and DELETE need one of the above.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+import pyarrow as pa
+
+from airport_contracts import rowid_field
+
+from .sql import plain_type
+
+ROWID = "rowid"
+ROW_TRACKING = "delta.enableRowTracking"
+TRACKED_ROWID = "_metadata.row_id"  # what Delta calls a row-tracked row's id in a query
+# Column metadata Delta gives generated and identity columns: Delta fills them itself.
+COMPUTED_KEYS = ("delta.generationExpression", "delta.identity.start")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A Delta table as pyairport serves it."""
+
+    ident: str  # how Spark SQL names it: delta.`/path` or `db`.`table`
+    location: Path | None  # its folder when on this machine's file system
+    rowids: str | None  # "column", "tracked" or None
+    schema: pa.Schema  # as served: the rowid field (if any) first, then the user's columns
+    stored: pa.Schema  # the columns the table stores and an INSERT writes (no tracked rowid)
+    partitions: tuple[str, ...]
+    computed: frozenset[str]  # generated and identity columns
+    features: frozenset[str]
+
+    @property
+    def rowid_sql(self) -> str:
+        """The rowid as a Spark SQL expression over the table."""
+        return TRACKED_ROWID if self.rowids == "tracked" else f"`{ROWID}`"
+
+
+class NotDelta(ValueError):
+    """The table is not a Delta table (a catalog may hold parquet, CSV, … tables too)."""
+
+
+def read_layout(spark: Any, ident: str) -> Layout:
+    detail = spark.sql(f"DESCRIBE DETAIL {ident}").first()
+    if str(detail["format"] or "").lower() != "delta":
+        raise NotDelta(f"{ident} is a {detail['format']} table")
+    properties = dict(detail["properties"] or {})
+    features = frozenset(detail["tableFeatures"] or [])
+    location = urlparse(str(detail["location"] or ""))
+    frame = spark.sql(f"SELECT * FROM {ident}")
+    arrow = frame.limit(0).toArrow().schema
+    folder = Path(unquote(location.path)) if location.scheme == "file" else None
+    return layout_of(
+        ident,
+        arrow,
+        folder,
+        properties,
+        tuple(detail["partitionColumns"] or ()),
+        _computed(frame, folder),
+        features,
+    )
+
+
+def _computed(frame: Any, folder: Path | None) -> frozenset[str]:
+    """The generated and identity columns. A catalog's schema carries their column metadata;
+    a table read by path does not (Spark drops it), so its Delta log says, read by delta-rs."""
+    fields = [(f.name, f.metadata or {}) for f in frame.schema.fields]
+    if folder is not None:
+        from deltalake import DeltaTable
+
+        fields += [(f.name, f.metadata or {}) for f in DeltaTable(str(folder)).schema().fields]
+    return frozenset(name for name, metadata in fields if any(k in metadata for k in COMPUTED_KEYS))
+
+
+def layout_of(
+    ident: str,
+    arrow: pa.Schema,
+    location: Path | None,
+    properties: dict[str, str],
+    partitions: tuple[str, ...],
+    computed: frozenset[str],
+    features: frozenset[str],
+) -> Layout:
+    fields = [pa.field(f.name, plain_type(f.type), f.nullable) for f in arrow]
+    has_column = any(f.name == ROWID and pa.types.is_integer(f.type) for f in fields)
+    user = [f for f in fields if not (has_column and f.name == ROWID)]
+    if has_column:
+        rowids: str | None = "column"
+    elif properties.get(ROW_TRACKING, "").lower() == "true":
+        rowids = "tracked"
+    else:
+        rowids = None
+    served = [rowid_field(), *user] if rowids else user
+    stored = [rowid_field(), *user] if rowids == "column" else user
+    return Layout(
+        ident=ident,
+        location=location,
+        rowids=rowids,
+        schema=pa.schema(served),
+        stored=pa.schema(stored),
+        partitions=partitions,
+        computed=computed,
+        features=features,
+    )

@@ -1,0 +1,132 @@
+"""Spark SQL text built from values (never from what a client wrote) and Spark's answers read
+back: identifiers, exact typed literals, the row counts Delta's commands report, and the one
+line a client may see of a Spark failure."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import pyarrow as pa
+
+
+def quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def path_ident(path: str) -> str:
+    """A Delta table addressed by its folder, as Spark SQL names it."""
+    return f"delta.{quote(path)}"
+
+
+def plain_type(data_type: pa.DataType) -> pa.DataType:
+    """Spark hands strings/binaries back as large types; the table declares the plain ones."""
+    if pa.types.is_large_string(data_type):
+        return pa.string()
+    if pa.types.is_large_binary(data_type):
+        return pa.binary()
+    if pa.types.is_large_list(data_type):
+        return pa.list_(plain_type(data_type.value_type))
+    return data_type
+
+
+def affected(result: Any) -> int:
+    """The rows a Delta UPDATE, DELETE or MERGE changed, from the row the command answers
+    (its own metrics: no further query)."""
+    return int(result.first()["num_affected_rows"])
+
+
+# The types a Spark table's columns come back as, with their SQL names.
+SPARK_TYPES = {
+    pa.bool_(): "BOOLEAN",
+    pa.int8(): "TINYINT",
+    pa.int16(): "SMALLINT",
+    pa.int32(): "INT",
+    pa.int64(): "BIGINT",
+    pa.float32(): "FLOAT",
+    pa.float64(): "DOUBLE",
+    pa.string(): "STRING",
+    pa.binary(): "BINARY",
+    pa.date32(): "DATE",
+}
+
+
+def sql_literal(value: Any, data_type: pa.DataType) -> str | None:
+    """value as a Spark SQL literal of exactly that value and type, or None for a type that
+    has none here. Nothing a client sent reaches the SQL text as written: numbers are
+    re-rendered from Python numbers, strings and binaries go in as hex."""
+    spark_type = SPARK_TYPES.get(data_type)
+    if spark_type is None and pa.types.is_decimal(data_type):
+        spark_type = f"DECIMAL({data_type.precision},{data_type.scale})"
+    if spark_type is None:
+        return None
+    if value is None:
+        return f"CAST(NULL AS {spark_type})"
+    if pa.types.is_boolean(data_type):
+        return "TRUE" if value else "FALSE"
+    if pa.types.is_integer(data_type):
+        return f"CAST({int(value)} AS {spark_type})"
+    if pa.types.is_floating(data_type):
+        text = "NaN" if math.isnan(value) else repr(float(value)).replace("inf", "Infinity")
+        return f"CAST('{text}' AS {spark_type})"  # repr round-trips; Spark reads these names
+    if pa.types.is_decimal(data_type):
+        return f"CAST('{format(value, 'f')}' AS {spark_type})"
+    if pa.types.is_date(data_type):
+        return f"DATE'{value.isoformat()}'"
+    if pa.types.is_binary(data_type):
+        return f"X'{bytes(value).hex()}'"
+    return f"CAST(X'{str(value).encode().hex()}' AS STRING)"
+
+
+# Spark's error classes whose cause is the data a client sent, not the server.
+_CLIENT_ERRORS = (
+    "DELTA_VIOLATE_CONSTRAINT_WITH_VALUES",
+    "DELTA_NOT_NULL_CONSTRAINT_VIOLATED",
+    "DELTA_NOT_NULL_NESTED_FIELD",
+    "DELTA_GENERATED_COLUMNS_VALUE_MISMATCH",
+    "DELTA_IDENTITY_COLUMNS_EXPLICIT_INSERT_NOT_SUPPORTED",
+    "CAST_OVERFLOW",
+    "CAST_INVALID_INPUT",
+    "NUMERIC_VALUE_OUT_OF_RANGE",
+    "DELTA_CANNOT_TIME_TRAVEL",
+    "DELTA_VERSION_NOT_FOUND",
+    "DELTA_TIME_TRAVEL_INVALID_BEGIN_VALUE",
+    "DELTA_VERSION_NOT_CONTIGUOUS",
+    "DELTA_TIMESTAMP_GREATER_THAN_COMMIT",
+    "DELTA_TIMESTAMP_EARLIER_THAN_COMMIT_RETENTION",
+    "DELTA_INVALID_TIMESTAMP_FORMAT",
+    "INVALID_TIME_TRAVEL_TIMESTAMP_EXPR",
+)
+_ERROR_CLASS = re.compile(r"\[([A-Z_][A-Z0-9_.]*)\]")
+# What follows the first line of a Spark message: plans, stacks, JVM frames.
+_NOT_FOR_CLIENTS = re.compile(
+    r"\n|\bat [a-z]+\.[\w.$]+\(|== (Physical|Analyzed|Parsed) |'Project \[| SQLSTATE: "
+)
+
+
+def error_class(exc: BaseException) -> str:
+    """Spark's error class of exc: a client's among those its message names (a JVM error
+    wraps its cause: TASK_WRITE_FAILED around a violated constraint), else the first; ""
+    when it names none."""
+    found = [c.split(".")[0] for c in _ERROR_CLASS.findall(str(exc))]
+    return next((c for c in found if c in _CLIENT_ERRORS), found[0] if found else "")
+
+
+def caused_by_client(exc: BaseException) -> bool:
+    """A Spark failure the client's data or request caused (a constraint, a value, a time
+    point that does not exist), as opposed to the server's own."""
+    return error_class(exc) in _CLIENT_ERRORS
+
+
+def one_line(exc: BaseException, limit: int = 300) -> str:
+    """The line of a Spark failure that says what happened (the one naming its error class),
+    without the plan, the stack or the JVM's frames around it (those go to the server's
+    log)."""
+    text = str(exc).strip()
+    named = error_class(exc)
+    if named:
+        text = text[text.index("[" + named) :]
+    cut = _NOT_FOR_CLIENTS.search(text)
+    line = (text[: cut.start()] if cut else text).strip().rstrip(".:")
+    return (line[:limit].rstrip() + ("…" if len(line) > limit else "")) or type(exc).__name__

@@ -1,0 +1,652 @@
+"""A lake written by plain Spark (SQL only, no pyairport), served as it is: every table shape a
+Spark team has, read, time-travelled and changed over the wire."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import msgpack
+import pyarrow as pa
+import pytest
+
+from airport_contracts import flight_pb2
+from pyairport.client import AirportClient, RemoteError
+from pyairport.ipc import read_message
+from pyairport.server import AirportServer, ServerConfig
+from pyairport.transactions import MemoryTransactionManager
+
+from ..protocol.conftest import assert_error_row
+
+pytestmark = pytest.mark.spark
+
+# Each shape as plain Spark makes it: (name, CREATE TABLE tail, statements after it).
+SHAPES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "orders": (
+        "(order_id BIGINT, customer STRING, amount DOUBLE) USING delta",
+        (
+            "INSERT INTO {t} VALUES (1, 'ann', 10.0), (2, 'bo', 20.0)",
+            "INSERT INTO {t} VALUES (3, 'cy', 30.0)",
+        ),
+    ),
+    "orders_by_region": (
+        "(order_id BIGINT, amount DOUBLE, region STRING) USING delta PARTITIONED BY (region)",
+        ("INSERT INTO {t} VALUES (1, 10.0, 'eu'), (2, 20.0, 'us'), (3, 30.0, 'eu')",),
+    ),
+    "tracked": (
+        "(order_id BIGINT, amount DOUBLE) USING delta"
+        " TBLPROPERTIES ('delta.enableRowTracking' = 'true')",
+        (
+            "INSERT INTO {t} VALUES (1, 10.0), (2, 20.0), (3, 30.0)",
+            "INSERT INTO {t} VALUES (4, 40.0)",
+        ),
+    ),
+    "renamed": (
+        "(order_id BIGINT, amt DOUBLE) USING delta"
+        " TBLPROPERTIES ('delta.columnMapping.mode' = 'name', 'delta.minReaderVersion' = '2',"
+        " 'delta.minWriterVersion' = '5')",
+        (
+            "INSERT INTO {t} VALUES (1, 10.0), (2, 20.0)",
+            "ALTER TABLE {t} RENAME COLUMN amt TO amount",
+        ),
+    ),
+    "with_deletes": (
+        "(order_id BIGINT, amount DOUBLE) USING delta"
+        " TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')",
+        (
+            "INSERT INTO {t} SELECT id, id * 1.5 FROM range(1, 101)",
+            "DELETE FROM {t} WHERE order_id % 10 = 0",
+        ),
+    ),
+    "constrained": (
+        "(order_id BIGINT NOT NULL, amount DOUBLE,"
+        " cents BIGINT GENERATED ALWAYS AS (CAST(amount * 100 AS BIGINT)),"
+        " serial BIGINT GENERATED ALWAYS AS IDENTITY) USING delta"
+        " TBLPROPERTIES ('delta.enableRowTracking' = 'true')",
+        (
+            "ALTER TABLE {t} ADD CONSTRAINT positive CHECK (amount > 0)",
+            "INSERT INTO {t} (order_id, amount) VALUES (1, 1.5)",
+        ),
+    ),
+}
+
+
+def make_table(spark: Any, lake: Path, name: str, schema: str = "sales") -> str:
+    """One table of SHAPES under lake/schema/name, made by plain Spark SQL; its SQL name."""
+    ident = f"delta.`{lake / schema / name}`"
+    create, after = SHAPES[name]
+    spark.sql(f"CREATE TABLE {ident} {create}")
+    for statement in after:
+        spark.sql(statement.format(t=ident))
+    return ident
+
+
+def spark_rows(spark: Any, ident: str, clause: str = "") -> list[dict[str, Any]]:
+    rows = spark.sql(f"SELECT * FROM {ident}{clause}").toArrow().to_pylist()
+    return sorted(rows, key=lambda r: json.dumps(r, sort_keys=True, default=str))
+
+
+def served_rows(table: pa.Table) -> list[dict[str, Any]]:
+    rows = table.drop_columns([c for c in table.column_names if c == "rowid"]).to_pylist()
+    return sorted(rows, key=lambda r: json.dumps(r, sort_keys=True, default=str))
+
+
+@contextlib.contextmanager
+def lake_server(spark: Any, lake: Path) -> Iterator[str]:
+    """pyairport serving the lake as `pyairport serve --backend spark --warehouse lake` does;
+    yields its location."""
+    from pyairport.backends.spark import SparkBackend
+
+    backend = SparkBackend(spark, lake)
+    server = AirportServer(backend.catalog, MemoryTransactionManager(), ServerConfig(port=0))
+    server.start()
+    try:
+        yield server.location
+    finally:
+        server.stop(0)
+        backend.close()
+
+
+@contextlib.contextmanager
+def serving_lake(spark: Any, lake: Path) -> Iterator[AirportClient]:
+    with lake_server(spark, lake) as location:
+        client = AirportClient(location)
+        try:
+            yield client
+        finally:
+            client.close()
+
+
+def _files(root: Path) -> dict[str, tuple[int, int]]:
+    return {
+        str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in root.rglob("*")
+        if p.is_file()
+    }
+
+
+@pytest.fixture(scope="module")
+def lake(spark_backend: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every shape, made by plain Spark; the tests that read it change nothing in it."""
+    root = tmp_path_factory.mktemp("lake")
+    for name in SHAPES:
+        make_table(spark_backend.spark, root, name)
+    return root
+
+
+@pytest.fixture
+def fresh_lake(tmp_path: Path) -> Path:
+    """A lake of this test's own, for tests that change tables."""
+    return tmp_path / "lake"
+
+
+def test_serving_writes_nothing_into_the_lake(spark_backend: Any, lake: Path) -> None:
+    before = _files(lake)
+    with serving_lake(spark_backend.spark, lake) as client:
+        schemas = client.list_schemas()
+        for table in schemas[0].tables:
+            client.scan("sales", table.name).read_all()
+    assert _files(lake) == before
+    assert [s.name for s in schemas] == ["sales"]
+    assert sorted(t.name for t in schemas[0].tables) == sorted(SHAPES)
+
+
+def test_each_table_scans_exactly_as_spark_reads_it(spark_backend: Any, lake: Path) -> None:
+    spark = spark_backend.spark
+    with serving_lake(spark, lake) as client:
+        tables = {t.name: t for t in client.list_schemas()[0].tables}
+        for name in SHAPES:
+            ident = f"delta.`{lake / 'sales' / name}`"
+            assert served_rows(client.scan("sales", name).read_all()) == spark_rows(spark, ident)
+            # a projection reads only what it asks for, whatever the rowid's place
+            (column,) = [c for c in tables[name].arrow_schema.names if c != "rowid"][-1:]
+            assert sorted(
+                client.scan("sales", name, [column]).read_all().column(column).to_pylist(),
+                key=str,
+            ) == sorted((r[column] for r in spark_rows(spark, ident)), key=str)
+        # rowids: row tracking's, or none
+        assert tables["tracked"].rowid_column == "rowid"
+        assert tables["orders"].rowid_column is None
+        assert tables["renamed"].arrow_schema.names == ["order_id", "amount"]
+        tracked = client.scan("sales", "tracked", ["rowid", "order_id"]).read_all()
+        expected = spark.sql(
+            f"SELECT _metadata.row_id AS rowid, order_id FROM delta.`{lake / 'sales' / 'tracked'}`"
+        ).toArrow()
+        assert sorted(tracked.to_pylist(), key=lambda r: r["rowid"]) == sorted(
+            expected.to_pylist(), key=lambda r: r["rowid"]
+        )
+
+
+def _flight_info_at(client: AirportClient, path: list[str], version: str) -> pa.Schema:
+    descriptor = flight_pb2.FlightDescriptor(type=flight_pb2.FlightDescriptor.PATH, path=path)
+    body = msgpack.packb(
+        {"descriptor": descriptor.SerializeToString(), "at_unit": "VERSION", "at_value": version}
+    )
+    (answer,) = client.action("flight_info", body)
+    info = flight_pb2.FlightInfo()
+    info.ParseFromString(answer)
+    return pa.ipc.read_schema(pa.py_buffer(info.schema))
+
+
+def _scan_at(client: AirportClient, path: list[str], version: str) -> pa.Table:
+    """endpoints with DuckDB's at_unit/at_value, then DoGet, as the extension calls them."""
+    descriptor = flight_pb2.FlightDescriptor(type=flight_pb2.FlightDescriptor.PATH, path=path)
+    request = {
+        "descriptor": descriptor.SerializeToString(),
+        "parameters": {
+            "column_ids": [],
+            "json_filters": "",
+            "at_unit": "VERSION",
+            "at_value": version,
+        },
+    }
+    (answer,) = client.action("endpoints", msgpack.packb(request))
+    endpoint = flight_pb2.FlightEndpoint()
+    endpoint.ParseFromString(msgpack.unpackb(answer, raw=True)[0])
+    schema, batches = None, []
+    for data in client.stub.DoGet(endpoint.ticket):
+        message = read_message(data)
+        if schema is None:
+            schema = pa.ipc.read_schema(message)
+        else:
+            batches.append(pa.ipc.read_record_batch(message, schema))
+    return pa.Table.from_batches(batches, schema=schema)
+
+
+def test_time_travel_equals_sparks_version_as_of(spark_backend: Any, lake: Path) -> None:
+    spark = spark_backend.spark
+    with serving_lake(spark, lake) as client:
+        for name in ("orders", "renamed", "tracked", "with_deletes", "orders_by_region"):
+            ident = f"delta.`{lake / 'sales' / name}`"
+            for version in ("0", "1"):
+                schema = _flight_info_at(client, ["sales", name], version)
+                then = spark.sql(f"SELECT * FROM {ident} VERSION AS OF {version}")
+                assert [n for n in schema.names if n != "rowid"] == then.columns, (name, version)
+                scanned = _scan_at(client, ["sales", name], version)
+                assert served_rows(scanned) == spark_rows(
+                    spark, ident, f" VERSION AS OF {version}"
+                ), (name, version)
+        # a version the table does not have is the client's error
+        with pytest.raises(RemoteError) as missing:
+            _flight_info_at(client, ["sales", "orders"], "99")
+        assert missing.value.code == grpc.StatusCode.INVALID_ARGUMENT
+        assert missing.value.message.startswith("invalid time point: ")
+        assert "\n" not in missing.value.message and " at org." not in missing.value.message
+        with pytest.raises(RemoteError) as bad:
+            _flight_info_at(client, ["sales", "orders"], "one")
+        assert_error_row(
+            "time_point_invalid",
+            {"error": "version must be a non-negative integer, got 'one'"},
+            bad.value.code,
+            bad.value.message,
+        )
+
+
+def test_inserts_land_where_spark_sees_them(spark_backend: Any, fresh_lake: Path) -> None:
+    spark = spark_backend.spark
+    for name in ("orders", "orders_by_region", "renamed", "tracked", "with_deletes"):
+        make_table(spark, fresh_lake, name)
+    with serving_lake(spark, fresh_lake) as client:
+        client.insert(
+            "sales", "orders", pa.table({"order_id": [9], "customer": ["zed"], "amount": [9.5]})
+        )
+        client.insert(
+            "sales",
+            "orders_by_region",
+            pa.table({"order_id": [9, 10], "amount": [1.0, 2.0], "region": ["ap", "eu"]}),
+        )
+        client.insert("sales", "renamed", pa.table({"order_id": [9], "amount": [9.5]}))
+        answer = client.insert(
+            "sales", "tracked", pa.table({"order_id": [9], "amount": [9.5]}), returning=True
+        )
+        assert answer.returning.to_pylist() == [{"order_id": 9, "amount": 9.5}]
+        client.insert("sales", "with_deletes", pa.table({"order_id": [1000], "amount": [1.0]}))
+    sales = fresh_lake / "sales"
+    assert (
+        spark.sql(f"SELECT customer FROM delta.`{sales / 'orders'}` WHERE order_id = 9").first()[0]
+        == "zed"
+    )
+    by_region = f"delta.`{sales / 'orders_by_region'}`"
+    assert spark.sql(f"SELECT count(*) FROM {by_region} WHERE region = 'ap'").first()[0] == 1
+    assert (sales / "orders_by_region" / "region=ap").is_dir()  # its partition's folder
+    assert (
+        spark.sql(f"SELECT amount FROM delta.`{sales / 'renamed'}` WHERE order_id = 9").first()[0]
+        == 9.5
+    )
+    assert spark.sql(f"SELECT count(*) FROM delta.`{sales / 'tracked'}`").first()[0] == 5
+    assert spark.sql(f"SELECT count(*) FROM delta.`{sales / 'with_deletes'}`").first()[0] == 91
+
+
+def test_update_and_delete_by_row_tracking_rowids(spark_backend: Any, fresh_lake: Path) -> None:
+    spark = spark_backend.spark
+    ident = make_table(spark, fresh_lake, "tracked")
+    before = {
+        r["order_id"]: r["rowid"]
+        for r in spark.sql(f"SELECT _metadata.row_id AS rowid, order_id FROM {ident}").collect()
+    }
+    with serving_lake(spark, fresh_lake) as client:
+        scanned = {
+            r["order_id"]: r["rowid"]
+            for r in client.scan("sales", "tracked", ["rowid", "order_id"]).read_all().to_pylist()
+        }
+        assert scanned == before
+        client.update(
+            "sales",
+            "tracked",
+            pa.table({"amount": [99.0], "rowid": pa.array([scanned[2]], pa.int64())}),
+        )
+        answer = client.delete("sales", "tracked", [scanned[3]], returning=True)
+        assert answer.returning.to_pylist() == [{"order_id": 3, "amount": 30.0}]
+        assert answer.total_changed == 1
+    after = {
+        r["order_id"]: (r["rowid"], r["amount"])
+        for r in spark.sql(f"SELECT _metadata.row_id AS rowid, * FROM {ident}").collect()
+    }
+    assert after == {
+        1: (before[1], 10.0),
+        2: (before[2], 99.0),  # its row id kept
+        4: (before[4], 40.0),
+    }
+
+
+def test_rows_no_column_tells_apart_are_refused_not_guessed(
+    spark_backend: Any, fresh_lake: Path
+) -> None:
+    spark = spark_backend.spark
+    ident = make_table(spark, fresh_lake, "tracked")
+    spark.sql(f"INSERT INTO {ident} VALUES (1, 10.0)")  # the same values as row 1
+    with serving_lake(spark, fresh_lake) as client:
+        rows = client.scan("sales", "tracked", ["rowid", "order_id"]).read_all().to_pylist()
+        twin = next(r["rowid"] for r in rows if r["order_id"] == 1)
+        with pytest.raises(RemoteError) as refused:
+            client.delete("sales", "tracked", [twin])
+        assert "cannot be changed one by one" in refused.value.message
+    assert spark.sql(f"SELECT count(*) FROM {ident}").first()[0] == 5
+
+
+def test_a_table_without_rowids_serves_reads_and_inserts_and_refuses_the_rest(
+    spark_backend: Any, lake: Path
+) -> None:
+    before = _files(lake)
+    with serving_lake(spark_backend.spark, lake) as client:
+        with pytest.raises(RemoteError) as update:
+            client.update(
+                "sales", "orders", pa.table({"amount": [1.0], "rowid": pa.array([1], pa.int64())})
+            )
+        assert_error_row(
+            "update_not_supported", {"table": "orders"}, update.value.code, update.value.message
+        )
+        with pytest.raises(RemoteError) as delete:
+            client.delete("sales", "orders", [1])
+        assert_error_row(
+            "delete_not_supported", {"table": "orders"}, delete.value.code, delete.value.message
+        )
+    assert _files(lake) == before
+
+
+def test_constraints_refuse_rows_and_change_nothing(spark_backend: Any, fresh_lake: Path) -> None:
+    spark = spark_backend.spark
+    ident = make_table(spark, fresh_lake, "constrained")
+    with serving_lake(spark, fresh_lake) as client:
+        # the generated column is Delta's to fill
+        client.insert("sales", "constrained", pa.table({"order_id": [2], "amount": [2.25]}))
+        with pytest.raises(RemoteError) as check:
+            client.insert(
+                "sales", "constrained", pa.table({"order_id": [3, 4], "amount": [1.0, -1.0]})
+            )
+        assert check.value.code == grpc.StatusCode.INVALID_ARGUMENT
+        assert check.value.message.startswith("INSERT refused: ")
+        assert "positive" in check.value.message  # the constraint's name
+        assert "\n" not in check.value.message and "at org." not in check.value.message
+        with pytest.raises(RemoteError) as not_null:
+            client.insert(
+                "sales",
+                "constrained",
+                pa.table({"order_id": pa.array([None], pa.int64()), "amount": [5.0]}),
+            )
+        assert not_null.value.code == grpc.StatusCode.INVALID_ARGUMENT
+        assert "order_id" in not_null.value.message
+        rows = client.scan("sales", "constrained", ["rowid", "order_id"]).read_all().to_pylist()
+        first = next(r["rowid"] for r in rows if r["order_id"] == 1)
+        with pytest.raises(RemoteError) as update:
+            client.update(
+                "sales",
+                "constrained",
+                pa.table({"amount": [-5.0], "rowid": pa.array([first], pa.int64())}),
+            )
+        assert update.value.code == grpc.StatusCode.INVALID_ARGUMENT
+        assert update.value.message.startswith("UPDATE refused: ")
+    rows = spark_rows(spark, ident)
+    serials = [r.pop("serial") for r in rows]  # Delta's identity values, one per row
+    assert None not in serials and len(set(serials)) == 2
+    assert rows == [
+        {"order_id": 1, "amount": 1.5, "cents": 150},
+        {"order_id": 2, "amount": 2.25, "cents": 225},
+    ]
+
+
+def test_two_servers_and_a_spark_job_insert_at_once(spark_backend: Any, fresh_lake: Path) -> None:
+    """Row tracking's rowids stay distinct whoever writes; UPDATE and DELETE by them hit one
+    row each."""
+    spark = spark_backend.spark
+    ident = make_table(spark, fresh_lake, "tracked")
+    errors: list[BaseException] = []
+    with serving_lake(spark, fresh_lake) as first, serving_lake(spark, fresh_lake) as second:
+
+        def flight_writer(client: AirportClient, base: int) -> None:
+            try:
+                for batch in range(3):
+                    start = base + batch * 1000
+                    ids = pa.array(range(start, start + 1000), pa.int64())
+                    client.insert(
+                        "sales",
+                        "tracked",
+                        pa.table({"order_id": ids, "amount": pa.array([1.0] * 1000)}),
+                    )
+            except BaseException as exc:  # reported below
+                errors.append(exc)
+
+        def spark_writer() -> None:
+            try:
+                for batch in range(3):
+                    start = 200_000 + batch * 1000
+                    spark.sql(
+                        f"INSERT INTO {ident} SELECT id, 2.0 FROM range({start}, {start + 1000})"
+                    )
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [
+            threading.Thread(target=flight_writer, args=(first, 10_000)),
+            threading.Thread(target=flight_writer, args=(second, 100_000)),
+            threading.Thread(target=spark_writer),
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert not errors, errors
+        total, distinct = spark.sql(
+            f"SELECT count(*), count(DISTINCT _metadata.row_id) FROM {ident}"
+        ).first()
+        assert total == distinct == 4 + 9000
+        rows = first.scan("sales", "tracked", ["rowid", "order_id"]).read_all().to_pylist()
+        by_order = {r["order_id"]: r["rowid"] for r in rows}
+        second.update(
+            "sales",
+            "tracked",
+            pa.table({"amount": [7.0], "rowid": pa.array([by_order[100_500]], pa.int64())}),
+        )
+        assert first.delete("sales", "tracked", [by_order[200_500]]).total_changed == 1
+    assert spark.sql(f"SELECT count(*) FROM {ident} WHERE amount = 7.0").first()[0] == 1
+    assert spark.sql(f"SELECT count(*) FROM {ident}").first()[0] == 4 + 9000 - 1
+
+
+_METASTORE_SPARK = """
+import sys
+from pathlib import Path
+from pyairport.backends.spark.session import spark_session
+
+root, jars = Path(sys.argv[1]), Path(sys.argv[2])
+conf = {key: value for key, _, value in (a.partition("=") for a in sys.argv[3:])}
+spark = spark_session(master="local[1]", warehouse=None, jars_dir=jars, conf=conf)
+spark.sql("CREATE DATABASE sales")
+spark.sql("CREATE TABLE sales.orders (order_id BIGINT, amount DOUBLE) USING delta"
+          " TBLPROPERTIES ('delta.enableRowTracking' = 'true')")
+spark.sql("INSERT INTO sales.orders VALUES (1, 10.0), (2, 20.0)")
+spark.sql("CREATE TABLE sales.notes (line STRING) USING parquet")
+spark.stop()
+"""
+
+
+def test_a_metastore_registered_table(tmp_path: Path) -> None:
+    """`--spark-catalog` with an embedded (Derby) Hive metastore: the catalog's Delta tables
+    are served by their names, changed over the wire, and nothing else of it is touched."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from ..conftest import JARS
+
+    conf = [
+        "spark.sql.catalogImplementation=hive",
+        f"spark.sql.warehouse.dir={tmp_path / 'metastore-warehouse'}",
+        "spark.hadoop.javax.jdo.option.ConnectionURL="
+        f"jdbc:derby:;databaseName={tmp_path / 'metastore_db'};create=true",
+    ]
+    env = dict(os.environ, GRPC_VERBOSITY="NONE")
+    made = subprocess.run(
+        [sys.executable, "-c", _METASTORE_SPARK, str(tmp_path), str(JARS), *conf],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert made.returncode == 0, made.stderr[-2000:]
+    command = [sys.executable, "-m", "pyairport", "serve", "--backend", "spark", "--port", "0"]
+    command += ["--spark-catalog", "--spark-master", "local[1]", "--jars-dir", str(JARS)]
+    for setting in conf:
+        command += ["--spark-conf", setting]
+    log = (tmp_path / "server.log").open("w")
+    server = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=log,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        start_new_session=True,
+    )
+    try:
+        assert server.stdout is not None
+        line = next((line for line in server.stdout if " serving on " in line), "")
+        assert line, (tmp_path / "server.log").read_text()[-3000:]
+        with AirportClient(line.split(" serving on ")[1].split()[0]) as client:
+            (sales,) = [s for s in client.list_schemas() if s.name == "sales"]
+            assert [t.name for t in sales.tables] == ["orders"]  # the parquet table is not served
+            rows = client.scan("sales", "orders", ["rowid", "order_id"]).read_all().to_pylist()
+            second = next(r["rowid"] for r in rows if r["order_id"] == 2)
+            client.update(
+                "sales",
+                "orders",
+                pa.table({"amount": [22.0], "rowid": pa.array([second], pa.int64())}),
+            )
+            client.insert("sales", "orders", pa.table({"order_id": [3], "amount": [30.0]}))
+            read = client.scan("sales", "orders").read_all().select(["order_id", "amount"])
+            assert sorted(read.to_pylist(), key=lambda r: r["order_id"]) == [
+                {"order_id": 1, "amount": 10.0},
+                {"order_id": 2, "amount": 22.0},
+                {"order_id": 3, "amount": 30.0},
+            ]
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(60)
+        log.close()
+
+
+def test_two_servers_give_out_distinct_rowids_of_their_own_column(
+    spark_backend: Any, tmp_path: Path
+) -> None:
+    """Two servers on one warehouse insert 3 × 1,000 rows each at once into a table with
+    pyairport's rowid column (the demo's batch_schema.users): each statement checks, in its
+    own Delta commit, that its rowids are free, and moves them past the table's when not."""
+    from pyairport.backends.spark import SparkBackend
+    from pyairport.demo import spark_demo_catalog
+
+    spark = spark_backend.spark
+    warehouse = tmp_path / "warehouse"
+    backends = [SparkBackend(spark, warehouse) for _ in range(2)]
+    catalogs = [spark_demo_catalog(backend) for backend in backends]
+    servers = [
+        AirportServer(catalog, MemoryTransactionManager(), ServerConfig(port=0)).start()
+        for catalog in catalogs
+    ]
+    clients = [AirportClient(server.location) for server in servers]
+    errors: list[BaseException] = []
+
+    def writer(client: AirportClient, base: int) -> None:
+        try:
+            for batch in range(3):
+                ids = pa.array(range(base + batch * 1000, base + batch * 1000 + 1000), pa.int64())
+                names = pa.array([f"n{i}" for i in range(1000)])
+                client.insert(
+                    "batch_schema", "users", pa.table({"id": ids, "name": names, "email": names})
+                )
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    try:
+        threads = [
+            threading.Thread(target=writer, args=(client, base))
+            for client, base in zip(clients, (10_000, 20_000), strict=True)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert not errors, errors
+        ident = f"delta.`{warehouse / 'batch_schema' / 'users'}`"
+        total, distinct = spark.sql(f"SELECT count(*), count(DISTINCT rowid) FROM {ident}").first()
+        assert total == distinct == 6000
+        rows = clients[1].scan("batch_schema", "users", ["rowid", "id"]).read_all().to_pylist()
+        by_id = {r["id"]: r["rowid"] for r in rows}
+        clients[0].update(
+            "batch_schema",
+            "users",
+            pa.table({"name": ["changed"], "rowid": pa.array([by_id[20_500]], pa.int64())}),
+        )
+        assert clients[1].delete("batch_schema", "users", [by_id[10_500]]).total_changed == 1
+        assert spark.sql(f"SELECT count(*) FROM {ident} WHERE name = 'changed'").first()[0] == 1
+        assert spark.sql(f"SELECT count(*) FROM {ident}").first()[0] == 5999
+    finally:
+        for client, server, backend in zip(clients, servers, backends, strict=True):
+            client.close()
+            server.stop(0)
+            backend.close()
+
+
+def test_the_column_types_duckdb_sends(spark_backend: Any, fresh_lake: Path) -> None:
+    """decimal, date, timestamp with and without zone, binary, struct, list and map: a table
+    Spark wrote scans as Spark reads it, and rows a client inserts read back the same."""
+    import datetime
+    import decimal
+
+    spark = spark_backend.spark
+    ident = f"delta.`{fresh_lake / 'sales' / 'typed'}`"
+    spark.sql(
+        f"CREATE TABLE {ident} (id BIGINT, price DECIMAL(18,4), day DATE, at TIMESTAMP,"
+        " local TIMESTAMP_NTZ, raw BINARY, point STRUCT<x: INT, y: STRING>,"
+        " tags ARRAY<STRING>, attrs MAP<STRING, BIGINT>) USING delta"
+        " TBLPROPERTIES ('delta.enableRowTracking' = 'true')"
+    )
+    spark.sql(
+        f"INSERT INTO {ident} VALUES (1, 12.3456, DATE'2024-02-29',"
+        " TIMESTAMP'2024-02-29 12:00:00+00:00', TIMESTAMP_NTZ'2024-02-29 12:00:00',"
+        " X'00ff', named_struct('x', 1, 'y', 'a'), array('p', 'q'), map('k', 7))"
+    )
+    with serving_lake(spark, fresh_lake) as client:
+        (table,) = client.list_schemas()[0].tables
+        assert served_rows(client.scan("sales", "typed").read_all()) == spark_rows(spark, ident)
+        row = pa.table(
+            {
+                "id": pa.array([2], pa.int64()),
+                "price": pa.array([decimal.Decimal("-0.0001")], pa.decimal128(18, 4)),
+                "day": pa.array([datetime.date(1, 1, 1)], pa.date32()),
+                "at": pa.array(
+                    [datetime.datetime(2030, 1, 1, tzinfo=datetime.UTC)], pa.timestamp("us", "UTC")
+                ),
+                "local": pa.array([datetime.datetime(2030, 1, 1, 1)], pa.timestamp("us")),
+                "raw": pa.array([b"\x00\x01"], pa.binary()),
+                "point": pa.array([{"x": 2, "y": "b"}], table.arrow_schema.field("point").type),
+                "tags": pa.array([["r"]], table.arrow_schema.field("tags").type),
+                "attrs": pa.array([[("m", 9)]], table.arrow_schema.field("attrs").type),
+            }
+        )
+        client.insert("sales", "typed", row)
+        rows = client.scan("sales", "typed", ["rowid", "id"]).read_all().to_pylist()
+        first = next(r["rowid"] for r in rows if r["id"] == 1)
+        client.update(
+            "sales",
+            "typed",
+            pa.table(
+                {
+                    "price": pa.array([decimal.Decimal("1.5")], pa.decimal128(18, 4)),
+                    "rowid": pa.array([first], pa.int64()),
+                }
+            ),
+        )
+    read = {r["id"]: r for r in spark_rows(spark, ident)}
+    assert read[2]["price"] == decimal.Decimal("-0.0001") and read[2]["day"] == datetime.date(
+        1, 1, 1
+    )
+    assert read[2]["raw"] == b"\x00\x01" and read[2]["point"] == {"x": 2, "y": "b"}
+    assert read[2]["tags"] == ["r"] and dict(read[2]["attrs"]) == {"m": 9}
+    assert read[2]["local"] == datetime.datetime(2030, 1, 1, 1)
+    assert read[1]["price"] == decimal.Decimal("1.5") and read[1]["tags"] == ["p", "q"]
