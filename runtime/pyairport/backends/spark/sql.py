@@ -105,6 +105,10 @@ _NOT_FOR_CLIENTS = re.compile(
 )
 
 
+# A file or folder of the server's (its lake, its temporary files): not the client's to see.
+_PATH = re.compile(r"(?:file:)?/(?=[\w.-])[^\s`'\",;)\]]*")
+
+
 def error_class(exc: BaseException) -> str:
     """Spark's error class of exc: a client's among those its message names (a JVM error
     wraps its cause: TASK_WRITE_FAILED around a violated constraint), else the first; ""
@@ -128,5 +132,5 @@ def one_line(exc: BaseException, limit: int = 300) -> str:
     if named:
         text = text[text.index("[" + named) :]
     cut = _NOT_FOR_CLIENTS.search(text)
-    line = (text[: cut.start()] if cut else text).strip().rstrip(".:")
+    line = _PATH.sub("<path>", (text[: cut.start()] if cut else text)).strip().rstrip(".:")
     return (line[:limit].rstrip() + ("…" if len(line) > limit else "")) or type(exc).__name__
