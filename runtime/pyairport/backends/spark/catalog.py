@@ -186,7 +186,7 @@ class SparkBackend:
             if existing is not None:
                 return existing  # type: ignore[return-value]
             ident = self._ident(schema_name, table_name)
-            if not self._exists(ident):
+            if not self._exists(schema_name, table_name):
                 self._create(schema_name, table_name, ident, columns)
                 properties = {
                     COMMENT_PROPERTY: comment,
@@ -207,11 +207,10 @@ class SparkBackend:
                 return table
             return self._open(schema_name, table_name, read_layout(self.spark, ident))
 
-    def _exists(self, ident: str) -> bool:
+    def _exists(self, schema_name: str, table_name: str) -> bool:
         if self.session_catalog:
-            return bool(self.spark.catalog.tableExists(ident.replace("`", "")))
-        location = Path(ident.removeprefix("delta.`").removesuffix("`").replace("``", "`"))
-        return (location / "_delta_log").exists()
+            return bool(self.spark.catalog.tableExists(table_name, schema_name))
+        return (self._location(schema_name, table_name) / "_delta_log").exists()
 
     def _create(self, schema_name: str, table_name: str, ident: str, columns: pa.Schema) -> None:
         from pyspark.sql.pandas.types import from_arrow_schema  # Connect cannot infer it

@@ -115,6 +115,7 @@ class Scanner:
         from .layout import layout_of
 
         arrow = self.spark.sql(f"SELECT * FROM {layout.ident}{clause}").limit(0).toArrow().schema
+        # rows are addressed as today: a tracked table's past rows keep their row ids
         properties = {"delta.enableRowTracking": "true"} if layout.rowids == "tracked" else {}
         return layout_of(layout.ident, arrow, None, properties, (), frozenset(), frozenset()).schema
 

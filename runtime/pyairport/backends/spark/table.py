@@ -534,7 +534,7 @@ class SparkTable(BackendTable[Pending]):
         current = self._rows_for(ids, clause)
         if not current.num_rows:
             return 0
-        columns = [n for n in self.layout.stored.names]
+        columns = list(self.layout.stored.names)
         key = current.select(columns)
         on = " AND ".join(
             _same(self.layout.stored.field(n).type, f"t.{quote(n)}", f"s.{quote('__key_' + n)}")
