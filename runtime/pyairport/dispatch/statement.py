@@ -144,12 +144,17 @@ class StatementRun:
                 raise feed.error from None
             raise self.table_error(exc) from exc
 
+    def _passes(self, exc: BaseException) -> bool:
+        """Whether a table's error reaches the client as it is (the protocol row's
+        table_errors, or an error the contract marks from_tables), not as operation_failed."""
+        return isinstance(exc, AirportError) and (
+            exc.from_tables or self.table_errors == "pass_contract_errors"
+        )
+
     def table_error(self, exc: BaseException) -> BaseException:
         if isinstance(exc, ContextError):
             return context_error(self.operation, exc)
-        if isinstance(exc, AirportError) and (
-            exc.from_tables or self.table_errors == "pass_contract_errors"
-        ):
+        if self._passes(exc):
             return exc
         if isinstance(exc, Exception):
             log.error("%s on a table failed", self.operation, exc_info=exc)
@@ -182,11 +187,10 @@ class StatementRun:
             self.statement.commit()
             if self.manager is not None:
                 self.manager.commit_transaction(self.ctx, self.transaction_id)
-        except AirportError:  # a table's own refusal (its rules), already the client's answer
-            self.rollback()
-            raise
         except Exception as exc:
             self.rollback()
+            if self._passes(exc):  # a table's refusal the client sees as it is
+                raise
             log.error("%s commit failed", self.operation, exc_info=exc)
             raise OperationFailed(operation=self.operation, error=exc) from exc
 

@@ -134,15 +134,12 @@ class SparkBackend:
         with self._lock:
             self._discover()
 
-    def _properties(self, ident: str) -> dict[str, str]:
-        return {row[0]: row[1] for row in self.spark.sql(f"SHOW TBLPROPERTIES {ident}").collect()}
-
     def _open(self, schema_name: str, table_name: str, layout: Layout) -> SparkTable:
-        properties = self._properties(layout.ident)
+        properties = layout.properties
         capabilities = CAPABILITIES_BY_ROWIDS[layout.rowids]
         if layout.rowids == "column" and CAPABILITIES_PROPERTY in properties:
             capabilities = tuple(c for c in properties[CAPABILITIES_PROPERTY].split(",") if c)
-        comment = properties.get(COMMENT_PROPERTY) or properties.get("comment") or ""
+        comment = properties.get(COMMENT_PROPERTY) or layout.description
         table: SparkTable = with_capabilities(SparkTable, capabilities)(
             self,
             schema_name,

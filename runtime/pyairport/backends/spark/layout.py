@@ -10,7 +10,7 @@ Rows are addressed by one of:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -40,6 +40,8 @@ class Layout:
     partitions: tuple[str, ...]
     computed: frozenset[str]  # generated and identity columns
     features: frozenset[str]
+    properties: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+    description: str = ""  # the table's comment
 
     @property
     def rowid_sql(self) -> str:
@@ -61,7 +63,7 @@ def read_layout(spark: Any, ident: str) -> Layout:
     frame = spark.sql(f"SELECT * FROM {ident}")
     arrow = frame.limit(0).toArrow().schema
     folder = Path(unquote(location.path)) if location.scheme == "file" else None
-    return layout_of(
+    layout = layout_of(
         ident,
         arrow,
         folder,
@@ -70,6 +72,7 @@ def read_layout(spark: Any, ident: str) -> Layout:
         _computed(frame, folder),
         features,
     )
+    return replace(layout, description=str(detail["description"] or ""))
 
 
 def _computed(frame: Any, folder: Path | None) -> frozenset[str]:
@@ -104,6 +107,7 @@ def layout_of(
     served = [rowid_field(), *user] if rowids else user
     stored = [rowid_field(), *user] if rowids == "column" else user
     return Layout(
+        properties=properties,
         ident=ident,
         location=location,
         rowids=rowids,

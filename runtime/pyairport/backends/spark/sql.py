@@ -79,8 +79,9 @@ def sql_literal(value: Any, data_type: pa.DataType) -> str | None:
     return f"CAST(X'{str(value).encode().hex()}' AS STRING)"
 
 
-# Spark's error classes whose cause is the data a client sent, not the server.
-_CLIENT_ERRORS = (
+# Spark's error classes whose cause is the client's, not the server's: the rows a statement
+# sends (a constraint, a value) and the time point a scan asks for.
+_REFUSED_ROWS = (
     "DELTA_VIOLATE_CONSTRAINT_WITH_VALUES",
     "DELTA_NOT_NULL_CONSTRAINT_VIOLATED",
     "DELTA_NOT_NULL_NESTED_FIELD",
@@ -89,6 +90,8 @@ _CLIENT_ERRORS = (
     "CAST_OVERFLOW",
     "CAST_INVALID_INPUT",
     "NUMERIC_VALUE_OUT_OF_RANGE",
+)
+_BAD_TIME_POINT = (
     "DELTA_CANNOT_TIME_TRAVEL",
     "DELTA_VERSION_NOT_FOUND",
     "DELTA_TIME_TRAVEL_INVALID_BEGIN_VALUE",
@@ -98,6 +101,7 @@ _CLIENT_ERRORS = (
     "DELTA_INVALID_TIMESTAMP_FORMAT",
     "INVALID_TIME_TRAVEL_TIMESTAMP_EXPR",
 )
+_CLIENT_ERRORS = _REFUSED_ROWS + _BAD_TIME_POINT
 _ERROR_CLASS = re.compile(r"\[([A-Z_][A-Z0-9_.]*)\]")
 # What follows the first line of a Spark message: plans, stacks, JVM frames.
 _NOT_FOR_CLIENTS = re.compile(
@@ -117,10 +121,17 @@ def error_class(exc: BaseException) -> str:
     return next((c for c in found if c in _CLIENT_ERRORS), found[0] if found else "")
 
 
+def client_cause(exc: BaseException) -> str | None:
+    """What of the client's a Spark failure came from: "rows" (a constraint, a value),
+    "time point" (one the table has no version for), or None (the server's own failure)."""
+    named = error_class(exc)
+    if named in _REFUSED_ROWS:
+        return "rows"
+    return "time point" if named in _BAD_TIME_POINT else None
+
+
 def caused_by_client(exc: BaseException) -> bool:
-    """A Spark failure the client's data or request caused (a constraint, a value, a time
-    point that does not exist), as opposed to the server's own."""
-    return error_class(exc) in _CLIENT_ERRORS
+    return client_cause(exc) is not None
 
 
 def one_line(exc: BaseException, limit: int = 300) -> str:

@@ -50,7 +50,7 @@ from ..base import BackendTable
 from ..shaping import conform_insert, conform_update, returning_reader
 from .layout import ROWID, Layout, read_layout
 from .scans import Scanner, TimePointError, as_of, log_version
-from .sql import affected, caused_by_client, one_line, quote, sql_literal
+from .sql import affected, client_cause, one_line, quote, sql_literal
 from .staging import (
     STAGE_FILE_ROWS,
     Pending,
@@ -189,9 +189,10 @@ class SparkTable(BackendTable[Pending]):
             raise
         except Exception as exc:
             log.error("%s on %s failed", operation, self.fqn, exc_info=exc)
-            if caused_by_client(exc):
-                if operation == "scan":
-                    raise TimePointInvalid(error=one_line(exc)) from None
+            cause = client_cause(exc)
+            if cause == "time point":
+                raise TimePointInvalid(error=one_line(exc)) from None
+            if cause == "rows":
                 raise RowsRefused(operation=operation.upper(), reason=one_line(exc)) from None
             raise RuntimeError(one_line(exc)) from None
 
