@@ -71,12 +71,12 @@ check: $(STAMP)
 	$(PY) -m airport_codegen check --root .
 
 typecheck: $(STAMP)
-	$(BIN)/mypy --strict generated/airport_contracts
-	MYPYPATH=generated:codegen $(BIN)/mypy --strict runtime/pyairport codegen/airport_codegen
+	MYPYPATH=support $(BIN)/mypy --strict support/airport_support generated/airport_contracts
+	MYPYPATH=generated:codegen:support $(BIN)/mypy --strict runtime/pyairport codegen/airport_codegen
 
 lint: $(STAMP)
-	$(BIN)/ruff check codegen runtime tests bench setup.py
-	$(BIN)/ruff format --check codegen runtime tests bench setup.py
+	$(BIN)/ruff check codegen runtime support tests bench setup.py
+	$(BIN)/ruff format --check codegen runtime support tests bench setup.py
 	@if command -v go >/dev/null; then \
 		test -z "$$(gofmt -l tests/interop/go codegen)" || { gofmt -l tests/interop/go codegen; exit 1; }; \
 		cd tests/interop/go && go vet ./...; \

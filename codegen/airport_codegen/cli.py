@@ -8,7 +8,6 @@ from pathlib import Path
 
 from .inputs import generated_package, inputs_root
 from .load import ContractError, load_contract
-from .render import RenderError, diff_package, render_package, write_package
 
 
 def _paths(args: argparse.Namespace) -> tuple[Path, Path, Path, Path]:
@@ -23,8 +22,10 @@ def _paths(args: argparse.Namespace) -> tuple[Path, Path, Path, Path]:
 
 
 def diff_upstream(argv: list[str] | None = None, prog: str = "diff-upstream") -> int:
-    """Compare contracts.yaml with airport-go's source. Exit 0: no drift; 1: drift;
-    2: it could not run (no Go toolchain, unknown version, parse failure)."""
+    """Compare contracts.yaml with airport-go's source. Differences the contract records on
+    purpose (recorded_differences: deviations, pyairport's additions) are not drift. Exit 0:
+    no drift; 1: drift; 2: it could not run (no Go toolchain, unknown version, parse
+    failure)."""
     from .diff import diff, packages_to_read, render_text, report
     from .goextract import UpstreamError, extract, module_dir
 
@@ -36,6 +37,12 @@ def diff_upstream(argv: list[str] | None = None, prog: str = "diff-upstream") ->
     )
     source.add_argument("--path", help="read a checkout of airport-go instead")
     parser.add_argument("--format", choices=["text", "json"], default="text")
+    parser.add_argument(
+        "--all",
+        action="store_true",
+        help="list the differences contracts.yaml records on purpose too (deviations,"
+        " pyairport's additions), each with why",
+    )
     parser.add_argument(
         "--contract",
         default=None,
@@ -65,13 +72,13 @@ def diff_upstream(argv: list[str] | None = None, prog: str = "diff-upstream") ->
     except UpstreamError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
-    rep = report(diff(contract, upstream), label)
+    rep = report(diff(contract, upstream), label, contract.recorded)
     if args.format == "json":
         import json
 
         print(json.dumps(rep, indent=2, sort_keys=True))
     else:
-        print(render_text(rep), end="")
+        print(render_text(rep, show_recorded=args.all), end="")
     return 1 if rep["drift"] else 0
 
 
@@ -104,6 +111,10 @@ def main(argv: list[str] | None = None) -> int:
     except ContractError as exc:
         print(f"contracts.yaml: {exc}", file=sys.stderr)
         return 2
+    # The renderer (jinja2, a dev tool) only for generate and check: diff-upstream runs
+    # from a plain install.
+    from .render import RenderError, diff_package, render_package, write_package
+
     try:
         files = render_package(contract, contract_path, templates, proto)
     except RenderError as exc:

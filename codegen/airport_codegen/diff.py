@@ -26,6 +26,7 @@ from .model import (
     Interface,
     Method,
     Payload,
+    RecordedDifference,
     TypeDef,
     TypeRef,
 )
@@ -392,23 +393,74 @@ def packages_to_read(contract: Contract) -> list[str]:
     return sorted(folders)
 
 
-def report(differences: list[Difference], source: str) -> dict[str, Any]:
-    counts = {kind: sum(d.kind == kind for d in differences) for kind in KINDS}
+def _names(difference: Difference, item: str) -> bool:
+    """Whether a difference is about item (a contract item, Type.Member or package.Name)."""
+    named = re.compile(r"(?<![\w.])" + re.escape(item) + r"(?![\w])")
+    return bool(named.search(difference.contract) or named.search(difference.detail))
+
+
+def split_recorded(
+    differences: list[Difference], recorded: tuple[RecordedDifference, ...]
+) -> tuple[list[Difference], list[tuple[Difference, RecordedDifference]], list[RecordedDifference]]:
+    """(drift, the differences the contract records on purpose with their record, records
+    that no longer match anything)."""
+    drift: list[Difference] = []
+    kept: list[tuple[Difference, RecordedDifference]] = []
+    used: set[int] = set()
+    for difference in differences:
+        match = next(
+            (
+                (i, r)
+                for i, r in enumerate(recorded)
+                if r.kind == difference.kind and _names(difference, r.item)
+            ),
+            None,
+        )
+        if match is None:
+            drift.append(difference)
+        else:
+            used.add(match[0])
+            kept.append((difference, match[1]))
+    stale = [r for i, r in enumerate(recorded) if i not in used]
+    return drift, kept, stale
+
+
+def report(
+    differences: list[Difference], source: str, recorded: tuple[RecordedDifference, ...] = ()
+) -> dict[str, Any]:
+    drift, kept, stale = split_recorded(differences, recorded)
+    counts = {kind: sum(d.kind == kind for d in drift) for kind in KINDS}
     return {
         "upstream": source,
-        "drift": bool(differences),
+        "drift": bool(drift),
         "counts": counts,
-        "differences": [asdict(d) for d in differences],
+        "differences": [asdict(d) for d in drift],
+        "recorded": [{**asdict(d), "why": r.why, "deviation": r.deviation} for d, r in kept],
+        "stale_records": [asdict(r) for r in stale],
     }
 
 
-def render_text(rep: dict[str, Any]) -> str:
+def render_text(rep: dict[str, Any], show_recorded: bool = False) -> str:
     lines = [f"upstream: {rep['upstream']}"]
-    if not rep["differences"]:
-        lines.append("no drift: contracts.yaml and the Go source agree")
-        return "\n".join(lines) + "\n"
+    if show_recorded:
+        for d in rep["recorded"]:
+            because = f" (deviation {d['deviation']})" if d["deviation"] else ""
+            lines.append(
+                f"recorded: {d['kind']:<20} {d['contract']}  ({d['go']})\n"
+                f"    {d['detail']}\n    why: {d['why']}{because}"
+            )
+    for r in rep["stale_records"]:
+        lines.append(f"recorded but no longer different: {r['kind']} {r['item']}")
     for d in rep["differences"]:
         lines.append(f"{d['kind']:<30} {d['contract']}  ({d['go']})\n    {d['detail']}")
+    recorded = len(rep["recorded"])
+    hint = "" if show_recorded or not recorded else "; --all lists them"
+    if not rep["differences"]:
+        lines.append(f"no drift ({recorded} recorded differences{hint})")
+        return "\n".join(lines) + "\n"
     summary = ", ".join(f"{n} {kind}" for kind, n in rep["counts"].items() if n)
-    lines.append(f"drift: {len(rep['differences'])} differences ({summary})")
+    lines.append(
+        f"drift: {len(rep['differences'])} differences ({summary});"
+        f" {recorded} recorded differences{hint}"
+    )
     return "\n".join(lines) + "\n"

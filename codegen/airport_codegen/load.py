@@ -16,6 +16,9 @@ from typing import Any
 
 import yaml
 
+from airport_support import vocabulary
+from airport_support.codecs import KINDS as WIRE_KINDS
+
 from .model import (
     ARROW_TYPES,
     GENERICS,
@@ -36,6 +39,8 @@ from .model import (
     Param,
     Payload,
     ProtocolDef,
+    ReadAction,
+    RecordedDifference,
     Returns,
     Rowid,
     Spec,
@@ -51,12 +56,12 @@ class ContractError(ValueError):
 
 
 # Closed vocabularies of the operation model; the dispatch template has a branch for each.
-CAPABILITY_CHECKS = {"", "before_read", "after_read", "after_rowid_check"}
-ROWID_SOURCES = {"", "none", "input_rowid_column", "descriptor_row_ids"}
-OUTPUT_SCHEMAS = {"", "input", "table_projected_to_returning_columns"}
-TOTALS = {"", "input_rows", "affected_rows_or_input_rows_with_returning"}
-HEADER_ROLES = {"operation", "returning", "path", "transaction_id"}
-TABLE_ERRORS = {"wrap", "pass_contract_errors"}
+CAPABILITY_CHECKS = {v.value for v in vocabulary.CapabilityCheck}
+ROWID_SOURCES = {v.value for v in vocabulary.RowidSource}
+OUTPUT_SCHEMAS = {v.value for v in vocabulary.OutputSchema}
+TOTALS = {v.value for v in vocabulary.TotalChanged}
+HEADER_ROLES = {v.value for v in vocabulary.HeaderRole}
+TABLE_ERRORS = {v.value for v in vocabulary.TableErrors}
 TYPE_KINDS = {"struct", "enum", "error_type"}
 ENCODINGS = {"json", "msgpack"}
 KEY_ORDERS = {"declared", "any"}
@@ -206,6 +211,8 @@ def build_contract(data: Any) -> Contract:
         protocols=tuple(_protocol(n) for n in root.nodes("protocols", required=True)),
         operations=tuple(_operation(n) for n in root.nodes("operations", required=True)),
         deviations=tuple(_deviation(n) for n in root.nodes("deviations", required=True)),
+        actions=tuple(_action(n) for n in root.nodes("actions", required=True)),
+        recorded=tuple(_recorded(n) for n in root.nodes("recorded_differences", required=True)),
     )
     matrix = root.node("compatibility_matrix")
     assert matrix is not None
@@ -542,6 +549,35 @@ def _operation(n: _Node) -> Operation:
     return op
 
 
+def _action(n: _Node) -> ReadAction:
+    action = ReadAction(
+        name=n.string("name"),
+        doc=n.string("doc"),
+        sources=n.strs("sources", required=True),
+        go=_go(n),
+        request=n.string("request", ""),
+        response=n.string("response", ""),
+        bad_request=n.string("bad_request", ""),
+    )
+    n.done()
+    return action
+
+
+def _recorded(n: _Node) -> RecordedDifference:
+    from .diff import KINDS  # the diff's kinds are the vocabulary of a recorded difference
+
+    kind = n.string("kind")
+    if kind not in KINDS:
+        raise ContractError(
+            f"{n.sub('kind')}: unknown kind '{kind}' (expected {_one_of(set(KINDS))})"
+        )
+    recorded = RecordedDifference(
+        kind=kind, item=n.string("item"), why=n.string("why"), deviation=n.string("deviation", "")
+    )
+    n.done()
+    return recorded
+
+
 def _deviation(n: _Node) -> Deviation:
     d = Deviation(id=n.string("id"), doc=n.string("doc"), sources=n.strs("sources", required=True))
     n.done()
@@ -691,6 +727,20 @@ def _check_references(c: Contract) -> None:
         )
         for j, f in enumerate(payload.fields):
             check_type(f.type, f"payloads[{i}].fields[{j}].type")
+            kind = f.wire_kind
+            if kind not in WIRE_KINDS and kind.removeprefix("payload:") not in payloads:
+                raise ContractError(
+                    f"payloads[{i}].fields[{j}].type: no wire form for '{f.type}' (the codec"
+                    f" carries {_one_of(set(WIRE_KINDS))} and payloads)"
+                )
+    _unique(((a.name, f"actions[{i}].name") for i, a in enumerate(c.actions)), "action")
+    for i, action in enumerate(c.actions):
+        check_sources(action.sources, f"actions[{i}].sources")
+        ref("payload", action.request, payloads, f"actions[{i}].request")
+        ref("payload", action.response, payloads, f"actions[{i}].response")
+        ref("error", action.bad_request, error_ids, f"actions[{i}].bad_request")
+    for i, recorded in enumerate(c.recorded):
+        ref("deviation", recorded.deviation, deviation_ids, f"recorded_differences[{i}].deviation")
     for i, error in enumerate(c.errors):
         check_sources(error.sources, f"errors[{i}].sources")
         for protocol_id in error.protocols:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .support._errors import StatusCode
+from airport_support.errors import StatusCode
 
 # gRPC status codes by name (google.rpc.Code); the contract may use any of them.
 STATUS_CODES: dict[str, int] = {code.name: code.value for code in StatusCode}
@@ -109,6 +109,19 @@ class Field:
     const: str | None = None
     nullable: bool = False
     json_bytes: str = ""
+
+    @property
+    def wire_kind(self) -> str:
+        """How the payload codec (airport_support.codecs) carries the field: the contract's
+        type mapped to a wire kind, or payload:<Name> for a nested payload."""
+        base = self.type.args[0] if self.type.is_optional else self.type
+        if self.json_bytes == "base64":
+            return "base64"
+        if base.name == "list":
+            return f"list[{base.args[0]}]"
+        if base.name in PRIMITIVES:
+            return base.name
+        return f"payload:{base.name}"
 
 
 @dataclass(frozen=True)
@@ -290,6 +303,30 @@ class Deviation:
 
 
 @dataclass(frozen=True)
+class ReadAction:
+    """A DoAction of the read side: what DuckDB asks before and while it scans."""
+
+    name: str
+    doc: str
+    sources: tuple[str, ...]
+    go: GoHome
+    request: str = ""
+    response: str = ""
+    bad_request: str = ""  # the error of a body that does not decode ("": Go carries on)
+
+
+@dataclass(frozen=True)
+class RecordedDifference:
+    """A difference from the Go source the contract keeps on purpose: diff-upstream reports it
+    apart from drift. item names what the diff names (an item, Type.Member or package.Name)."""
+
+    kind: str
+    item: str
+    why: str
+    deviation: str = ""
+
+
+@dataclass(frozen=True)
 class Rowid:
     name: str
     metadata_key: str
@@ -327,6 +364,8 @@ class Contract:
     protocols: tuple[ProtocolDef, ...]
     operations: tuple[Operation, ...]
     deviations: tuple[Deviation, ...]
+    actions: tuple[ReadAction, ...] = ()
+    recorded: tuple[RecordedDifference, ...] = ()
     content_hash: str = field(default="", compare=False)
 
     # Look-ups the templates use; each raises KeyError on a name the loader let through,
@@ -341,6 +380,7 @@ class Contract:
         """The error classes the protocol and operation rows and the rules name, sorted."""
         ids = {e for r in self.validation_rules for _, e in r.errors}
         ids |= {o.not_supported for o in self.operations}
+        ids |= {a.bad_request for a in self.actions}
         for p in self.protocols:
             ids |= {p.no_manager, p.no_metadata, p.unknown_operation}
             ids |= {p.function_operation_error, p.unknown_action}
@@ -365,8 +405,9 @@ class Contract:
         return sorted(t.name for t in self.types if t.name in used)
 
     def operation_payloads(self) -> list[str]:
-        """The request and response payloads of the operations, sorted."""
+        """The request and response payloads of the operations and actions, sorted."""
         names = {o.request for o in self.operations} | {o.response for o in self.operations}
+        names |= {a.request for a in self.actions} | {a.response for a in self.actions}
         return sorted(n for n in names if n and any(p.name == n for p in self.payloads))
 
     def method_names(self, interface_name: str) -> tuple[str, ...]:
@@ -394,6 +435,22 @@ class Contract:
     def rule_error(self, rule_id: str, operation: str) -> ErrorRow | None:
         errors = dict(self.rule(rule_id).errors)
         return self.error(errors[operation]) if operation in errors else None
+
+    def action_names(self) -> list[str]:
+        """Every DoAction type: the operations served over DoAction, then the read side's."""
+        names = [
+            o.name for o in self.operations if self.protocol(o.protocol).transport == "DoAction"
+        ]
+        return names + [a.name for a in self.actions]
+
+    def header_names(self) -> list[str]:
+        """Every header name a protocol reads, first appearance first."""
+        return list(dict.fromkeys(h.name for p in self.protocols for h in p.headers))
+
+    def call_protocols(self) -> list[str]:
+        """The protocols that have operations, in contract order (each gets a call type)."""
+        used = {o.protocol for o in self.operations}
+        return [p.id for p in self.protocols if p.id in used]
 
     def operations_of(self, protocol_id: str) -> tuple[Operation, ...]:
         return tuple(o for o in self.operations if o.protocol == protocol_id)

@@ -1,15 +1,14 @@
-"""Contract → files: Jinja2 templates, then ruff, then the Flight stubs from grpcio-tools,
-and the support modules copied as they are.
+"""Contract → files: Jinja2 templates, then ruff, then the Flight stubs from grpcio-tools.
 
-Output is a pure function of (contracts.yaml, templates/, support/, proto/Flight.proto, the
-pinned tool versions): no timestamps, sorted where order is not part of the contract,
+Output is a pure function of (contracts.yaml, templates/, proto/Flight.proto, the pinned tool
+versions): no timestamps, sorted where order is not part of the contract,
 formatted after rendering. Each file's header names the hash of the inputs that shape it and
 only those. `render_package` returns {relative path: text}; `write_package` replaces a
 folder's generated files with them.
 
-Templates render what the contract says. Python that does not depend on the contract (the
-Context, the payload codecs' checks, the error base class) is written as ordinary modules in
-`support/`, linted and typed as such, and copied into the package beside what is rendered.
+Templates render what the contract says: its tables as data, thin stubs and types. Python that
+does not depend on the contract (the Context, the payload codec, the error base class, the row
+shapes) is the airport_support library, which the generated package imports.
 """
 
 from __future__ import annotations
@@ -39,11 +38,10 @@ MODULES: dict[str, str] = {
     "payloads.py.j2": "payloads.py",
     "dispatch.py.j2": "dispatch.py",
     "contract.py.j2": "contract.py",
+    "vocabulary.py.j2": "vocabulary.py",
 }
 STATIC_FILES = {"py.typed": ""}
 PROTO_MODULE = "flight"
-SUPPORT = Path(__file__).parent / "support"
-"""Handwritten modules copied into the package as they are (their names start with _)."""
 
 
 class RenderError(RuntimeError):
@@ -151,17 +149,6 @@ def render_package(
             )
             + "\n"
             + body
-        )
-    for support in sorted(SUPPORT.glob("_*.py")):
-        rendered[support.name] = (
-            header(
-                contract,
-                inputs_hash(support),
-                f"airport_codegen/support/{support.name}, copied as it is",
-                f"codegen/airport_codegen/support/{support.name}",
-            )
-            + "\n"
-            + support.read_text()
         )
     rendered = _format(rendered)
     rendered.update(_flight_stubs(proto, contract, inputs_hash(proto)))

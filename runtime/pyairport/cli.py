@@ -137,8 +137,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from .backends.memory.transactions import MemoryTransactionManager
     from .server import AirportServer, ListenError, ServerConfig
-    from .transactions import MemoryTransactionManager
 
     if not 0 <= args.port <= 65535:
         print(f"pyairport: error: --port {args.port} is not a port number", file=sys.stderr)

@@ -38,6 +38,9 @@ from airport_contracts import (
     flight_pb2,
     flight_pb2_grpc,
 )
+from airport_contracts.dispatch import PROTOCOLS
+from airport_contracts.vocabulary import Action, Header, OperationName, Protocol
+from airport_support.vocabulary import HeaderRole
 
 from . import filters
 from .column_ids import ids_for_names
@@ -49,6 +52,11 @@ from .remote_catalog import (
     decode_endpoints,
     endpoints_request,
 )
+
+RETURNING_TRUE = next(
+    h.true_value for h in PROTOCOLS[Protocol.DOEXCHANGE].headers if h.role is HeaderRole.RETURNING
+)
+"""The return-chunks value that asks for RETURNING rows."""
 
 _END = object()
 _OUTBOX_MESSAGES = 4  # serialized batches waiting for gRPC to send them
@@ -242,7 +250,7 @@ class AirportClient:
     ) -> DMLAnswer:
         """INSERT the rows of data (every user-visible column, no rowid)."""
         return self.exchange(
-            "insert",
+            OperationName.INSERT,
             schema,
             table,
             data,
@@ -265,7 +273,7 @@ class AirportClient:
     ) -> DMLAnswer:
         """UPDATE: data holds the new values and a rowid column (DuckDB puts it last)."""
         return self.exchange(
-            "update",
+            OperationName.UPDATE,
             schema,
             table,
             data,
@@ -291,7 +299,7 @@ class AirportClient:
         if not isinstance(rowids, pa.Table):
             rowids = pa.table({"rowid": pa.array(rowids, type=rowid_type or pa.int64())})
         return self.exchange(
-            "delete",
+            OperationName.DELETE,
             schema,
             table,
             rowids,
@@ -319,11 +327,14 @@ class AirportClient:
         lock_step (with returning): send a batch only after the answer to the previous one
         has arrived, as DuckDB does."""
         input_schema, batches = _batches(data, batch_rows)
-        call_headers = {"airport-operation": operation, "airport-flight-path": f"{schema}/{table}"}
+        call_headers: dict[str, str] = {
+            Header.AIRPORT_OPERATION: operation,
+            Header.AIRPORT_FLIGHT_PATH: f"{schema}/{table}",
+        }
         if returning:
-            call_headers["return-chunks"] = "1"
+            call_headers[Header.RETURN_CHUNKS] = RETURNING_TRUE
         if transaction_id:
-            call_headers["airport-transaction-id"] = transaction_id
+            call_headers[Header.AIRPORT_TRANSACTION_ID] = transaction_id
         call_headers.update(headers or {})
         descriptor = flight_pb2.FlightDescriptor(
             type=flight_pb2.FlightDescriptor.PATH, path=[schema, table]
@@ -410,7 +421,7 @@ class AirportClient:
         first.flight_descriptor.CopyFrom(
             flight_pb2.FlightDescriptor(type=flight_pb2.FlightDescriptor.CMD, cmd=command)
         )
-        headers = {"x-transaction-id": transaction_id} if transaction_id else {}
+        headers: dict[str, str] = {Header.X_TRANSACTION_ID: transaction_id} if transaction_id else {}
         call = _streaming_call(self._do_put, first.SerializeToString(), self.metadata(headers))
         with call as (results, outbox):
             return _pipelined(results, outbox, batches, _put_answer)
@@ -428,8 +439,8 @@ class AirportClient:
         body = DeleteAction(
             schema_name=schema, table_name=table, row_ids=list(row_ids), returning=returning
         ).to_json()
-        headers = {"x-transaction-id": transaction_id} if transaction_id else {}
-        (result,) = self.action("delete", body, headers)
+        headers: dict[str, str] = {Header.X_TRANSACTION_ID: transaction_id} if transaction_id else {}
+        (result,) = self.action(Action.DELETE, body, headers)
         response = DeleteActionResult.from_json(result)
         return PutAnswer(
             response.status, response.affected_rows, _ipc_table(response.returning_data), response
@@ -440,13 +451,13 @@ class AirportClient:
     def begin_transaction(self, catalog_name: str = "") -> str | None:
         """create_transaction: the new transaction id, or None when the server has no manager."""
         body = CreateTransactionRequest(catalog_name=catalog_name).to_msgpack()
-        (result,) = self.action("create_transaction", body)
+        (result,) = self.action(Action.CREATE_TRANSACTION, body)
         return CreateTransactionResponse.from_msgpack(result).identifier
 
     def transaction_status(self, transaction_id: str) -> tuple[str, bool]:
         """get_transaction_status: (state or "", exists)."""
         body = GetTransactionStatusRequest(transaction_id=transaction_id).to_msgpack()
-        (result,) = self.action("get_transaction_status", body)
+        (result,) = self.action(Action.GET_TRANSACTION_STATUS, body)
         response = GetTransactionStatusResponse.from_msgpack(result)
         return response.status, response.exists
 
@@ -455,7 +466,7 @@ class AirportClient:
     def list_schemas(self, catalog_name: str = "") -> list[SchemaInfo]:
         """Every schema of the catalog with its tables (list_schemas, decoded as DuckDB does)."""
         body = msgpack.packb({"catalog_name": catalog_name})
-        (answer,) = self.action("list_schemas", body)
+        (answer,) = self.action(Action.LIST_SCHEMAS, body)
         return decode_catalog(answer)
 
     def list_tables(self, schema: str, catalog_name: str = "") -> list[TableInfo]:
@@ -482,7 +493,7 @@ class AirportClient:
         `json_filters` and applied again here exactly, as DuckDB does: a server may push down
         part of a filter or none of it. A str is DuckDB's json_filters as it is; then only the
         parts pyairport understands are applied again."""
-        headers = {"airport-transaction-id": transaction_id} if transaction_id else {}
+        headers: dict[str, str] = {Header.AIRPORT_TRANSACTION_ID: transaction_id} if transaction_id else {}
         descriptor = flight_pb2.FlightDescriptor(
             type=flight_pb2.FlightDescriptor.PATH, path=[schema, table]
         )
@@ -503,7 +514,7 @@ class AirportClient:
         filtered = filters.columns_of(predicate) if predicate is not None else []
         read = wanted + [name for name in filtered if name not in wanted]
         request = endpoints_request(schema, table, ids_for_names(table_schema, read), json_filters)
-        (answer,) = self.action("endpoints", request, headers)
+        (answer,) = self.action(Action.ENDPOINTS, request, headers)
         tickets = [endpoint.ticket for endpoint in decode_endpoints(answer)]
         expression = filters.arrow_expression(predicate) if predicate is not None else None
         # One server, one connection: an endpoint's location names this server (or asks to

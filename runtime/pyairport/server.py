@@ -15,7 +15,6 @@ from airport_contracts import Catalog, TransactionManager
 from .allocator import keep_message_memory
 from .auth import BearerTokenInterceptor
 from .dispatch import Dispatcher
-from .read_side import ReadSide
 from .transport import FlightService, add_to_server
 
 log = logging.getLogger("pyairport.server")
@@ -83,8 +82,8 @@ class AirportServer:
         if not self.port:
             raise ListenError(f"cannot listen on {address}: address in use or not available")
         # Scan endpoints name this address (protocol §2.7), known once the port is bound.
-        self.read_side = ReadSide(catalog, self.location)  # type: ignore[arg-type]
-        service = FlightService(self.dispatcher, extra_actions, self.read_side)
+        self.dispatcher.location = self.location
+        service = FlightService(self.dispatcher, extra_actions)
         add_to_server(service, self._server)
 
     @property

@@ -23,7 +23,7 @@ from airport_contracts import (
     flight_pb2_grpc,
     with_transaction_id,
 )
-from airport_contracts.dispatch import OPERATIONS
+from airport_contracts.vocabulary import Protocol
 
 from .dispatch import (
     Dispatcher,
@@ -35,21 +35,10 @@ from .dispatch import (
 )
 from .grpc_call import call_context, call_headers
 from .ipc import FlightDataInput, encode_app_metadata, encode_batch, encode_schema
-from .read_side import ReadSide
 
 log = logging.getLogger("pyairport.transport")
 
 T = TypeVar("T")
-
-# ListActions: the read side's actions (protocol §2.5-2.7, served by ReadSide), and the
-# contract's DoAction operations with their own descriptions.
-ACTION_DESCRIPTIONS = {
-    "list_schemas": "The catalog: msgpack {catalog_name}, returns the zstd-compressed schemas and tables",
-    "catalog_version": "msgpack {catalog_name}, returns {catalog_version, is_fixed}",
-    "endpoints": "The scan endpoint (ticket) for a table: msgpack {descriptor, parameters}",
-    "flight_info": "A table's FlightInfo, at a point in time: msgpack {descriptor, at_unit, at_value}",
-    **{row.name: row.doc for row in OPERATIONS.values() if row.protocol == "doaction"},
-}
 
 
 def client_messages(
@@ -83,23 +72,18 @@ def _unexpected(grpc_context: grpc.ServicerContext, what: str, exc: BaseExceptio
 
 
 class FlightService(flight_pb2_grpc.FlightServiceServicer):
-    """Arrow Flight over grpcio: the contract's DoExchange, DoPut and DoAction, and the read
-    side DuckDB needs (list_schemas, catalog_version, endpoints, DoGet, GetFlightInfo)."""
+    """Arrow Flight over grpcio: every RPC of the contract, handed to the dispatcher.
+
+    extra_actions: DoAction types of the embedding application's own, served before the
+    contract's: name → fn(ctx, body, headers) returning the Result bodies."""
 
     def __init__(
         self,
         dispatcher: Dispatcher,
         extra_actions: dict[str, Callable[..., list[bytes]]] | None = None,
-        read_side: ReadSide | None = None,
     ) -> None:
         self.dispatcher = dispatcher
-        self.read_side = read_side
         self.extra_actions = dict(extra_actions or {})
-        if read_side is not None:
-            self.extra_actions.setdefault("list_schemas", read_side.list_schemas)
-            self.extra_actions.setdefault("catalog_version", read_side.catalog_version)
-            self.extra_actions.setdefault("endpoints", read_side.endpoints)
-            self.extra_actions.setdefault("flight_info", read_side.flight_info_action)
 
     def _guard(self, grpc_context: grpc.ServicerContext, what: str, fn: Callable[[], T]) -> T:
         try:
@@ -151,7 +135,7 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
             if descriptor is None or descriptor.type != flight_pb2.FlightDescriptor.CMD:
                 raise MissingDescriptor()
             return self.dispatcher.put(
-                ctx, descriptor.cmd, transaction_id_from_headers("doput", headers), stream
+                ctx, descriptor.cmd, transaction_id_from_headers(Protocol.DOPUT, headers), stream
             )
 
         metadata = self._guard(context, "DoPut", put)
@@ -166,7 +150,7 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
         if extra is not None:
             bodies = self._guard(context, request.type, lambda: extra(ctx, request.body, headers))
         else:
-            tx_id = transaction_id_from_headers("doaction", headers)
+            tx_id = transaction_id_from_headers(Protocol.DOACTION, headers)
             bodies = self._guard(
                 context,
                 request.type,
@@ -178,12 +162,11 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
     def DoGet(
         self, request: flight_pb2.Ticket, context: grpc.ServicerContext
     ) -> Iterator[bytes]:  # FlightData wire bytes (see add_to_server)
-        read_side = self._read_side(context)
         ctx = call_context(context)
-        transaction_id = transaction_id_from_headers("doget", call_headers(context))
+        transaction_id = transaction_id_from_headers(Protocol.DOGET, call_headers(context))
         if transaction_id:
             ctx = with_transaction_id(ctx, transaction_id)
-        reader = self._guard(context, "DoGet", lambda: read_side.scan(ctx, request.ticket))
+        reader = self._guard(context, "DoGet", lambda: self.dispatcher.get(ctx, request.ticket))
         yield encode_schema(reader.schema)
         while True:
             batch = self._guard(context, "DoGet", lambda: _next_batch(reader))
@@ -194,27 +177,23 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
     def GetFlightInfo(
         self, request: flight_pb2.FlightDescriptor, context: grpc.ServicerContext
     ) -> flight_pb2.FlightInfo:
-        read_side = self._read_side(context)
         ctx = call_context(context)
-        return self._guard(context, "GetFlightInfo", lambda: read_side.flight_info(ctx, request))
+        return self._guard(
+            context, "GetFlightInfo", lambda: self.dispatcher.flight_info(ctx, request)
+        )
 
     def ListFlights(
         self, request: flight_pb2.Criteria, context: grpc.ServicerContext
     ) -> Iterator[flight_pb2.FlightInfo]:
-        read_side = self._read_side(context)
         ctx = call_context(context)
-        yield from self._guard(context, "ListFlights", lambda: list(read_side.list_flights(ctx)))
-
-    def _read_side(self, context: grpc.ServicerContext) -> ReadSide:
-        if self.read_side is None:
-            context.abort(grpc.StatusCode.UNIMPLEMENTED, "this server does not serve scans")
-        assert self.read_side is not None
-        return self.read_side
+        yield from self._guard(
+            context, "ListFlights", lambda: list(self.dispatcher.list_flights(ctx))
+        )
 
     def ListActions(
         self, request: flight_pb2.Empty, context: grpc.ServicerContext
     ) -> Iterator[flight_pb2.ActionType]:
-        for name, description in sorted(ACTION_DESCRIPTIONS.items()):
+        for name, description in sorted(self.dispatcher.action_descriptions().items()):
             yield flight_pb2.ActionType(type=name, description=description)
 
 

@@ -16,10 +16,10 @@ import pyarrow as pa
 import pytest
 
 from airport_contracts import flight_pb2
+from pyairport.backends.memory.transactions import MemoryTransactionManager
 from pyairport.client import AirportClient, RemoteError
 from pyairport.ipc import read_message
 from pyairport.server import AirportServer, ServerConfig
-from pyairport.transactions import MemoryTransactionManager
 
 from ..protocol.conftest import assert_error_row
 

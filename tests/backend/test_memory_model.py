@@ -19,10 +19,11 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule
 
-from airport_contracts import Context, DMLOptions, DMLResult, Statement, with_statement
+from airport_contracts import Context, DMLOptions, DMLResult
 from pyairport.backends.memory import memory_table
 from pyairport.backends.memory import patch as memory_patch
 from pyairport.backends.memory import table as memory
+from pyairport.statement_scope import Statement, with_statement
 
 COLUMNS = pa.schema([("id", pa.int64()), ("name", pa.string())])
 OPTS = DMLOptions(returning=True, returning_columns=["id", "name"])

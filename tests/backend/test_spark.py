@@ -13,7 +13,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from airport_contracts import Context, DMLOptions, ScanOptions, Statement, with_statement
+from airport_contracts import Context, DMLOptions, ScanOptions
+from pyairport.statement_scope import Statement, with_statement
 
 pytestmark = pytest.mark.spark
 

@@ -178,14 +178,14 @@ def test_broken_contract_generates_nothing(tmp_path: Path) -> None:
     assert not out.exists()
 
 
-def test_a_new_operation_needs_no_template_change(tmp_path: Path) -> None:
-    """A made-up operation and validation rule, added to a copy of contracts.yaml only: the
-    real templates render its table row, its rule's error and its stub, and the stub hands
-    the call to the runner with that row."""
-    import importlib
+def _made_up_package(tmp_path: Path) -> Any:
+    """A made-up UPSERT operation and its validation rule, added to a copy of contracts.yaml
+    only, rendered by the real templates and imported as madeup_contracts."""
     import importlib.util
 
     data = _data()
+    fit = next(r for r in data["validation_rules"] if r["id"] == "input_columns_fit_table")
+    fit["errors"]["upsert"] = "schema_mismatch"
     data["validation_rules"].append(
         {
             "id": "upsert_keys_given",
@@ -202,7 +202,7 @@ def test_a_new_operation_needs_no_template_change(tmp_path: Path) -> None:
             "statement": "UPSERT",
             "doc": "A made-up UPSERT through DoExchange.",
             "sources": ["protocol §1.6"],
-            "interfaces": ["UpdatableBatchTable", "InsertableTable"],
+            "interfaces": ["InsertableTable"],
             "not_supported": "insert_not_supported",
             "capability_check": "before_read",
             "rowid": "none",
@@ -230,24 +230,65 @@ def test_a_new_operation_needs_no_template_change(tmp_path: Path) -> None:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules["madeup_contracts"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_new_operation_needs_no_template_change(tmp_path: Path) -> None:
+    """The made-up operation: the real templates render its row, its rule's error, its
+    vocabulary and its stub; without the rule's implementation the runtime refuses the
+    contract in one line; with it (registered, no runner or template edit) the operation
+    runs on a table, and its rule refuses bad input with the contract's error."""
+    import importlib
+
+    from pyairport.dispatch import Dispatcher, validation
+    from pyairport.dispatch.dispatcher import require_implemented
+
+    from .dispatch_helpers import batch, exchange
+    from .tables import Catalog, make_table
+
     try:
-        spec.loader.exec_module(module)
+        module = _made_up_package(tmp_path)
         dispatch = importlib.import_module("madeup_contracts.dispatch")
+        vocabulary = importlib.import_module("madeup_contracts.vocabulary")
         row = dispatch.OPERATIONS["doexchange_upsert"]
         assert (row.protocol, row.name, row.statement) == ("doexchange", "upsert", "UPSERT")
-        assert [(m.interface, m.method) for m in row.interfaces] == [
-            ("UpdatableBatchTable", "update_batch"),
-            ("InsertableTable", "insert"),
-        ]
+        assert [(m.interface, m.method) for m in row.interfaces] == [("InsertableTable", "insert")]
         assert row.not_supported is module.InsertNotSupported
         assert row.validation == ("upsert_keys_given", "input_columns_fit_table")
-        assert dispatch.RULE_ERRORS["upsert_keys_given"] == {"upsert": module.SchemaMismatch}
+        assert row.rule_error("upsert_keys_given") is module.SchemaMismatch
+        assert vocabulary.Rule.UPSERT_KEYS_GIVEN == "upsert_keys_given"
+        assert vocabulary.OperationName.UPSERT == "upsert"
 
-        class Recording(dispatch.OperationStubs):  # type: ignore[name-defined,misc]
-            def run(self, operation: Any, ctx: Any, call: Any) -> Any:
-                return operation, call
+        with pytest.raises(validation.ContractNotImplemented) as refused:
+            require_implemented(dispatch.OPERATIONS, dispatch.ACTIONS, dispatch.RULE_ERRORS)
+        assert str(refused.value) == (
+            "contracts.yaml names validation rule 'upsert_keys_given', which"
+            " pyairport.dispatch.validation does not implement"
+        )
 
-        assert Recording().doexchange_upsert(None, "the call") == (row, "the call")
+        @validation.input_rule("upsert_keys_given")
+        def keys_given(facts: validation.RuleInput) -> None:
+            if "id" not in facts.input_schema.names:
+                raise facts.row.rule_error("upsert_keys_given")(details="no key column 'id'")
+
+        require_implemented(dispatch.OPERATIONS, dispatch.ACTIONS, dispatch.RULE_ERRORS)
+
+        class MadeUpDispatcher(Dispatcher, dispatch.OperationStubs):  # type: ignore[misc,name-defined]
+            """The runtime's runner with the made-up package's stubs."""
+
+        table = make_table("InsertableTable")
+        runner = MadeUpDispatcher(
+            Catalog({"s": {table.name(): table}}), operations=dispatch.OPERATIONS
+        )
+        rows = batch({"id": [7], "name": ["Gil"]})
+        out_schema, _, total = exchange(runner, "upsert", [rows])
+        assert (out_schema, total) == (rows.schema, 1)
+        assert [r["name"] for r in table.rows.values()] == ["Gil"]
+        with pytest.raises(module.SchemaMismatch, match="no key column 'id'"):
+            exchange(runner, "upsert", [batch({"name": ["Hal"]})])
+        assert [r["name"] for r in table.rows.values()] == ["Gil"]
     finally:
+        validation.INPUT_RULES.pop("upsert_keys_given", None)
         for name in [n for n in sys.modules if n.split(".")[0] == "madeup_contracts"]:
             del sys.modules[name]

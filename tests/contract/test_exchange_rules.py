@@ -22,10 +22,9 @@ from airport_contracts import (
     ReturningTypeMismatch,
     SchemaNotFound,
     TableNotFound,
-    statement_from_context,
 )
 from pyairport.dispatch import ExchangeRequest, StaticInput
-from pyairport.dispatch.payloads import decode, encode
+from pyairport.statement_scope import statement_from_context
 
 from .dispatch_helpers import batch, dispatcher_for, exchange
 from .tables import BaseTable, make_table, seed
@@ -303,15 +302,15 @@ def test_a_count_the_table_makes_at_commit_is_the_answer() -> None:
     descriptor = b'{"operation":"insert","schema_name":"s","table_name":"users"}'
     row = batch({"id": [9], "name": ["c"], "email": ["z"]})
     answer = dispatcher.put(Context.background(), descriptor, "", StaticInput(row.schema, [row]))
-    assert decode(DMLResponse, answer).affected_rows == 1
-    body = encode(DeleteAction(schema_name="s", table_name="users", row_ids=[1, 2, 99]))
+    assert DMLResponse.decode(answer).affected_rows == 1
+    body = DeleteAction(schema_name="s", table_name="users", row_ids=[1, 2, 99]).encode()
     (result,) = dispatcher.action(Context.background(), "delete", body)
-    assert decode(DeleteActionResult, result).affected_rows == 2  # rowid 99 is not there
+    assert DeleteActionResult.decode(result).affected_rows == 2  # rowid 99 is not there
     assert sorted(table.rows) == [3, 4, 5, 6]
 
 
 def test_commit_hooks_count_only_when_they_return_an_int() -> None:
-    from airport_contracts import Statement
+    from pyairport.statement_scope import Statement
 
     statement = Statement("s")
     statement.on_commit(lambda: None)

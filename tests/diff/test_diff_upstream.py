@@ -42,6 +42,7 @@ def _trimmed_contract_data() -> dict:
         error["go"]["file"] = "flight/doexchange_dml.go"
         error["protocols"] = ["any"]
     data["operations"], data["protocols"], data["validation_rules"] = [], [], []
+    data["actions"], data["recorded_differences"] = [], []
     data["compatibility_matrix"]["rows"] = []
     return data
 

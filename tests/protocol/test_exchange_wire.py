@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.flight as flight
 import pytest
 
-from airport_contracts import Context, Statement, TransactionState, flight_pb2
+from airport_contracts import Context, TransactionState, flight_pb2
 from airport_contracts.contract import COMPATIBILITY_MATRIX, MatrixRow
 from pyairport.backends.memory import memory_table
 from pyairport.catalog import CatalogSchema, MutableCatalog
@@ -23,6 +23,7 @@ from pyairport.client import AirportClient, RemoteError
 from pyairport.demo import USERS_COLUMNS, generated_users
 from pyairport.ipc import batch_message, read_message, schema_message
 from pyairport.server import AirportServer, ServerConfig
+from pyairport.statement_scope import Statement
 
 from .conftest import Running, users
 

@@ -15,9 +15,10 @@ import grpc._server as grpc_server
 import pyarrow as pa
 import pytest
 
-from airport_contracts import Statement, flight_pb2
+from airport_contracts import flight_pb2
 from pyairport.demo import generated_users
 from pyairport.ipc import batch_message, schema_message
+from pyairport.statement_scope import Statement
 
 from ..protocol.conftest import Running
 

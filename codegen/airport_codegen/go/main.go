@@ -122,6 +122,26 @@ func structFields(st *ast.StructType, line func(token.Pos) int) []Field {
 	return out
 }
 
+// addAnonymous records an anonymous struct under name, and each anonymous struct field of it
+// as "<name>.<Field>" (the field's type then names that struct), as handlers nest them.
+func addAnonymous(pkg *Package, name string, st *ast.StructType, rel string, line func(token.Pos) int, at int) {
+	fields := structFields(st, line)
+	for _, f := range st.Fields.List {
+		nested, ok := f.Type.(*ast.StructType)
+		if !ok || len(f.Names) != 1 {
+			continue
+		}
+		nestedName := name + "." + f.Names[0].Name
+		addAnonymous(pkg, nestedName, nested, rel, line, line(f.Pos()))
+		for j := range fields {
+			if fields[j].Name == f.Names[0].Name {
+				fields[j].Type = nestedName
+			}
+		}
+	}
+	pkg.Structs[name] = Struct{Name: name, File: rel, Line: at, Fields: fields}
+}
+
 func doc(groups ...*ast.CommentGroup) string {
 	for _, g := range groups {
 		if g != nil {
@@ -248,8 +268,7 @@ func extract(root, dir string) (*Package, error) {
 					return true
 				}
 				for _, name := range spec.Names {
-					s := Struct{Name: fn.Name.Name + "." + name.Name, File: rel, Line: line(name.Pos()), Fields: structFields(st, line)}
-					pkg.Structs[s.Name] = s
+					addAnonymous(pkg, fn.Name.Name+"."+name.Name, st, rel, line, line(name.Pos()))
 				}
 				return true
 			})

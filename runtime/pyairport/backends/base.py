@@ -8,7 +8,9 @@ from typing import Any, Generic, TypeVar
 
 import pyarrow as pa
 
-from airport_contracts import Context, project_schema, statement_from_context
+from airport_contracts import Context, project_schema
+
+from ..statement_scope import statement_from_context
 
 P = TypeVar("P")
 

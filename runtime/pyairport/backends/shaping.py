@@ -25,6 +25,7 @@ from airport_contracts import (
     returning_columns,
 )
 from airport_contracts.dispatch import RULE_ERRORS
+from airport_contracts.vocabulary import Rule
 
 
 def user_fields(schema: pa.Schema) -> dict[str, pa.Field]:
@@ -116,7 +117,7 @@ def batch_chunks(
     delete, for the contract's error when the rowid column is missing)."""
     index = find_rowid_column(rows.schema)
     if index < 0:
-        raise RULE_ERRORS["VR-001"][operation]()
+        raise RULE_ERRORS[Rule.VR_001][operation]()
     for batch in rows:
         yield (
             rowids_of(batch.column(index)),

@@ -1,58 +1,82 @@
-"""The Dispatcher: the generated stubs' runner. Entry points per protocol (what a transport
-calls), the table lookup and interface choice every operation shares, and `run`, which hands
-an operation's row to its protocol's runner."""
+"""The Dispatcher: the generated stubs' runner, and the entry point of every RPC a transport
+hands it. Each protocol's runner is a module of its own (do_exchange, do_put, do_action_dml,
+transactions, catalog_actions, do_get); the dispatcher gives each the table access
+(tables.Tables) and the TransactionManager it needs, and no runner calls back into it."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Generator, Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
 
 from airport_contracts import (
-    AirportError,
     Catalog,
     Context,
-    DMLOptions,
     InvalidPayload,
     InvalidPutOperation,
-    SchemaLookupFailed,
-    SchemaNotFound,
-    Table,
-    TableLookupFailed,
-    TableNotFound,
     TransactionManager,
-    find_rowid_column,
-    implements,
-    returning_columns,
+    flight_pb2,
 )
 from airport_contracts.dispatch import (
+    ACTIONS,
     OPERATIONS,
     PROTOCOLS,
-    CapabilityMethod,
-    OperationRow,
+    RULE_ERRORS,
     OperationStubs,
 )
+from airport_contracts.vocabulary import Protocol
+from airport_support.rows import ActionRow, OperationRow
 
 from . import validation
-from .action import run_action
-from .events import ExchangeEvent, ExchangeInput, ExchangeRequest
-from .exchange import run_exchange
-from .put import json_command, run_put
-from .statement import abort_transaction
+from .catalog_actions import CatalogActions
+from .do_action_dml import run_action_dml
+from .do_exchange import run_exchange
+from .do_get import Scans
+from .do_put import json_command, run_put
+from .events import ActionCall, ExchangeCall, ExchangeEvent, ExchangeInput, ExchangeRequest, PutCall
+from .flight_infos import FlightInfos
+from .tables import Tables
+from .transactions import TRANSACTION_ACTIONS, abort_transaction
+from .validation import ContractNotImplemented
 
 log = logging.getLogger("pyairport.dispatch")
 
-_BY_WIRE_NAME = {(row.protocol, row.name): row for row in OPERATIONS.values()}
+
+def require_implemented(
+    operations: Mapping[str, OperationRow],
+    actions: Mapping[str, ActionRow],
+    rules: Mapping[str, object],
+) -> None:
+    """Every rule, DoAction operation and read-side action of a contract has its code here;
+    else ContractNotImplemented, one line naming what is missing."""
+    validation.require_implemented(rules, "contracts.yaml")
+    missing = [
+        row.name
+        for row in operations.values()
+        if PROTOCOLS[row.protocol].transport == "DoAction"
+        and not row.interfaces
+        and row.name not in TRANSACTION_ACTIONS
+    ]
+    missing += [name for name in actions if name not in CatalogActions.SERVED]
+    if missing:
+        raise ContractNotImplemented(
+            f"contracts.yaml names action {', '.join(map(repr, missing))}, which"
+            " pyairport.dispatch does not implement"
+        )
 
 
-class Dispatcher(OperationStubs):
-    """Serves every operation of the contract against a catalog.
+require_implemented(OPERATIONS, ACTIONS, RULE_ERRORS)
+
+
+class Dispatcher(OperationStubs[ExchangeCall, PutCall, ActionCall]):
+    """Serves every operation and action of the contract against a catalog.
 
     transactions is the optional TransactionManager; without it, DML runs without
     transactions and the transaction actions answer as protocol §2.2-2.3 describe.
     max_row_ids: the longest row_ids a spec-002 call may send (None: no limit).
+    operations: the operation table (the generated one unless a test gives another).
     """
 
     def __init__(
@@ -60,23 +84,39 @@ class Dispatcher(OperationStubs):
         catalog: Catalog,
         transactions: TransactionManager | None = None,
         max_row_ids: int | None = None,
+        operations: Mapping[str, OperationRow] = OPERATIONS,
     ) -> None:
         self.catalog = catalog
         self.transactions = transactions
-        self.max_row_ids = max_row_ids
+        self.tables = Tables(catalog, max_row_ids)
+        infos = FlightInfos(catalog)  # type: ignore[arg-type]
+        self.read_actions = CatalogActions(self.tables, infos)
+        self.scans = Scans(self.tables, infos)
+        self.by_wire_name = {(row.protocol, row.name): row for row in operations.values()}
 
-    # --- entry points, one per protocol --------------------------------------------------------
+    @property
+    def location(self) -> str:
+        """The address scan endpoints name (protocol §2.7); "" lets clients reuse theirs."""
+        return self.read_actions.location
+
+    @location.setter
+    def location(self, value: str) -> None:
+        self.read_actions.location = value
+
+    # --- entry points, one per RPC ---------------------------------------------------------
 
     def exchange(
         self, ctx: Context, request: ExchangeRequest, stream: ExchangeInput
     ) -> Generator[ExchangeEvent, None, None]:
         """Serve one DoExchange DML request; iterate the result to drive it."""
-        row = _BY_WIRE_NAME.get(("doexchange", request.operation))
+        row = self.by_wire_name.get((Protocol.DOEXCHANGE, request.operation))
         if row is None:
-            unknown = PROTOCOLS["doexchange"].unknown_operation
+            unknown = PROTOCOLS[Protocol.DOEXCHANGE].unknown_operation
             assert unknown is not None
             raise unknown(operation=request.operation)
-        events: Generator[ExchangeEvent, None, None] = getattr(self, row.id)(ctx, (request, stream))
+        events: Generator[ExchangeEvent, None, None] = getattr(self, row.id)(
+            ctx, ExchangeCall(request, stream)
+        )
         return self._aborting_on_failure(ctx, request.transaction_id, events)
 
     def put(
@@ -92,11 +132,11 @@ class Dispatcher(OperationStubs):
                 raise InvalidPayload(
                     payload="descriptor", problem="field 'operation' must be a string"
                 )
-            row = _BY_WIRE_NAME.get(("doput", operation))
+            row = self.by_wire_name.get((Protocol.DOPUT, operation))
             if row is None or row.request is None:
                 raise InvalidPutOperation(operation=operation)
-            request = row.request.from_mapping(descriptor)  # type: ignore[attr-defined]
-            answer: bytes = getattr(self, row.id)(ctx, (request, transaction_id, stream))
+            request = row.request.from_mapping(descriptor)
+            answer: bytes = getattr(self, row.id)(ctx, PutCall(request, transaction_id, stream))
             return answer
         except Exception:
             self._abort_transaction(ctx, transaction_id)
@@ -106,89 +146,56 @@ class Dispatcher(OperationStubs):
         self, ctx: Context, action_type: str, body: bytes, transaction_id: str = ""
     ) -> list[bytes]:
         """Serve one DoAction of the contract; returns the Result bodies."""
-        row = _BY_WIRE_NAME.get(("doaction", action_type))
+        if action_type in ACTIONS:
+            return [self.read_actions.serve(ctx, action_type, body)]
+        row = self.by_wire_name.get((Protocol.DOACTION, action_type))
         if row is None:
-            unknown = PROTOCOLS["doaction"].unknown_action
+            unknown = PROTOCOLS[Protocol.DOACTION].unknown_action
             assert unknown is not None
             raise unknown(type=action_type)
         transaction_id = transaction_id if row.interfaces else ""  # only DML takes part
         try:
-            return [getattr(self, row.id)(ctx, (body, transaction_id))]
+            return [getattr(self, row.id)(ctx, ActionCall(body, transaction_id))]
         except Exception:
             self._abort_transaction(ctx, transaction_id)
             raise
 
+    def get(self, ctx: Context, ticket: bytes) -> pa.RecordBatchReader:
+        """Serve one DoGet: the ticket's rows."""
+        return self.scans.scan(ctx, ticket)
+
+    def flight_info(
+        self, ctx: Context, descriptor: flight_pb2.FlightDescriptor
+    ) -> flight_pb2.FlightInfo:
+        """Serve one GetFlightInfo."""
+        return self.scans.flight_info(ctx, descriptor)
+
+    def list_flights(self, ctx: Context) -> Iterator[flight_pb2.FlightInfo]:
+        """Serve one ListFlights: every table's FlightInfo."""
+        return self.scans.list_flights(ctx)
+
+    def action_descriptions(self) -> dict[str, str]:
+        """Every DoAction type served, with its description (ListActions)."""
+        served = {name: row.doc for name, row in ACTIONS.items()}
+        served.update(
+            {row.name: row.doc for row in OPERATIONS.values() if row.protocol == Protocol.DOACTION}
+        )
+        return served
+
     # --- the runner the stubs hand their calls to ---------------------------------------------
 
-    def run(self, operation: OperationRow, ctx: Context, call: Any) -> Any:
-        if operation.protocol == "doexchange":
-            return run_exchange(self, operation, ctx, *call)
-        if operation.protocol == "doput":
-            return run_put(self, operation, ctx, call)
-        return run_action(self, operation, ctx, call)
+    def run(
+        self, operation: OperationRow, ctx: Context, call: ExchangeCall | PutCall | ActionCall
+    ) -> Any:
+        if isinstance(call, ExchangeCall):
+            return run_exchange(self.tables, self.transactions, operation, ctx, call)
+        if isinstance(call, PutCall):
+            return run_put(self.tables, self.transactions, operation, ctx, call)
+        if operation.interfaces:
+            return run_action_dml(self.tables, self.transactions, operation, ctx, call)
+        return TRANSACTION_ACTIONS[operation.name](self.transactions, operation, ctx, call.body)
 
-    # --- what every operation shares ----------------------------------------------------------
-
-    def table(self, ctx: Context, schema_name: str, table_name: str) -> Table:
-        """Look a table up; the lookup errors of the contract (protocol §1.6)."""
-        try:
-            schema = self.catalog.schema(ctx, schema_name)
-        except AirportError:
-            raise
-        except Exception as exc:
-            raise SchemaLookupFailed(error=exc) from exc
-        if schema is None:
-            raise SchemaNotFound(schema=schema_name)
-        try:
-            table = schema.table(ctx, table_name)
-        except AirportError:
-            raise
-        except Exception as exc:
-            raise TableLookupFailed(error=exc) from exc
-        if table is None:
-            raise TableNotFound(schema=schema_name, table=table_name)
-        return table
-
-    @staticmethod
-    def interface(row: OperationRow, table: Table, table_name: str) -> CapabilityMethod:
-        """The first interface of the row the table implements (batch first, 001 §10), or
-        the row's not-supported error."""
-        for method in row.interfaces:
-            if implements(table, method.interface):
-                return method
-        assert row.not_supported is not None
-        raise row.not_supported(table=table_name)
-
-    @staticmethod
-    def options(table_schema: pa.Schema, returning: bool) -> DMLOptions:
-        """One DMLOptions per request: every table column but the rowid when RETURNING."""
-        columns = returning_columns(table_schema) if returning else []
-        return DMLOptions(returning=returning, returning_columns=columns)
-
-    def rowid_for_row_ids(
-        self, row: OperationRow, table_schema: pa.Schema, table_name: str, row_ids: Sequence[int]
-    ) -> int:
-        """The table's rowid column for a request naming rows by row_ids (spec 002): without
-        one the table cannot serve the request (the row's not-supported error); then the
-        rules on the row_ids list."""
-        table_rowid = find_rowid_column(table_schema)
-        if table_rowid < 0:
-            assert row.not_supported is not None
-            raise row.not_supported(table=table_name)
-        self._check_row_ids(row, row_ids)
-        return table_rowid
-
-    def _check_row_ids(self, row: OperationRow, row_ids: Sequence[int]) -> None:
-        if "row_ids_not_empty" in row.validation and not row_ids:
-            raise validation.rule_error("row_ids_not_empty", row.name)()
-        if (
-            "row_ids_within_limit" in row.validation
-            and self.max_row_ids is not None
-            and len(row_ids) > self.max_row_ids
-        ):
-            raise validation.rule_error("row_ids_within_limit", row.name)(
-                count=len(row_ids), limit=self.max_row_ids
-            )
+    # --- a failed statement's transaction ----------------------------------------------------
 
     def _aborting_on_failure(
         self, ctx: Context, transaction_id: str, events: Iterator[ExchangeEvent]

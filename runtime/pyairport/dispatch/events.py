@@ -1,11 +1,12 @@
-"""What goes into a statement and what comes out: the input stream, the DoExchange request
-its headers describe, and the events a DoExchange answers with."""
+"""What goes into a statement and what comes out: the input stream, the calls the
+dispatcher hands each protocol's runner (typed, one per protocol), and the events a
+DoExchange answers with."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import pyarrow as pa
 
@@ -46,6 +47,32 @@ class ExchangeRequest:
     schema_name: str
     table_name: str
     returning: bool
+    transaction_id: str
+
+
+@dataclass(frozen=True)
+class ExchangeCall:
+    """A DoExchange statement: its request and the client's stream."""
+
+    request: ExchangeRequest
+    stream: ExchangeInput
+
+
+@dataclass(frozen=True)
+class PutCall:
+    """A DoPut statement: its decoded descriptor (the operation's request payload), the
+    call's transaction id and the client's stream."""
+
+    descriptor: Any
+    transaction_id: str
+    stream: ExchangeInput
+
+
+@dataclass(frozen=True)
+class ActionCall:
+    """A DoAction: its body and the call's transaction id ("" for actions that are not DML)."""
+
+    body: bytes
     transaction_id: str
 
 

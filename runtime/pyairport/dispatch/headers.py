@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from airport_contracts.dispatch import OPERATIONS, PROTOCOLS
+from airport_contracts.vocabulary import Protocol
+from airport_support.vocabulary import HeaderRole
 
 from .events import ExchangeRequest
 
-_EXCHANGE = PROTOCOLS["doexchange"]
+_EXCHANGE = PROTOCOLS[Protocol.DOEXCHANGE]
 _EXCHANGE_OPERATIONS = {row.name for row in OPERATIONS.values() if row.protocol == _EXCHANGE.id}
 
 
@@ -22,16 +24,16 @@ def parse_exchange_headers(metadata: Mapping[str, str] | None) -> ExchangeReques
     operation, path, returning, transaction_id = "", ("", ""), False, ""
     for header in _EXCHANGE.headers:
         value = metadata.get(header.name)
-        if header.role == "transaction_id":
+        if header.role is HeaderRole.TRANSACTION_ID:
             transaction_id = transaction_id or value or ""
-        elif header.role == "returning":
+        elif header.role is HeaderRole.RETURNING:
             returning = value == header.true_value
         elif value is None:
             assert header.missing is not None
             raise header.missing()
-        elif header.role == "operation":
+        elif header.role is HeaderRole.OPERATION:
             operation = value
-        elif header.role == "path":
+        elif header.role is HeaderRole.PATH:
             parts = value.split("/")
             if len(parts) != 2:
                 assert header.invalid is not None
@@ -49,6 +51,6 @@ def parse_exchange_headers(metadata: Mapping[str, str] | None) -> ExchangeReques
 def transaction_id_from_headers(protocol: str, metadata: Mapping[str, str]) -> str:
     """The first non-empty transaction header of the protocol, or ""."""
     for header in PROTOCOLS[protocol].headers:
-        if header.role == "transaction_id" and metadata.get(header.name):
+        if header.role is HeaderRole.TRANSACTION_ID and metadata.get(header.name):
             return metadata[header.name]
     return ""

@@ -1,24 +1,10 @@
-"""Payloads as bytes: each generated payload class has either JSON or msgpack codecs."""
+"""A table's RETURNING rows as the bytes spec 002's answers carry."""
 
 from __future__ import annotations
-
-from typing import Any
 
 import pyarrow as pa
 
 from airport_contracts import DMLResult
-
-
-def decode(payload: Any, body: bytes) -> Any:
-    """body as an instance of payload, in the payload's own encoding."""
-    if hasattr(payload, "from_json"):
-        return payload.from_json(body)
-    return payload.from_msgpack(body)
-
-
-def encode(value: Any) -> bytes:
-    encoded: bytes = value.to_json() if hasattr(value, "to_json") else value.to_msgpack()
-    return encoded
 
 
 def returning_data_bytes(result: DMLResult | None) -> bytes | None:

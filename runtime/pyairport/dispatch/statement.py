@@ -9,7 +9,7 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
@@ -22,20 +22,19 @@ from airport_contracts import (
     OperationFailed,
     ReturningTypeMismatch,
     ReturningTypeUnconvertible,
-    Statement,
     StatementCanceled,
     StatementDeadlineExceeded,
     TransactionManager,
     TransactionNotActive,
     TransactionNotFound,
     TransactionState,
-    with_statement,
     with_transaction_id,
 )
 from airport_contracts.dispatch import PROTOCOLS
+from airport_support.vocabulary import TableErrors
 
-if TYPE_CHECKING:
-    from .dispatcher import Dispatcher
+from ..statement_scope import Statement, with_statement
+from .transactions import abort_transaction
 
 log = logging.getLogger("pyairport.dispatch")
 
@@ -98,14 +97,12 @@ class StatementRun:
     at the end or rolls back on any failure."""
 
     def __init__(
-        self, dispatcher: Dispatcher, ctx: Context, protocol: str, operation: str,
-        transaction_id: str,
+        self, transactions: TransactionManager | None, ctx: Context, protocol: str,
+        operation: str, transaction_id: str,
     ) -> None:  # fmt: skip
         self.operation = operation
         self.transaction_id = transaction_id
-        self.manager: TransactionManager | None = (
-            dispatcher.transactions if transaction_id else None
-        )
+        self.manager = transactions if transaction_id else None
         row = PROTOCOLS[protocol]
         if transaction_id:
             if self.manager is None:
@@ -148,7 +145,7 @@ class StatementRun:
         """Whether a table's error reaches the client as it is (the protocol row's
         table_errors, or an error the contract marks from_tables), not as operation_failed."""
         return isinstance(exc, AirportError) and (
-            exc.from_tables or self.table_errors == "pass_contract_errors"
+            exc.from_tables or self.table_errors is TableErrors.PASS_CONTRACT_ERRORS
         )
 
     def table_error(self, exc: BaseException) -> BaseException:
@@ -224,15 +221,6 @@ class StatementRun:
         if len(batches) == 1:
             return batches[0]
         return pa.concat_batches(batches)
-
-
-def abort_transaction(manager: TransactionManager, ctx: Context, transaction_id: str) -> None:
-    """A failed statement aborts the transaction it named (deviation
-    transaction_spans_statements); later statements under it are refused."""
-    try:
-        manager.rollback_transaction(ctx, transaction_id)
-    except Exception as exc:  # Go logs a failed rollback and keeps the original error
-        log.error("rollback of transaction %s failed", transaction_id, exc_info=exc)
 
 
 def empty_batch(schema: pa.Schema) -> pa.RecordBatch:

@@ -1,41 +1,107 @@
-"""The validation rules of the contract, by id; an operation's row lists the ones it applies
-and RULE_ERRORS gives each rule's error. (VR-003 and VR-004 need no check here: the library
-always passes a Context, and tables take None options as the defaults.)"""
+"""The validation rules of the contract: one implementation per rule id, registered here.
+
+An operation's row lists the rules it applies (in order) and their errors. Each rule of the
+contract is registered once, as one of two kinds:
+- placed: the runner calls it at the point of the statement the contract fixes (VR-001
+  before or after the interface check, per batch, after the rows are read, …);
+- input: it needs only the request's schemas; the runners call every such rule of the row
+  when the input schema is known, so a new rule of this kind runs with no runner edit.
+A rule of the contract with no implementation fails `import pyairport.dispatch` with one line.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airport_contracts import AirportError, ScanOptions, Table, find_rowid_column
-from airport_contracts.dispatch import RULE_ERRORS
+from airport_contracts import ScanOptions, Table, find_rowid_column
 from airport_contracts.helpers import is_rowid_type
+from airport_contracts.vocabulary import Rule
+from airport_support.rows import OperationRow
 
 from .statement import BatchCheck, StatementRun
 
 
-def rule_error(rule_id: str, key: str) -> Callable[..., AirportError]:
-    """The error a rule raises for an operation (or a part of the rule)."""
-    return RULE_ERRORS[rule_id][key]
+class ContractNotImplemented(ImportError):
+    """contracts.yaml names a rule or an action this runtime has no implementation of."""
 
 
-def rowid_present(rowid_index: int, operation: str) -> None:
+@dataclass(frozen=True)
+class RuleInput:
+    """What an input rule sees: the operation's row and the request's schemas."""
+
+    row: OperationRow
+    input_schema: pa.Schema
+    table_schema: pa.Schema
+
+
+PLACED: dict[str, str] = {}
+"""Rules the runners call at their fixed point: rule id → where."""
+INPUT_RULES: dict[str, Callable[[RuleInput], None]] = {}
+"""Rules checked once the input schema is known, by id."""
+
+
+def placed(rule: str, where: str) -> None:
+    PLACED[rule] = where
+
+
+def input_rule(rule: str) -> Callable[[Callable[[RuleInput], None]], Callable[[RuleInput], None]]:
+    """Register fn as the implementation of an input rule."""
+
+    def register(fn: Callable[[RuleInput], None]) -> Callable[[RuleInput], None]:
+        INPUT_RULES[rule] = fn
+        return fn
+
+    return register
+
+
+def check_input_rules(row: OperationRow, input_schema: pa.Schema, table_schema: pa.Schema) -> None:
+    """Every input rule of the row, in the row's order."""
+    facts = RuleInput(row, input_schema, table_schema)
+    for rule in row.validation:
+        check = INPUT_RULES.get(rule)
+        if check is not None:
+            check(facts)
+
+
+def require_implemented(rules: Iterable[str] | Mapping[str, object], where: str) -> None:
+    """Raise ContractNotImplemented (one line) for a rule of the contract nobody implements."""
+    missing = [r for r in rules if r not in PLACED and r not in INPUT_RULES]
+    if missing:
+        raise ContractNotImplemented(
+            f"{where} names validation rule {', '.join(map(repr, missing))}, which"
+            " pyairport.dispatch.validation does not implement"
+        )
+
+
+placed(Rule.VR_003, "by construction: the library always passes a Context")
+placed(Rule.VR_004, "by construction: tables take None options as the defaults")
+
+
+def rowid_present(row: OperationRow, rowid_index: int) -> None:
     """VR-001."""
     if rowid_index < 0:
-        raise rule_error("VR-001", operation)()
+        raise row.rule_error(Rule.VR_001)()
 
 
-def rowid_type(input_schema: pa.Schema, rowid_index: int, operation: str) -> None:
+placed(Rule.VR_001, "do_exchange: before or after the interface check")
+
+
+def rowid_type(row: OperationRow, input_schema: pa.Schema, rowid_index: int) -> None:
     """VR-002."""
     if not is_rowid_type(input_schema.field(rowid_index).type):
-        raise rule_error("VR-002", operation)()
+        raise row.rule_error(Rule.VR_002)()
 
 
-def no_null_rowids(rowid_index: int, operation: str) -> BatchCheck:
+placed(Rule.VR_002, "do_exchange: after VR-001")
+
+
+def no_null_rowids(row: OperationRow, rowid_index: int) -> BatchCheck:
     """VR-NULL, for each batch."""
-    error = rule_error("VR-NULL", operation)
+    error = row.rule_error(Rule.VR_NULL)
 
     def check(batch: pa.RecordBatch) -> None:
         if batch.column(rowid_index).null_count:
@@ -43,6 +109,8 @@ def no_null_rowids(rowid_index: int, operation: str) -> BatchCheck:
 
     return check
 
+
+placed(Rule.VR_NULL, "do_exchange: each input batch")
 
 _SHOWN_CHARACTERS = 64
 """How much of a client's column name or type an error repeats."""
@@ -59,11 +127,12 @@ def shown_type(data_type: pa.DataType) -> str:
     return text[:_SHOWN_CHARACTERS] + ("…" if len(text) > _SHOWN_CHARACTERS else "")
 
 
-def no_dictionary_columns(input_schema: pa.Schema, operation: str) -> None:
+@input_rule(Rule.NO_DICTIONARY_COLUMNS)
+def no_dictionary_columns(facts: RuleInput) -> None:
     """no_dictionary_columns."""
-    for field in input_schema:
+    for field in facts.input_schema:
         if pa.types.is_dictionary(field.type):
-            raise rule_error("no_dictionary_columns", operation)(
+            raise facts.row.rule_error(Rule.NO_DICTIONARY_COLUMNS)(
                 details=f"input column {shown(field.name)} is dictionary-encoded"
                 f" ({shown_type(field.type)}); the stream carries no dictionaries"
             )
@@ -105,13 +174,13 @@ def _type_kind(data_type: pa.DataType) -> str | None:
 
 
 def columns_fit(
-    input_schema: pa.Schema, table_schema: pa.Schema, input_rowid: int | None, operation: str
+    row: OperationRow, input_schema: pa.Schema, table_schema: pa.Schema, input_rowid: int | None
 ) -> BatchCheck | None:
     """input_columns_fit_table: the names and types now; returns the check of each batch's
     values, or None when every type is the column's own. input_rowid is the input's rowid
     column (UPDATE), or None for INSERT, where the table assigns rowids and a column named as
     the table's rowid column is ignored."""
-    mismatch = rule_error("input_columns_fit_table", operation)
+    mismatch = row.rule_error(Rule.INPUT_COLUMNS_FIT_TABLE)
     table_rowid = find_rowid_column(table_schema)
     columns = {f.name: f for i, f in enumerate(table_schema) if i != table_rowid}
     if input_rowid is None and table_rowid >= 0:
@@ -154,29 +223,34 @@ def columns_fit(
     return values_fit
 
 
+placed(Rule.INPUT_COLUMNS_FIT_TABLE, "do_exchange: the input schema, then each batch")
+
+
 def data_schema(table_schema: pa.Schema) -> pa.Schema:
     """The table's columns without the rowid: what a DoPut client sends."""
     index = find_rowid_column(table_schema)
     return table_schema if index < 0 else table_schema.remove(index)
 
 
-def schema_matches(input_schema: pa.Schema, table_schema: pa.Schema) -> None:
+@input_rule(Rule.SCHEMA_MATCHES_TABLE)
+def schema_matches(facts: RuleInput) -> None:
     """schema_matches_table."""
-    expected = data_schema(table_schema)
+    input_schema = facts.input_schema
+    expected = data_schema(facts.table_schema)
     if len(input_schema) != len(expected):
-        raise rule_error("schema_matches_table", "count")(
+        raise facts.row.rule_error(Rule.SCHEMA_MATCHES_TABLE, "count")(
             table_columns=len(expected), input_columns=len(input_schema)
         )
     for index, (got, want) in enumerate(zip(input_schema, expected, strict=True)):
         if got.name != want.name or not got.type.equals(want.type):
-            raise rule_error("schema_matches_table", "columns")(
+            raise facts.row.rule_error(Rule.SCHEMA_MATCHES_TABLE, "columns")(
                 details=f"column {index} is {shown(got.name)} ({shown_type(got.type)}), table"
                 f" has {shown(want.name)} ({shown_type(want.type)})"
             )
 
 
 def row_ids_exist(
-    run: StatementRun, table: Table, rowid_name: str, row_ids: pa.Int64Array, operation: str
+    row: OperationRow, run: StatementRun, table: Table, rowid_name: str, row_ids: pa.Int64Array
 ) -> None:
     """row_ids_exist."""
     try:
@@ -186,4 +260,28 @@ def row_ids_exist(
         raise run.table_error(exc) from exc
     missing = pc.invert(pc.is_in(row_ids, value_set=existing.combine_chunks().cast(pa.int64())))
     if pc.any(missing).as_py():
-        raise rule_error("row_ids_exist", operation)(row_id=row_ids.filter(missing)[0].as_py())
+        raise row.rule_error(Rule.ROW_IDS_EXIST)(row_id=row_ids.filter(missing)[0].as_py())
+
+
+placed(Rule.ROW_IDS_EXIST, "do_put: after the rows are read")
+
+
+def row_count_matches(row: OperationRow, row_ids: int, rows: int) -> None:
+    """row_count_matches: a DoPut UPDATE sends one row per rowid."""
+    if row_ids != rows:
+        raise row.rule_error(Rule.ROW_COUNT_MATCHES)(row_ids=row_ids, rows=rows)
+
+
+placed(Rule.ROW_COUNT_MATCHES, "do_put: after the rows are read")
+
+
+def row_ids_listed(row: OperationRow, row_ids: list[int], limit: int | None) -> None:
+    """row_ids_not_empty and row_ids_within_limit: the row_ids list of a spec-002 request."""
+    if Rule.ROW_IDS_NOT_EMPTY in row.validation and not row_ids:
+        raise row.rule_error(Rule.ROW_IDS_NOT_EMPTY)()
+    if Rule.ROW_IDS_WITHIN_LIMIT in row.validation and limit is not None and len(row_ids) > limit:
+        raise row.rule_error(Rule.ROW_IDS_WITHIN_LIMIT)(count=len(row_ids), limit=limit)
+
+
+placed(Rule.ROW_IDS_NOT_EMPTY, "tables.rowid_for_row_ids")
+placed(Rule.ROW_IDS_WITHIN_LIMIT, "tables.rowid_for_row_ids")

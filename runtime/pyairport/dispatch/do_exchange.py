@@ -1,4 +1,4 @@
-"""DoExchange, DuckDB's DML protocol (protocol §1), for any operation of the protocol: the
+"""DoExchange: DuckDB's DML protocol (protocol §1), for any operation of the protocol: the
 output schema first, one RETURNING batch per input batch, then the final metadata. Events
 are produced lazily: the next input batch is read only after the previous batch's answer was
 taken, which is the lock-step DuckDB relies on (protocol §1.12)."""
@@ -6,7 +6,7 @@ taken, which is the lock-step DuckDB relies on (protocol §1.12)."""
 from __future__ import annotations
 
 from collections.abc import Generator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
@@ -16,13 +16,24 @@ from airport_contracts import (
     DMLOptions,
     DMLResult,
     ReaderCreationFailed,
+    TransactionManager,
     find_rowid_column,
     project_schema,
 )
-from airport_contracts.dispatch import CapabilityMethod, OperationRow
+from airport_contracts.vocabulary import Rule
+from airport_support.rows import CapabilityMethod, OperationRow
+from airport_support.vocabulary import (
+    CapabilityCheck,
+    RowidSource,
+    TotalChanged,
+)
+from airport_support.vocabulary import (
+    OutputSchema as OutputSchemaKind,
+)
 
 from . import validation
 from .events import (
+    ExchangeCall,
     ExchangeEvent,
     ExchangeInput,
     ExchangeRequest,
@@ -31,9 +42,7 @@ from .events import (
     final_metadata,
 )
 from .statement import BatchCheck, Feed, StatementRun
-
-if TYPE_CHECKING:
-    from .dispatcher import Dispatcher
+from .tables import Tables
 
 
 def read_schema(stream: ExchangeInput) -> pa.Schema | None:
@@ -57,77 +66,78 @@ def _both(first: BatchCheck, second: BatchCheck | None) -> BatchCheck:
 
 
 def run_exchange(
-    dispatcher: Dispatcher,
+    tables: Tables,
+    transactions: TransactionManager | None,
     row: OperationRow,
     ctx: Context,
-    request: ExchangeRequest,
-    stream: ExchangeInput,
+    call: ExchangeCall,
 ) -> Generator[ExchangeEvent, None, None]:
     """One DoExchange statement of the operation `row`."""
+    request, stream = call.request, call.stream
     statement = row.statement
-    table = dispatcher.table(ctx, request.schema_name, request.table_name)
+    table = tables.table(ctx, request.schema_name, request.table_name)
     method: CapabilityMethod | None = None
-    if row.capability_check == "before_read":
-        method = dispatcher.interface(row, table, request.table_name)
+    if row.capability_check is CapabilityCheck.BEFORE_READ:
+        method = tables.interface(row, table, request.table_name)
     input_schema = read_schema(stream)
     if input_schema is None:
         yield final_metadata(0)
         return
     table_schema = table.arrow_schema(None)
-    if "no_dictionary_columns" in row.validation:
-        validation.no_dictionary_columns(input_schema, row.name)
+    validation.check_input_rules(row, input_schema, table_schema)
     rowid_index = -1
     check: BatchCheck | None = None
-    if row.rowid == "input_rowid_column":
+    if row.rowid is RowidSource.INPUT_ROWID_COLUMN:
         rowid_index = find_rowid_column(input_schema)
         # UPDATE checks the rowid before the interface (protocol §1.11), DELETE after it.
-        rowid_first = row.capability_check == "after_rowid_check"
-        if rowid_first and "VR-001" in row.validation:
-            validation.rowid_present(rowid_index, row.name)
-        method = dispatcher.interface(row, table, request.table_name)
-        if not rowid_first and "VR-001" in row.validation:
-            validation.rowid_present(rowid_index, row.name)
-        if "VR-002" in row.validation:
-            validation.rowid_type(input_schema, rowid_index, row.name)
-        if "input_columns_fit_table" in row.validation:
-            check = validation.columns_fit(input_schema, table_schema, rowid_index, row.name)
-        if "VR-NULL" in row.validation:
-            check = _both(validation.no_null_rowids(rowid_index, row.name), check)
+        rowid_first = row.capability_check is CapabilityCheck.AFTER_ROWID_CHECK
+        if rowid_first and Rule.VR_001 in row.validation:
+            validation.rowid_present(row, rowid_index)
+        method = tables.interface(row, table, request.table_name)
+        if not rowid_first and Rule.VR_001 in row.validation:
+            validation.rowid_present(row, rowid_index)
+        if Rule.VR_002 in row.validation:
+            validation.rowid_type(row, input_schema, rowid_index)
+        if Rule.INPUT_COLUMNS_FIT_TABLE in row.validation:
+            check = validation.columns_fit(row, input_schema, table_schema, rowid_index)
+        if Rule.VR_NULL in row.validation:
+            check = _both(validation.no_null_rowids(row, rowid_index), check)
     else:
         if method is None:
-            method = dispatcher.interface(row, table, request.table_name)
-        if "input_columns_fit_table" in row.validation:
-            check = validation.columns_fit(input_schema, table_schema, None, row.name)
-    opts = dispatcher.options(table_schema, request.returning)
-    if row.output_schema == "input":
+            method = tables.interface(row, table, request.table_name)
+        if Rule.INPUT_COLUMNS_FIT_TABLE in row.validation:
+            check = validation.columns_fit(row, input_schema, table_schema, None)
+    opts = tables.options(table_schema, request.returning)
+    if row.output_schema is OutputSchemaKind.INPUT:
         output_schema = input_schema
     elif request.returning:
         output_schema = project_schema(table_schema, opts.returning_columns)
     else:
         output_schema = table_schema
-    run = StatementRun(dispatcher, ctx, row.protocol, statement, request.transaction_id)
+    run = StatementRun(transactions, ctx, row.protocol, statement, request.transaction_id)
     feed = Feed(run.ctx, stream.batches(), statement, check)
     result: DMLResult | None = None
     total = 0
     with run.committed():
         yield OutputSchema(output_schema)
-        call = getattr(table, method.method)
+        table_call = getattr(table, method.method)
         if method.takes_row_ids:
             yield from _by_row_ids(
-                run, feed, call, method, rowid_index, opts, request, output_schema
+                run, feed, table_call, method, rowid_index, opts, request, output_schema
             )
             total = feed.rows
         elif request.returning:
             for batch in feed:
-                result = run.call(feed, call, _one_batch(batch), opts)
+                result = run.call(feed, table_call, _one_batch(batch), opts)
                 yield OutputBatch(run.answer(result, output_schema))
             total = feed.rows
         else:
             reader = pa.RecordBatchReader.from_batches(input_schema, iter(feed))
-            result = run.call(feed, call, reader, opts)
+            result = run.call(feed, table_call, reader, opts)
             feed.drain()
             total = feed.rows
-    if row.total_changed == "affected_rows_or_input_rows_with_returning" and not request.returning:
+    by_affected = TotalChanged.AFFECTED_ROWS_OR_INPUT_ROWS_WITH_RETURNING
+    if row.total_changed is by_affected and not request.returning:
         total = run.affected_rows(result)  # known once the statement has committed
     yield final_metadata(total)
 

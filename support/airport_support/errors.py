@@ -1,7 +1,9 @@
 """What every error of the contract shares: its gRPC status code and its exact message.
 
-errors.py renders one subclass of AirportError per row of the contract's error table. The
-status codes are gRPC's (google.rpc.Code); the loader checks the table's codes against them.
+The generated errors.py declares one subclass of AirportError per row of the contract's error
+table: its id, code, message template and parameter names, as data. Building the message from
+the template is this module's. The status codes are gRPC's (google.rpc.Code); the loader
+checks the table's codes against them.
 """
 
 from __future__ import annotations
@@ -43,9 +45,18 @@ class AirportError(Exception):
     """A table may raise it, and the client sees it as it is even where a protocol turns a
     table's other errors into operation_failed."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
+    params: ClassVar[tuple[str, ...]] = ()
+    """The names the template formats; a row's class is called with exactly these."""
+
+    def __init__(self, **params: object) -> None:
+        cls = type(self)
+        if set(params) != set(cls.params):
+            wanted = ", ".join(cls.params) or "no parameters"
+            raise TypeError(f"{cls.__name__} takes {wanted}; got {', '.join(sorted(params))}")
+        for name, value in params.items():
+            setattr(self, name, value)
+        self.message = cls.template.format(**params)
+        super().__init__(self.message)
 
     def __str__(self) -> str:
         return self.message

@@ -1,5 +1,6 @@
-"""The checks and byte layouts the payload codecs share (payloads.py renders one class per
-payload of the contract and calls these).
+"""The payload codec: one implementation, driven by the field table each generated payload
+class carries (`FIELDS`), so a payload of the contract is a dataclass and its table, nothing
+more.
 
 Decoding validates: a missing required field, a field of the wrong type or malformed
 JSON/msgpack raises the contract's error for a bad payload (InvalidPayload, given to
@@ -15,7 +16,8 @@ import binascii
 import json
 import struct
 from collections.abc import Callable, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar, Self
 
 import msgpack
 
@@ -94,6 +96,18 @@ class PayloadCodecs:
                 return value
             raise self.error(payload=payload, problem=f"field '{key}' is out of uint64 range")
         raise self.wrong(payload, key, "an unsigned integer", value)
+
+    def as_str_list(self, payload: str, key: str, value: Any) -> list[str]:
+        if not isinstance(value, list):
+            raise self.wrong(payload, key, "a list of strings", value)
+        return [self.as_str(payload, f"{key}[{index}]", item) for index, item in enumerate(value)]
+
+    def as_uint64_list(self, payload: str, key: str, value: Any) -> list[int]:
+        if not isinstance(value, list):
+            raise self.wrong(payload, key, "a list of unsigned integers", value)
+        return [
+            self.as_uint64(payload, f"{key}[{index}]", item) for index, item in enumerate(value)
+        ]
 
     def as_int64_list(self, payload: str, key: str, value: Any) -> list[int]:
         if not isinstance(value, list):
@@ -193,3 +207,148 @@ class PayloadCodecs:
     def pack_bin(value: bytes) -> bytes:
         packed: bytes = msgpack.packb(value, use_bin_type=True)
         return packed
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """One row of a payload's field table: how a field travels.
+
+    kind is the wire form the loader mapped the contract's type to (contracts.yaml's type and
+    json_bytes give it): str, bool, int64, uint64, bytes, base64 (bytes as a base64 JSON
+    string), list[int64], list[uint64], list[str], or payload:<Name> (a nested payload).
+    """
+
+    name: str
+    wire: str
+    kind: str
+    required: bool = False
+    optional: bool = False  # None is a value (nil on the wire)
+    default: Any = None
+    omitempty: bool = False
+    const: str | None = None
+
+
+_DECODERS: dict[str, Callable[[PayloadCodecs, str, str, Any], Any]] = {
+    "str": PayloadCodecs.as_str,
+    "bool": PayloadCodecs.as_bool,
+    "int64": PayloadCodecs.as_int64,
+    "uint64": PayloadCodecs.as_uint64,
+    "bytes": PayloadCodecs.as_bytes,
+    "base64": PayloadCodecs.as_base64,
+    "list[int64]": PayloadCodecs.as_int64_list,
+    "list[uint64]": PayloadCodecs.as_uint64_list,
+    "list[str]": PayloadCodecs.as_str_list,
+}
+_PACKERS: dict[str, Callable[[Any], bytes]] = {
+    "str": PayloadCodecs.pack_str,
+    "bool": PayloadCodecs.pack_bool,
+    "int64": PayloadCodecs.pack_int64,
+    "uint64": PayloadCodecs.pack_uint64,
+    "bytes": PayloadCodecs.pack_bin,
+}
+KINDS = frozenset(_DECODERS)
+"""The wire kinds a field may have besides payload:<Name>."""
+
+
+class Payload:
+    """A wire payload: subclasses are frozen dataclasses with a FIELDS table (generated).
+
+    Decoding validates: a missing required field, a field of the wrong type, a wrong constant
+    or malformed JSON/msgpack raises the payload's `invalid` error (the contract's
+    InvalidPayload) naming the payload and the field. Unknown keys are ignored, as Go's
+    decoders do. Encoding matches the Go server's bytes, omitempty fields left out when empty.
+    """
+
+    NAME: ClassVar[str] = ""
+    ENCODING: ClassVar[str] = ""  # json | msgpack
+    FIELDS: ClassVar[tuple[FieldSpec, ...]] = ()
+    NESTED: ClassVar[Mapping[str, type[Payload]]] = {}
+    """The payload classes payload:<Name> fields name (set by the generated module)."""
+    codecs: ClassVar[PayloadCodecs]
+
+    @classmethod
+    def from_mapping(cls, obj: Mapping[str, Any]) -> Self:
+        """Validate a decoded JSON or msgpack object and build the payload."""
+        values: dict[str, Any] = {}
+        for spec in cls.FIELDS:
+            if spec.required:
+                raw = cls.codecs.required(cls.NAME, obj, spec.wire)
+            else:
+                raw = obj.get(spec.wire)
+            if raw is None and (spec.optional or not spec.required):
+                values[spec.name] = None if spec.optional else spec.default
+                continue
+            value = cls._decode_field(spec, raw)
+            if spec.const is not None and value != spec.const:
+                raise cls.codecs.error(
+                    payload=cls.NAME,
+                    problem=f"field '{spec.wire}' must be {json.dumps(spec.const)},"
+                    f" got {json.dumps(value)}",
+                )
+            values[spec.name] = value
+        return cls(**values)
+
+    @classmethod
+    def _decode_field(cls, spec: FieldSpec, raw: Any) -> Any:
+        if spec.kind.startswith("payload:"):
+            nested = cls.NESTED[spec.kind.removeprefix("payload:")]
+            if not isinstance(raw, Mapping):
+                raise cls.codecs.wrong(cls.NAME, spec.wire, "a map", raw)
+            keys = {k.decode() if isinstance(k, bytes) else k: v for k, v in raw.items()}
+            return nested.from_mapping(keys)
+        return _DECODERS[spec.kind](cls.codecs, cls.NAME, spec.wire, raw)
+
+    @classmethod
+    def from_json(cls, data: bytes | str) -> Self:
+        """Decode and validate the JSON form."""
+        return cls.from_mapping(cls.codecs.json_object(cls.NAME, data))
+
+    @classmethod
+    def from_msgpack(cls, data: bytes) -> Self:
+        """Decode and validate the msgpack form."""
+        return cls.from_mapping(cls.codecs.msgpack_object(cls.NAME, data))
+
+    @classmethod
+    def decode(cls, data: bytes) -> Self:
+        """data in the payload's own encoding."""
+        return cls.from_json(data) if cls.ENCODING == "json" else cls.from_msgpack(data)
+
+    def encode(self) -> bytes:
+        """The payload in its own encoding."""
+        return self.to_json() if self.ENCODING == "json" else self.to_msgpack()
+
+    def to_json_object(self) -> dict[str, Any]:
+        obj: dict[str, Any] = {}
+        for spec in self.FIELDS:
+            value = getattr(self, spec.name)
+            if spec.omitempty and not value:
+                continue
+            if value is not None and spec.kind == "base64":
+                value = base64.b64encode(value).decode()
+            elif value is not None and spec.kind.startswith("payload:"):
+                value = value.to_json_object()
+            obj[spec.wire] = value
+        return obj
+
+    def to_json(self) -> bytes:
+        """The JSON form, keys in Go struct order, no spaces."""
+        return PayloadCodecs.to_json(self.to_json_object())
+
+    def to_msgpack(self) -> bytes:
+        """The msgpack form with the Go server's byte layout (fixed-width integers)."""
+        parts: list[bytes] = []
+        for spec in self.FIELDS:
+            value = getattr(self, spec.name)
+            if spec.omitempty and not value:
+                continue
+            key = PayloadCodecs.pack_str(spec.wire)
+            if value is None:
+                parts.append(key + PayloadCodecs.NIL)
+            elif spec.kind.startswith("payload:"):
+                parts.append(key + value.to_msgpack())
+            elif spec.kind in _PACKERS:
+                parts.append(key + _PACKERS[spec.kind](value))
+            else:  # lists: msgpack's own widths, as Go's encoder picks for slices
+                packed: bytes = msgpack.packb(value, use_bin_type=True)
+                parts.append(key + packed)
+        return PayloadCodecs.map_header(len(parts)) + b"".join(parts)

@@ -1,0 +1,240 @@
+"""DoAction, the read side's actions (protocol §2.5-2.7): the catalog (list_schemas,
+catalog_version), a scan's endpoints and tickets, and a table's FlightInfo at a point in time.
+
+DuckDB's UPDATE and DELETE scan the table for rowids first, so a server is only usable from
+DuckDB with this side served too. Bodies and answers are the contract's payloads (ACTIONS);
+the catalog itself is Go's map[string]any tree, msgpack with [][]byte as bin, zstd-compressed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import msgpack
+import pyarrow as pa
+import zstandard
+
+from airport_contracts import (
+    AirportError,
+    CatalogNameMismatch,
+    CatalogPayloadEmpty,
+    CatalogVersionResponse,
+    Context,
+    DynamicSchemaTable,
+    EndpointsDescriptorNotPath,
+    EndpointsInvalidDescriptor,
+    EndpointsParameters,
+    FlightInfoPathInvalid,
+    InvalidPayload,
+    ListSchemasFailed,
+    ScanSchemaNotFound,
+    SchemaRequest,
+    Table,
+    TicketData,
+    TimePoint,
+    TimeTravelUnsupported,
+    flight_pb2,
+    implements,
+)
+from airport_contracts.dispatch import ACTIONS
+from airport_contracts.vocabulary import Action
+from airport_support.rows import ActionRow
+
+from ..catalog import MutableCatalog
+from ..column_ids import names_for_ids
+from ..ipc import serialize_schema
+from .flight_infos import FlightInfos
+from .tables import SCAN_LOOKUP, Tables
+
+DEFAULT_SCHEMA = "main"  # Go: catalog.DefaultSchemaName
+EMPTY_SHA256 = "0" * 64
+REUSE_CONNECTION = "arrow-flight-reuse-connection://?"
+
+
+def go_quote(value: str) -> str:
+    """Go's %q for the plain names catalogs have."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def check_catalog(catalog: MutableCatalog, requested: str) -> None:
+    if requested != catalog.name():
+        raise CatalogNameMismatch(expected=go_quote(catalog.name()), got=go_quote(requested))
+
+
+def decode(action: ActionRow, body: bytes) -> Any:
+    """An action's body as its request payload; the action's own error when it does not
+    decode."""
+    assert action.request is not None
+    try:
+        return action.request.decode(body)
+    except InvalidPayload as exc:
+        if action.bad_request is None:
+            raise
+        raise action.bad_request(error=exc.problem) from None
+
+
+def time_point(unit: str, value: str) -> TimePoint | None:
+    """A time point when both unit and value are given (DuckDB's units are upper case: Go
+    lowers the ones it knows; pyairport compares them without case)."""
+    if not unit or not value:
+        return None
+    return TimePoint(unit=unit.lower(), value=value)
+
+
+def schema_at(ctx: Context, table: Table, point: TimePoint | None) -> pa.Schema:
+    """The table's schema at point (today's without one, or when it cannot say)."""
+    if point is None or not implements(table, "DynamicSchemaTable"):
+        return table.arrow_schema(None)
+    dynamic: DynamicSchemaTable = table  # type: ignore[assignment]
+    return dynamic.schema_for_request(ctx, SchemaRequest(time_point=point))
+
+
+def _pack(value: Any, bin_type: bool = False) -> bytes:
+    packed: bytes = msgpack.packb(value, use_bin_type=bin_type)
+    return packed
+
+
+def _compressed(data: bytes) -> bytes:
+    """Go's [uint32 uncompressed length, string(zstd bytes)] pair."""
+    return _pack([len(data), zstandard.ZstdCompressor(level=3).compress(data)])
+
+
+def _descriptor(raw: bytes) -> flight_pb2.FlightDescriptor:
+    descriptor = flight_pb2.FlightDescriptor()
+    try:
+        descriptor.ParseFromString(raw)
+    except Exception as exc:
+        raise EndpointsInvalidDescriptor(error=exc) from None
+    return descriptor
+
+
+class CatalogActions:
+    """The read side's actions over one catalog, for one server address (location:
+    grpc://host:port, or "" to let clients reuse their connection)."""
+
+    def __init__(self, tables: Tables, infos: FlightInfos, location: str = "") -> None:
+        self.tables = tables
+        self.infos = infos
+        self.location = location
+
+    SERVED: ClassVar[dict[str, str]] = {
+        Action.LIST_SCHEMAS: "list_schemas",
+        Action.CATALOG_VERSION: "catalog_version",
+        Action.ENDPOINTS: "endpoints",
+        Action.FLIGHT_INFO: "flight_info",
+    }
+    """The method serving each read-side action of the contract."""
+
+    def serve(self, ctx: Context, action: str, body: bytes) -> bytes:
+        handler: Callable[[Context, bytes], bytes] = getattr(self, self.SERVED[action])
+        return handler(ctx, body)
+
+    @property
+    def catalog(self) -> MutableCatalog:
+        return self.tables.catalog  # type: ignore[return-value]
+
+    def catalog_version(self, ctx: Context, body: bytes) -> bytes:
+        if not body:
+            raise CatalogPayloadEmpty()
+        request = decode(ACTIONS[Action.CATALOG_VERSION], body)
+        check_catalog(self.catalog, request.catalog_name)
+        self.catalog.refresh()
+        version, fixed = self.catalog.version()
+        return CatalogVersionResponse(catalog_version=version, is_fixed=fixed).encode()
+
+    def list_schemas(self, ctx: Context, body: bytes) -> bytes:
+        requested = ""
+        if body:
+            try:  # Go logs a bad body and carries on
+                requested = decode(ACTIONS[Action.LIST_SCHEMAS], body).catalog_name
+            except AirportError:
+                requested = ""
+        check_catalog(self.catalog, requested)
+        try:
+            self.catalog.refresh()
+            schemas = self.catalog.schemas(ctx)
+        except AirportError:
+            raise
+        except Exception as exc:
+            raise ListSchemasFailed(error=exc) from exc
+        version, fixed = self.catalog.version()
+        entries = []
+        for schema in sorted(schemas, key=lambda s: s.name()):
+            infos = [
+                self.infos.for_table(schema.name(), table, with_catalog=True).SerializeToString()
+                for table in schema.tables(ctx)
+            ]
+            serialized = _compressed(_pack(infos, bin_type=True))
+            entries.append(
+                {
+                    "name": schema.name(),
+                    "description": schema.comment(),
+                    "tags": {},
+                    "contents": {
+                        "sha256": hashlib.sha256(serialized).hexdigest(),
+                        "url": None,
+                        "serialized": serialized,
+                    },
+                    "is_default": schema.name() == DEFAULT_SCHEMA,
+                }
+            )
+        root = {
+            "contents": {"sha256": EMPTY_SHA256, "url": None, "serialized": None},
+            "schemas": entries,
+            "version_info": {"catalog_version": version, "is_fixed": fixed},
+        }
+        return _compressed(_pack(root))
+
+    def endpoints(self, ctx: Context, body: bytes) -> bytes:
+        request = decode(ACTIONS[Action.ENDPOINTS], body)
+        parameters = request.parameters or EndpointsParameters()
+        descriptor = _descriptor(request.descriptor)
+        if descriptor.type != flight_pb2.FlightDescriptor.PATH or len(descriptor.path) != 2:
+            raise EndpointsDescriptorNotPath()
+        schema_name, table_name = descriptor.path
+        try:
+            schema = self.catalog.schema(ctx, schema_name)
+        except Exception:
+            raise ScanSchemaNotFound(schema=schema_name) from None
+        table = schema.table(ctx, table_name) if schema is not None else None
+        point = time_point(parameters.at_unit, parameters.at_value)
+        columns: list[str] = []
+        if table is not None:
+            # DuckDB numbers the columns of the schema it bound: the past's, with a time point
+            columns = names_for_ids(schema_at(ctx, table, point), parameters.column_ids)
+        ticket = TicketData(
+            catalog=self.catalog.name(),
+            schema=schema_name,
+            table=table_name,
+            time_point_unit=point.unit if point else "",
+            time_point_value=point.value if point else "",
+            columns=columns,
+            filters=parameters.json_filters.encode(),
+        )
+        endpoint = flight_pb2.FlightEndpoint(
+            ticket=flight_pb2.Ticket(ticket=ticket.to_json()),
+            location=[flight_pb2.Location(uri=self.location or REUSE_CONNECTION)],
+        )
+        return _pack([endpoint.SerializeToString()])
+
+    def flight_info(self, ctx: Context, body: bytes) -> bytes:
+        """DuckDB's time travel (`AT (VERSION => …)`) asks for the table's FlightInfo at a
+        point first: its schema then, and a ticket (the point travels in endpoints' one)."""
+        request = decode(ACTIONS[Action.FLIGHT_INFO], body)
+        descriptor = _descriptor(request.descriptor)
+        path = list(descriptor.path)
+        if len(path) != 2:
+            raise FlightInfoPathInvalid(path="[" + " ".join(path) + "]")
+        schema_name, table_name = path
+        table = self.tables.table(ctx, schema_name, table_name, SCAN_LOOKUP)
+        point = time_point(request.at_unit, request.at_value)
+        info = self.infos.for_table(schema_name, table, with_catalog=True, ticket_catalog=False)
+        if point is not None:
+            if not implements(table, "DynamicSchemaTable"):
+                raise TimeTravelUnsupported(schema=schema_name, table=table_name)
+            info.schema = serialize_schema(schema_at(ctx, table, point))
+        info.flight_descriptor.CopyFrom(descriptor)
+        return info.SerializeToString()

@@ -1,0 +1,135 @@
+"""The shapes of the contract's tables: the generated package fills them with the contract's
+rows (dispatch.py: protocols, operations, actions; contract.py: errors, deviations, the
+compatibility matrix). The vocabularies of their fields are vocabulary.py's."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import AirportError
+from .vocabulary import (
+    CapabilityCheck,
+    HeaderRole,
+    OutputSchema,
+    RowidSource,
+    TableErrors,
+    TotalChanged,
+)
+
+ErrorFactory = Callable[..., AirportError]
+"""A contract error class: called with the row's parameters."""
+
+
+@dataclass(frozen=True)
+class Header:
+    """A header a protocol reads, and the errors of its absence or malformed value."""
+
+    name: str
+    role: HeaderRole
+    missing: ErrorFactory | None = None
+    invalid: ErrorFactory | None = None
+    true_value: str = ""
+
+
+@dataclass(frozen=True)
+class ProtocolRow:
+    id: str
+    transport: str
+    headers: tuple[Header, ...]
+    table_errors: TableErrors | None
+    no_manager: ErrorFactory | None
+    no_metadata: ErrorFactory | None
+    unknown_operation: ErrorFactory | None
+    function_operations: tuple[str, ...]
+    function_operation_error: ErrorFactory | None
+    unknown_action: ErrorFactory | None
+
+    def header(self, role: HeaderRole) -> tuple[str, ...]:
+        """The names of this protocol's headers of a role, in the order they are read."""
+        return tuple(h.name for h in self.headers if h.role == role)
+
+
+@dataclass(frozen=True)
+class CapabilityMethod:
+    """The DML method of a capability interface, as an operation calls it."""
+
+    interface: str
+    method: str
+    takes_row_ids: bool  # the legacy interfaces: rowids apart from the rows
+    takes_rows: bool
+
+
+@dataclass(frozen=True)
+class OperationRow:
+    id: str
+    protocol: str
+    name: str
+    statement: str
+    doc: str
+    interfaces: tuple[CapabilityMethod, ...]  # in order of preference
+    not_supported: ErrorFactory | None
+    capability_check: CapabilityCheck
+    rowid: RowidSource
+    validation: tuple[str, ...]  # validation rule ids, in the order they apply
+    rule_errors: Mapping[str, Mapping[str, ErrorFactory]]
+    """The error of each of its rules, by what the rule checks (the operation, or a part)."""
+    output_schema: OutputSchema
+    total_changed: TotalChanged
+    request: type[Any] | None  # a payload class (airport_support.codecs.Payload)
+    response: type[Any] | None  # None: the DoExchange stream
+
+    def rule_error(self, rule: str, key: str | None = None) -> ErrorFactory:
+        """The error a rule of this operation raises (key: a part of the rule)."""
+        return self.rule_errors[rule][key or self.name]
+
+
+@dataclass(frozen=True)
+class ActionRow:
+    """A DoAction of the read side (what DuckDB asks before and while it scans): its body and
+    answer payloads and the error of a body that does not decode."""
+
+    name: str
+    doc: str
+    request: type[Any] | None
+    response: type[Any] | None
+    bad_request: ErrorFactory | None = None
+
+
+@dataclass(frozen=True)
+class ErrorRow:
+    id: str
+    cls: str
+    code: str
+    message: str
+    params: tuple[str, ...]
+    protocols: tuple[str, ...]
+    condition: str
+    deviation: str
+
+
+@dataclass(frozen=True)
+class Deviation:
+    id: str
+    doc: str
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class MatrixRow:
+    implements: tuple[str, ...]
+    update: str | None
+    delete: str | None
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """A difference from the Go source the contract records on purpose (diff-upstream lists it
+    apart from drift): a deviation, an addition of pyairport's, or what it does not serve."""
+
+    kind: str
+    item: str
+    why: str
+    deviation: str = ""
+    extra: tuple[str, ...] = field(default=())
