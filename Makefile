@@ -22,7 +22,7 @@ PYTHONS ?= 3.12 3.13
 PYENV_ROOT ?= $(shell pyenv root 2>/dev/null)
 python_for = $(lastword $(shell command -v python$(1) 2>/dev/null) $(wildcard $(PYENV_ROOT)/versions/$(1).*/bin/python$(1)))
 
-.PHONY: help venv jars duckdb-extension generate check typecheck lint test test-python serve bench soak diff-upstream interop clean
+.PHONY: help prereqs venv jars duckdb-extension generate check typecheck lint test test-python serve bench soak diff-upstream interop clean
 
 help:
 	@echo "make serve      run the Flight server on local Spark + Delta (BACKEND=spark|memory, HOST, PORT, WAREHOUSE)"
@@ -49,7 +49,7 @@ venv: $(STAMP)
 $(JARS)/.fetched:
 	@command -v mvn >/dev/null || { echo "make jars: Maven (mvn) is needed to fetch the Delta jars"; exit 1; }
 	mkdir -p $(JARS)
-	for artifact in $(DELTA_ARTIFACTS); do mvn -q dependency:copy -Dartifact=$$artifact -DoutputDirectory=$(JARS) || exit 1; done
+	for artifact in $(DELTA_ARTIFACTS); do mvn -q -B --no-transfer-progress -Dstyle.color=never dependency:copy -Dartifact=$$artifact -DoutputDirectory=$(JARS) || exit 1; done
 	touch $@
 
 jars: $(JARS)/.fetched
@@ -83,7 +83,22 @@ lint: $(STAMP)
 	fi
 
 # Where the extension's source is at hand, the DuckDB tier must run: it fails rather than skip.
-test: check typecheck lint jars $(if $(wildcard $(DUCKDB_AIRPORT)/build.sh),$(DUCKDB_EXTENSION))
+# What `make test` needs on the machine, said in one line before anything runs.
+prereqs:
+	@missing=""; \
+	for version in $(PYTHONS); do \
+		py="$$(command -v python$$version 2>/dev/null || ls $(PYENV_ROOT)/versions/$$version.*/bin/python$$version 2>/dev/null | tail -n 1)"; \
+		[ -n "$$py" ] || missing="$$missing python$$version"; \
+	done; \
+	command -v java >/dev/null || missing="$$missing java(JDK 17)"; \
+	[ -f $(JARS)/.fetched ] || command -v mvn >/dev/null || missing="$$missing mvn"; \
+	command -v go >/dev/null || missing="$$missing go"; \
+	if [ -f $(DUCKDB_AIRPORT)/build.sh ]; then \
+		for tool in gcc g++; do command -v $$tool >/dev/null || missing="$$missing $$tool"; done; \
+	fi; \
+	if [ -n "$$missing" ]; then echo "make test: missing on this machine:$$missing (see README, Prerequisites)"; exit 1; fi
+
+test: prereqs check typecheck lint jars $(if $(wildcard $(DUCKDB_AIRPORT)/build.sh),$(DUCKDB_EXTENSION))
 	$(if $(wildcard $(DUCKDB_AIRPORT)/build.sh),PYAIRPORT_REQUIRE_DUCKDB=1) $(BIN)/pytest -q
 	$(MAKE) -s test-python
 

@@ -34,12 +34,10 @@ def _parser() -> argparse.ArgumentParser:
     serve = commands.add_parser(
         "serve",
         help="serve Delta tables (or the in-memory demo) over Arrow Flight",
-        description="Serve tables over Arrow Flight to DuckDB, arrow-go and pyarrow clients."
-        " --backend spark serves the Delta tables under --warehouse (<schema>/<table>/) or, with"
-        " --spark-catalog, those of Spark's catalog, as they are: start-up writes nothing into"
-        " them. A table with Delta row tracking (delta.enableRowTracking) takes UPDATE and"
-        " DELETE by its row ids; one without serves SELECT and INSERT"
-        " (--enable-row-tracking turns it on). --demo adds the demo tables.",
+        description="Serve tables over Arrow Flight to DuckDB, arrow-go and pyarrow clients:"
+        " in-memory tables (--backend memory, the default) or the Delta tables of a warehouse"
+        " folder or of Spark's catalog (--backend spark; `make serve` runs this one with"
+        " --demo). See the README for what each table shape supports.",
     )
     serve.add_argument(
         "--backend",
@@ -130,9 +128,14 @@ def _parser() -> argparse.ArgumentParser:
         "--max-row-ids",
         type=int,
         default=None,
-        help="longest row_ids a spec-002 UPDATE/DELETE may send",
+        help="longest row_ids list a spec-002 UPDATE/DELETE may send (default: no limit)",
     )
-    serve.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    serve.add_argument(
+        "--log-level",
+        default="INFO",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="what pyairport logs to stderr (default INFO; Spark's own log stays at ERROR)",
+    )
     return parser
 
 

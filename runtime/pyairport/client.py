@@ -421,7 +421,9 @@ class AirportClient:
         first.flight_descriptor.CopyFrom(
             flight_pb2.FlightDescriptor(type=flight_pb2.FlightDescriptor.CMD, cmd=command)
         )
-        headers: dict[str, str] = {Header.X_TRANSACTION_ID: transaction_id} if transaction_id else {}
+        headers: dict[str, str] = (
+            {Header.X_TRANSACTION_ID: transaction_id} if transaction_id else {}
+        )
         call = _streaming_call(self._do_put, first.SerializeToString(), self.metadata(headers))
         with call as (results, outbox):
             return _pipelined(results, outbox, batches, _put_answer)
@@ -439,7 +441,9 @@ class AirportClient:
         body = DeleteAction(
             schema_name=schema, table_name=table, row_ids=list(row_ids), returning=returning
         ).to_json()
-        headers: dict[str, str] = {Header.X_TRANSACTION_ID: transaction_id} if transaction_id else {}
+        headers: dict[str, str] = (
+            {Header.X_TRANSACTION_ID: transaction_id} if transaction_id else {}
+        )
         (result,) = self.action(Action.DELETE, body, headers)
         response = DeleteActionResult.from_json(result)
         return PutAnswer(
@@ -493,7 +497,9 @@ class AirportClient:
         `json_filters` and applied again here exactly, as DuckDB does: a server may push down
         part of a filter or none of it. A str is DuckDB's json_filters as it is; then only the
         parts pyairport understands are applied again."""
-        headers: dict[str, str] = {Header.AIRPORT_TRANSACTION_ID: transaction_id} if transaction_id else {}
+        headers: dict[str, str] = (
+            {Header.AIRPORT_TRANSACTION_ID: transaction_id} if transaction_id else {}
+        )
         descriptor = flight_pb2.FlightDescriptor(
             type=flight_pb2.FlightDescriptor.PATH, path=[schema, table]
         )

@@ -94,7 +94,7 @@ class AirportServer:
 
     def start(self) -> AirportServer:
         self._server.start()
-        log.info("serving on %s", self.location)
+        log.debug("serving on %s", self.location)  # `pyairport serve` prints the line
         return self
 
     def stop(self, grace: float | None = 2.0) -> None:

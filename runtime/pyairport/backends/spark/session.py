@@ -101,20 +101,20 @@ def spark_session(
     settings.update(conf or {})
     for key, value in settings.items():
         builder = builder.config(key, value)
-    if jars_dir is not None:
-        session = builder.getOrCreate()
-    else:
+    if jars_dir is None:
         from delta import configure_spark_with_delta_pip
 
         builder = configure_spark_with_delta_pip(builder)
-        with _jvm_output_held() as start:
-            try:
-                session = builder.getOrCreate()
-                start.started()
-            except Exception as exc:
-                failure = exc
-        if not start.up:
-            raise _start_failure(failure, start.dropped) from None
+    # The JVM's start-up chatter (log4j warnings, Ivy's resolution) is held back and shown
+    # only if the start fails.
+    with _jvm_output_held() as start:
+        try:
+            session = builder.getOrCreate()
+            start.started()
+        except Exception as exc:
+            failure = exc
+    if not start.up:
+        raise _start_failure(failure, start.dropped) from None
     session.sparkContext.setLogLevel("ERROR")
     return session
 
