@@ -18,6 +18,8 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from airport_support.errors import StatusCode
+
 from .model import (
     Contract,
     ErrorRow,
@@ -39,8 +41,13 @@ KINDS = (
     "changed error code or message",
 )
 
-# Exported names that concern DML or transactions; the contract should mention each.
-RELEVANT = re.compile(r"Insert|Update|Delete|DML|Transaction|RowID|Rowid|Returning", re.IGNORECASE)
+# Exported names that concern DML, transactions or DDL; the contract should mention each.
+RELEVANT = re.compile(
+    r"Insert|Update|Delete|DML|Transaction|RowID|Rowid|Returning"
+    r"|^Dynamic(Catalog|Schema|Table)$|OnConflict|(Options|Params)$"
+    r"|^Err(AlreadyExists|NotFound|SchemaNotEmpty|Unimplemented)$",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -268,6 +275,21 @@ def diff(contract: Contract, upstream: dict[str, dict[str, Any]]) -> list[Differ
                 )
             )
 
+    for i, t in enumerate(contract.types):
+        if t.kind != "sentinel":
+            continue
+        mentioned.add(t.go.ident)
+        exported = {e["name"]: e for e in package(t.go.package)["exported"]}
+        if t.go.ident not in exported:
+            out.append(
+                Difference(
+                    "missing in Go",
+                    f"types[{i}] {t.name}",
+                    t.go.file,
+                    f"no error {t.go.ident} in package {t.go.package}",
+                )
+            )
+
     for i, helper in enumerate(contract.helpers):
         mentioned.add(helper.go.ident)
         path = f"helpers[{i}] {helper.name}"
@@ -290,7 +312,7 @@ def diff(contract: Contract, upstream: dict[str, dict[str, Any]]) -> list[Differ
         for item in package(package_name)["exported"]:
             if RELEVANT.search(item["name"]) and item["name"] not in mentioned:
                 where = f"{item['file']}:{item['line']}"
-                detail = f"exported {item['type']} {package_name}.{item['name']} concerns DML or transactions and is not in the contract"
+                detail = f"exported {item['type']} {package_name}.{item['name']} concerns DML, transactions or DDL and is not in the contract"
                 out.append(
                     Difference("missing in the contract", f"package {package_name}", where, detail)
                 )
@@ -317,15 +339,8 @@ def _compare_map_keys(
     ]
 
 
-_CODES = {
-    "INVALID_ARGUMENT": "InvalidArgument",
-    "NOT_FOUND": "NotFound",
-    "FAILED_PRECONDITION": "FailedPrecondition",
-    "INTERNAL": "Internal",
-    "UNIMPLEMENTED": "Unimplemented",
-    "UNAUTHENTICATED": "Unauthenticated",
-    "PERMISSION_DENIED": "PermissionDenied",
-}
+_CODES = {code.name: "".join(w.capitalize() for w in code.name.split("_")) for code in StatusCode}
+"""gRPC's code names as Go's codes package spells them (INVALID_ARGUMENT → InvalidArgument)."""
 
 
 def _format_pattern(go_format: str) -> re.Pattern[str]:

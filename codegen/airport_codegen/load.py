@@ -25,6 +25,7 @@ from .model import (
     PRIMITIVES,
     STATUS_CODES,
     Contract,
+    DdlAction,
     Deviation,
     EnumValue,
     ErrorRow,
@@ -62,7 +63,9 @@ OUTPUT_SCHEMAS = {v.value for v in vocabulary.OutputSchema}
 TOTALS = {v.value for v in vocabulary.TotalChanged}
 HEADER_ROLES = {v.value for v in vocabulary.HeaderRole}
 TABLE_ERRORS = {v.value for v in vocabulary.TableErrors}
-TYPE_KINDS = {"struct", "enum", "error_type"}
+TYPE_KINDS = {"struct", "enum", "error_type", "sentinel"}
+DDL_TARGETS = {"catalog", "schema", "table"}
+DDL_ANSWERS = {"schema_contents", "flight_info", "none"}
 ENCODINGS = {"json", "msgpack"}
 KEY_ORDERS = {"declared", "any"}
 STREAM_RESPONSE = "exchange_stream"
@@ -212,6 +215,7 @@ def build_contract(data: Any) -> Contract:
         operations=tuple(_operation(n) for n in root.nodes("operations", required=True)),
         deviations=tuple(_deviation(n) for n in root.nodes("deviations", required=True)),
         actions=tuple(_action(n) for n in root.nodes("actions", required=True)),
+        ddl_actions=tuple(_ddl_action(n) for n in root.nodes("ddl_actions", required=True)),
         recorded=tuple(_recorded(n) for n in root.nodes("recorded_differences", required=True)),
     )
     matrix = root.node("compatibility_matrix")
@@ -563,6 +567,43 @@ def _action(n: _Node) -> ReadAction:
     return action
 
 
+def _ddl_action(n: _Node) -> DdlAction:
+    required = []
+    for r in n.nodes("required"):
+        required.append((r.string("field"), r.string("error")))
+        r.done()
+    action = DdlAction(
+        name=n.string("name"),
+        doc=n.string("doc"),
+        sources=n.strs("sources", required=True),
+        go=_go(n),
+        request=n.string("request"),
+        bad_payload=n.string("bad_payload"),
+        catalog_field=n.string("catalog_field"),
+        required=tuple(required),
+        target=n.string("target"),
+        schema_field=n.string("schema_field", ""),
+        table_field=n.string("table_field", ""),
+        ignore_not_found=n.boolean("ignore_not_found", False),
+        interface=n.string("interface"),
+        unsupported=n.string("unsupported"),
+        method=n.string("method"),
+        sentinels=tuple(sorted(n.str_map("sentinels").items())),
+        failed=n.string("failed"),
+        answer=n.string("answer"),
+    )
+    for key, value, allowed in (
+        ("target", action.target, DDL_TARGETS),
+        ("answer", action.answer, DDL_ANSWERS),
+    ):
+        if value not in allowed:
+            raise ContractError(
+                f"{n.sub(key)}: unknown value '{value}' (expected {_one_of(allowed)})"
+            )
+    n.done()
+    return action
+
+
 def _recorded(n: _Node) -> RecordedDifference:
     from .diff import KINDS  # the diff's kinds are the vocabulary of a recorded difference
 
@@ -667,9 +708,9 @@ def _check_references(c: Contract) -> None:
         )
         if not known:
             raise ContractError(f"{path}: unknown type '{t.name}'")
-        arity = {"list": 1, "optional": 1}.get(t.name)
+        arity = {"list": 1, "optional": 1, "map": 2}.get(t.name)
         if arity is not None and len(t.args) != arity:
-            raise ContractError(f"{path}: {t.name} takes {arity} type argument")
+            raise ContractError(f"{path}: {t.name} takes {arity} type argument(s)")
         if t.name not in GENERICS and t.args:
             raise ContractError(f"{path}: '{t.name}' takes no type arguments")
         for a in t.args:
@@ -739,6 +780,38 @@ def _check_references(c: Contract) -> None:
         ref("payload", action.request, payloads, f"actions[{i}].request")
         ref("payload", action.response, payloads, f"actions[{i}].response")
         ref("error", action.bad_request, error_ids, f"actions[{i}].bad_request")
+    sentinels = {t.name for t in c.types if t.kind == "sentinel"}
+    _unique(
+        [(a.name, f"actions[{i}].name") for i, a in enumerate(c.actions)]
+        + [(d.name, f"ddl_actions[{i}].name") for i, d in enumerate(c.ddl_actions)],
+        "action",
+    )
+    for i, d in enumerate(c.ddl_actions):
+        path = f"ddl_actions[{i}]"
+        check_sources(d.sources, f"{path}.sources")
+        ref("payload", d.request, payloads, f"{path}.request")
+        fields = {f.name for f in c.payload(d.request).fields}
+        for key, field_name in (
+            ("catalog_field", d.catalog_field),
+            ("schema_field", d.schema_field),
+            ("table_field", d.table_field),
+        ):
+            ref("field of the request", field_name, fields, f"{path}.{key}")
+        for j, (field_name, error_id) in enumerate(d.required):
+            ref("field of the request", field_name, fields, f"{path}.required[{j}].field")
+            ref("error", error_id, error_ids, f"{path}.required[{j}].error")
+        for key in ("bad_payload", "unsupported", "failed"):
+            ref("error", getattr(d, key), error_ids, f"{path}.{key}")
+        ref("interface", d.interface, interfaces, f"{path}.interface")
+        ref(
+            "method",
+            d.method,
+            {m.python for m in c.interface(d.interface).methods},
+            f"{path}.method",
+        )
+        for sentinel, error_id in d.sentinels:
+            ref("sentinel", sentinel, sentinels, f"{path}.sentinels")
+            ref("error", error_id, error_ids, f"{path}.sentinels.{sentinel}")
     for i, recorded in enumerate(c.recorded):
         ref("deviation", recorded.deviation, deviation_ids, f"recorded_differences[{i}].deviation")
     for i, error in enumerate(c.errors):

@@ -31,7 +31,7 @@ ARROW_TYPES: dict[str, tuple[str, str]] = {
     "Int64Array": ("pa.Int64Array", "[]int64"),
     "Context": ("Context", "context.Context"),
 }
-GENERICS = ("list", "optional", "tuple")
+GENERICS = ("list", "optional", "tuple", "map")
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,8 @@ class TypeRef:
             return f"{self.args[0].python()} | None"
         if self.name in ("list", "tuple"):
             return f"{self.name}[{', '.join(a.python() for a in self.args)}]"
+        if self.name == "map":
+            return f"dict[{self.args[0].python()}, {self.args[1].python()}]"
         if self.name in PRIMITIVES:
             return PRIMITIVES[self.name][0]
         if self.name in ARROW_TYPES:
@@ -75,6 +77,8 @@ class TypeRef:
             return "*" + inner.go().lstrip("*")
         if self.name == "list":
             return "[]" + self.args[0].go()
+        if self.name == "map":
+            return f"map[{self.args[0].go()}]{self.args[1].go()}"
         if self.name == "tuple":
             return "(" + ", ".join(a.go() for a in self.args) + ")"
         if self.name in PRIMITIVES:
@@ -119,6 +123,8 @@ class Field:
             return "base64"
         if base.name == "list":
             return f"list[{base.args[0]}]"
+        if base.name == "map":
+            return f"map[{base.args[0]}, {base.args[1]}]"
         if base.name in PRIMITIVES:
             return base.name
         return f"payload:{base.name}"
@@ -316,6 +322,30 @@ class ReadAction:
 
 
 @dataclass(frozen=True)
+class DdlAction:
+    """A DDL DoAction (protocol §5): what the dispatch library needs to run it from its row."""
+
+    name: str
+    doc: str
+    sources: tuple[str, ...]
+    go: GoHome
+    request: str
+    bad_payload: str
+    catalog_field: str
+    required: tuple[tuple[str, str], ...]  # (request field, error id), in the order checked
+    target: str  # catalog | schema | table
+    schema_field: str
+    table_field: str
+    ignore_not_found: bool
+    interface: str
+    unsupported: str
+    method: str
+    sentinels: tuple[tuple[str, str], ...]  # (sentinel type, error id)
+    failed: str
+    answer: str  # schema_contents | flight_info | none
+
+
+@dataclass(frozen=True)
 class RecordedDifference:
     """A difference from the Go source the contract keeps on purpose: diff-upstream reports it
     apart from drift. item names what the diff names (an item, Type.Member or package.Name)."""
@@ -365,6 +395,7 @@ class Contract:
     operations: tuple[Operation, ...]
     deviations: tuple[Deviation, ...]
     actions: tuple[ReadAction, ...] = ()
+    ddl_actions: tuple[DdlAction, ...] = ()
     recorded: tuple[RecordedDifference, ...] = ()
     content_hash: str = field(default="", compare=False)
 
@@ -381,6 +412,9 @@ class Contract:
         ids = {e for r in self.validation_rules for _, e in r.errors}
         ids |= {o.not_supported for o in self.operations}
         ids |= {a.bad_request for a in self.actions}
+        for d in self.ddl_actions:
+            ids |= {d.bad_payload, d.unsupported, d.failed} | {e for _, e in d.required}
+            ids |= {e for _, e in d.sentinels}
         for p in self.protocols:
             ids |= {p.no_manager, p.no_metadata, p.unknown_operation}
             ids |= {p.function_operation_error, p.unknown_action}
@@ -408,6 +442,7 @@ class Contract:
         """The request and response payloads of the operations and actions, sorted."""
         names = {o.request for o in self.operations} | {o.response for o in self.operations}
         names |= {a.request for a in self.actions} | {a.response for a in self.actions}
+        names |= {d.request for d in self.ddl_actions}
         return sorted(n for n in names if n and any(p.name == n for p in self.payloads))
 
     def method_names(self, interface_name: str) -> tuple[str, ...]:
@@ -437,11 +472,12 @@ class Contract:
         return self.error(errors[operation]) if operation in errors else None
 
     def action_names(self) -> list[str]:
-        """Every DoAction type: the operations served over DoAction, then the read side's."""
+        """Every DoAction type: the operations served over DoAction, the read side's, then the
+        DDL actions."""
         names = [
             o.name for o in self.operations if self.protocol(o.protocol).transport == "DoAction"
         ]
-        return names + [a.name for a in self.actions]
+        return names + [a.name for a in self.actions] + [d.name for d in self.ddl_actions]
 
     def header_names(self) -> list[str]:
         """Every header name a protocol reads, first appearance first."""

@@ -70,7 +70,8 @@ class MutableCatalog:
         with self._lock:
             return self._version, False
 
-    def _changed(self) -> None:
+    def changed(self) -> None:
+        """Something in the catalog changed: clients reload it (catalog_version moves)."""
         with self._lock:
             self._version += 1
 
@@ -91,6 +92,6 @@ class MutableCatalog:
             if existing is not None:
                 return existing
             self._schemas[schema.name()] = schema
-            schema.on_change = self._changed
+            schema.on_change = self.changed
             self._version += 1
         return schema

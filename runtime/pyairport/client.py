@@ -21,10 +21,11 @@ from typing import Any, Generic, TypeVar
 from urllib.parse import urlparse
 
 import grpc
-import msgpack
 import pyarrow as pa
 
 from airport_contracts import (
+    CatalogVersionParams,
+    CatalogVersionResponse,
     CreateTransactionRequest,
     CreateTransactionResponse,
     DeleteAction,
@@ -34,6 +35,7 @@ from airport_contracts import (
     GetTransactionStatusRequest,
     GetTransactionStatusResponse,
     InsertDescriptor,
+    ListSchemasRequest,
     UpdateDescriptor,
     flight_pb2,
     flight_pb2_grpc,
@@ -43,6 +45,7 @@ from airport_contracts.vocabulary import Action, Header, OperationName, Protocol
 from airport_support.vocabulary import HeaderRole
 
 from . import filters
+from .client_ddl import DdlCalls
 from .column_ids import ids_for_names
 from .ipc import encode_batch, read_message, schema_message
 from .remote_catalog import (
@@ -174,7 +177,7 @@ def _without_dictionaries(
     return schema, decoded()
 
 
-class AirportClient:
+class AirportClient(DdlCalls):
     """A Flight client for pyairport and airport-go servers.
 
     location: "grpc://host:port" or "grpc+tls://host:port" (tls_root_certificates: PEM to
@@ -469,9 +472,16 @@ class AirportClient:
 
     def list_schemas(self, catalog_name: str = "") -> list[SchemaInfo]:
         """Every schema of the catalog with its tables (list_schemas, decoded as DuckDB does)."""
-        body = msgpack.packb({"catalog_name": catalog_name})
+        body = ListSchemasRequest(catalog_name=catalog_name).encode()
         (answer,) = self.action(Action.LIST_SCHEMAS, body)
         return decode_catalog(answer)
+
+    def catalog_version(self, catalog_name: str = "") -> int:
+        """The catalog's version (catalog_version): it moves whenever the catalog changes."""
+        body = CatalogVersionParams(catalog_name=catalog_name).encode()
+        (answer,) = self.action(Action.CATALOG_VERSION, body)
+        version: int = CatalogVersionResponse.decode(answer).catalog_version
+        return version
 
     def list_tables(self, schema: str, catalog_name: str = "") -> list[TableInfo]:
         """The tables of one schema: names, comments and Arrow schemas (rowid column included)."""

@@ -62,18 +62,25 @@ DEMO_TABLES: tuple[tuple[str, str, str, Sequence[str], pa.Table | None], ...] = 
 TableFactory = Callable[[str, str, pa.Schema, Sequence[str], str, "pa.Table | None"], Table]
 
 
-def demo_catalog(make_table: TableFactory, name: str = "") -> MutableCatalog:
+def demo_catalog(
+    make_table: TableFactory,
+    name: str = "",
+    catalog_class: type[MutableCatalog] = MutableCatalog,
+    schema_class: type[CatalogSchema] = CatalogSchema,
+) -> MutableCatalog:
     """The demo catalog with tables made by make_table(schema, table, columns, capabilities,
-    comment, rows); each backend supplies its own factory."""
-    catalog = MutableCatalog(name)
+    comment, rows); each backend supplies its own factory (and its catalog and schema
+    classes: the memory backend's create and drop)."""
+    catalog = catalog_class(name)
     for schema_name, table_name, comment, capabilities, rows in DEMO_TABLES:
-        schema = catalog.add_schema(CatalogSchema(schema_name))
+        schema = catalog.add_schema(schema_class(schema_name))
         schema.add(make_table(schema_name, table_name, USERS_COLUMNS, capabilities, comment, rows))
     return catalog
 
 
 def memory_demo_catalog(name: str = "") -> MutableCatalog:
     from .backends.memory import memory_table
+    from .backends.memory.ddl import MemoryCatalog, MemorySchema
 
     def make(
         schema: str,
@@ -85,7 +92,7 @@ def memory_demo_catalog(name: str = "") -> MutableCatalog:
     ) -> Table:
         return memory_table(table, columns, caps, comment=comment, rows=rows, id_from_rowid="id")
 
-    return demo_catalog(make, name)
+    return demo_catalog(make, name, MemoryCatalog, MemorySchema)
 
 
 def spark_demo_catalog(backend: SparkBackend) -> MutableCatalog:

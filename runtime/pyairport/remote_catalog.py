@@ -52,6 +52,22 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value or "")
 
 
+def table_info(raw: bytes) -> TableInfo | None:
+    """A serialized FlightInfo as a table (None for a function's)."""
+    info = flight_pb2.FlightInfo()
+    info.ParseFromString(raw)
+    metadata = msgpack.unpackb(info.app_metadata, raw=False) if info.app_metadata else {}
+    if metadata.get("type", "table") != "table":
+        return None
+    schema_name, table_name = (_text(p) for p in info.flight_descriptor.path)
+    return TableInfo(
+        schema_name=schema_name,
+        name=table_name,
+        comment=_text(metadata.get("comment")),
+        arrow_schema=pa.ipc.read_schema(pa.py_buffer(info.schema)),
+    )
+
+
 def decode_catalog(body: bytes) -> list[SchemaInfo]:
     """The schemas of a `list_schemas` answer, each with its tables' FlightInfo decoded."""
     root = _decompressed(body)
@@ -60,20 +76,9 @@ def decode_catalog(body: bytes) -> list[SchemaInfo]:
         tables = []
         serialized = entry[b"contents"][b"serialized"]
         for raw in _decompressed(serialized) if serialized else ():
-            info = flight_pb2.FlightInfo()
-            info.ParseFromString(raw)
-            metadata = msgpack.unpackb(info.app_metadata, raw=False) if info.app_metadata else {}
-            if metadata.get("type", "table") != "table":
-                continue  # functions: not tables
-            schema_name, table_name = (_text(p) for p in info.flight_descriptor.path)
-            tables.append(
-                TableInfo(
-                    schema_name=schema_name,
-                    name=table_name,
-                    comment=_text(metadata.get("comment")),
-                    arrow_schema=pa.ipc.read_schema(pa.py_buffer(info.schema)),
-                )
-            )
+            table = table_info(raw)
+            if table is not None:
+                tables.append(table)
         schemas.append(
             SchemaInfo(
                 name=_text(entry[b"name"]),

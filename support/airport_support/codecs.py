@@ -102,6 +102,14 @@ class PayloadCodecs:
             raise self.wrong(payload, key, "a list of strings", value)
         return [self.as_str(payload, f"{key}[{index}]", item) for index, item in enumerate(value)]
 
+    def as_str_map(self, payload: str, key: str, value: Any) -> dict[str, str]:
+        if not isinstance(value, dict):
+            raise self.wrong(payload, key, "a map of strings", value)
+        return {
+            self.as_str(payload, f"{key} key", k): self.as_str(payload, f"{key}[{k!r}]", v)
+            for k, v in value.items()
+        }
+
     def as_uint64_list(self, payload: str, key: str, value: Any) -> list[int]:
         if not isinstance(value, list):
             raise self.wrong(payload, key, "a list of unsigned integers", value)
@@ -160,7 +168,9 @@ class PayloadCodecs:
                 payload=payload, problem=f"msgpack: unexpected code={data[0]:x} decoding map length"
             )
         try:
-            obj = msgpack.unpackb(data, raw=False, strict_map_key=False)
+            # raw: a Go []byte travels as msgpack str as often as bin (DuckDB sends an Arrow
+            # schema so); the field's kind decides what the bytes are (as_str decodes UTF-8).
+            obj = msgpack.unpackb(data, raw=True, strict_map_key=False)
         # TypeError: a map key msgpack cannot hash (e.g. a list); ValueError covers truncation.
         except (
             ValueError,
@@ -174,7 +184,9 @@ class PayloadCodecs:
             raise self.error(
                 payload=payload, problem=f"expected a msgpack map, got {_describe(obj)}"
             )
-        return {k.decode() if isinstance(k, bytes) else k: v for k, v in obj.items()}
+        return {
+            k.decode(errors="replace") if isinstance(k, bytes) else k: v for k, v in obj.items()
+        }
 
     @staticmethod
     def to_json(obj: dict[str, Any]) -> bytes:
@@ -215,7 +227,8 @@ class FieldSpec:
 
     kind is the wire form the loader mapped the contract's type to (contracts.yaml's type and
     json_bytes give it): str, bool, int64, uint64, bytes, base64 (bytes as a base64 JSON
-    string), list[int64], list[uint64], list[str], or payload:<Name> (a nested payload).
+    string), list[int64], list[uint64], list[str], map[str, str], or payload:<Name> (a nested
+    payload).
     """
 
     name: str
@@ -238,6 +251,7 @@ _DECODERS: dict[str, Callable[[PayloadCodecs, str, str, Any], Any]] = {
     "list[int64]": PayloadCodecs.as_int64_list,
     "list[uint64]": PayloadCodecs.as_uint64_list,
     "list[str]": PayloadCodecs.as_str_list,
+    "map[str, str]": PayloadCodecs.as_str_map,
 }
 _PACKERS: dict[str, Callable[[Any], bytes]] = {
     "str": PayloadCodecs.pack_str,

@@ -98,6 +98,33 @@ class ActionRow:
 
 
 @dataclass(frozen=True)
+class DdlActionRow:
+    """A DDL DoAction (protocol §5), run from its row by the dispatch library: the body
+    (request, bad_payload), the catalog name field, the required fields in the order checked
+    and their errors, what is looked up (target: catalog, schema or table, named by
+    schema_field and table_field), whether ignore_not_found makes a missing one a success,
+    the capability (interface, unsupported) and its method, the error of each sentinel a
+    backend raises, the error of any other failure, and the answer."""
+
+    name: str
+    doc: str
+    request: type[Any]
+    bad_payload: ErrorFactory
+    catalog_field: str
+    required: tuple[tuple[str, ErrorFactory], ...]
+    target: str
+    schema_field: str
+    table_field: str
+    ignore_not_found: bool
+    interface: str
+    unsupported: ErrorFactory
+    method: str
+    sentinels: Mapping[type[Exception], ErrorFactory]
+    failed: ErrorFactory
+    answer: str
+
+
+@dataclass(frozen=True)
 class ErrorRow:
     id: str
     cls: str

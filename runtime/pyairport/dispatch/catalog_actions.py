@@ -97,7 +97,7 @@ def _pack(value: Any, bin_type: bool = False) -> bytes:
     return packed
 
 
-def _compressed(data: bytes) -> bytes:
+def compressed(data: bytes) -> bytes:
     """Go's [uint32 uncompressed length, string(zstd bytes)] pair."""
     return _pack([len(data), zstandard.ZstdCompressor(level=3).compress(data)])
 
@@ -167,7 +167,7 @@ class CatalogActions:
                 self.infos.for_table(schema.name(), table, with_catalog=True).SerializeToString()
                 for table in schema.tables(ctx)
             ]
-            serialized = _compressed(_pack(infos, bin_type=True))
+            serialized = compressed(_pack(infos, bin_type=True))
             entries.append(
                 {
                     "name": schema.name(),
@@ -186,7 +186,7 @@ class CatalogActions:
             "schemas": entries,
             "version_info": {"catalog_version": version, "is_fixed": fixed},
         }
-        return _compressed(_pack(root))
+        return compressed(_pack(root))
 
     def endpoints(self, ctx: Context, body: bytes) -> bytes:
         request = decode(ACTIONS[Action.ENDPOINTS], body)

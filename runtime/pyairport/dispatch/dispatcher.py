@@ -21,6 +21,7 @@ from airport_contracts import (
 )
 from airport_contracts.dispatch import (
     ACTIONS,
+    DDL_ACTIONS,
     OPERATIONS,
     PROTOCOLS,
     RULE_ERRORS,
@@ -31,6 +32,7 @@ from airport_support.rows import ActionRow, OperationRow
 
 from . import validation
 from .catalog_actions import CatalogActions
+from .ddl_actions import DdlActions
 from .do_action_dml import run_action_dml
 from .do_exchange import run_exchange
 from .do_get import Scans
@@ -48,9 +50,10 @@ def require_implemented(
     operations: Mapping[str, OperationRow],
     actions: Mapping[str, ActionRow],
     rules: Mapping[str, object],
+    ddl_actions: Mapping[str, object] | None = None,
 ) -> None:
-    """Every rule, DoAction operation and read-side action of a contract has its code here;
-    else ContractNotImplemented, one line naming what is missing."""
+    """Every rule, DoAction operation, read-side and DDL action of a contract has its code
+    here; else ContractNotImplemented, one line naming what is missing."""
     validation.require_implemented(rules, "contracts.yaml")
     missing = [
         row.name
@@ -60,6 +63,7 @@ def require_implemented(
         and row.name not in TRANSACTION_ACTIONS
     ]
     missing += [name for name in actions if name not in CatalogActions.SERVED]
+    missing += [name for name in ddl_actions or {} if name not in DdlActions.SERVED]
     if missing:
         raise ContractNotImplemented(
             f"contracts.yaml names action {', '.join(map(repr, missing))}, which"
@@ -67,7 +71,7 @@ def require_implemented(
         )
 
 
-require_implemented(OPERATIONS, ACTIONS, RULE_ERRORS)
+require_implemented(OPERATIONS, ACTIONS, RULE_ERRORS, DDL_ACTIONS)
 
 
 class Dispatcher(OperationStubs[ExchangeCall, PutCall, ActionCall]):
@@ -91,6 +95,7 @@ class Dispatcher(OperationStubs[ExchangeCall, PutCall, ActionCall]):
         self.tables = Tables(catalog, max_row_ids)
         infos = FlightInfos(catalog)  # type: ignore[arg-type]
         self.read_actions = CatalogActions(self.tables, infos)
+        self.ddl_actions = DdlActions(self.tables, infos)
         self.scans = Scans(self.tables, infos)
         self.by_wire_name = {(row.protocol, row.name): row for row in operations.values()}
 
@@ -148,6 +153,9 @@ class Dispatcher(OperationStubs[ExchangeCall, PutCall, ActionCall]):
         """Serve one DoAction of the contract; returns the Result bodies."""
         if action_type in ACTIONS:
             return [self.read_actions.serve(ctx, action_type, body)]
+        ddl = DDL_ACTIONS.get(action_type)
+        if ddl is not None:
+            return self.ddl_actions.serve(ctx, ddl, body)
         row = self.by_wire_name.get((Protocol.DOACTION, action_type))
         if row is None:
             unknown = PROTOCOLS[Protocol.DOACTION].unknown_action
@@ -177,6 +185,7 @@ class Dispatcher(OperationStubs[ExchangeCall, PutCall, ActionCall]):
     def action_descriptions(self) -> dict[str, str]:
         """Every DoAction type served, with its description (ListActions)."""
         served = {name: row.doc for name, row in ACTIONS.items()}
+        served.update({name: row.doc for name, row in DDL_ACTIONS.items()})
         served.update(
             {row.name: row.doc for row in OPERATIONS.values() if row.protocol == Protocol.DOACTION}
         )

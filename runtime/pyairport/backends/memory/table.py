@@ -12,10 +12,21 @@ import numpy as np
 import pyarrow as pa
 
 from airport_contracts import (
+    AddColumnOptions,
+    AddFieldOptions,
+    ChangeColumnTypeOptions,
     Context,
     DMLOptions,
     DMLResult,
+    DropNotNullOptions,
+    NotFound,
+    RemoveColumnOptions,
+    RemoveFieldOptions,
+    RenameColumnOptions,
+    RenameFieldOptions,
     ScanOptions,
+    SetDefaultOptions,
+    SetNotNullOptions,
     rowid_field,
 )
 
@@ -28,6 +39,7 @@ from ..shaping import (
     returning_reader,
     returning_schema,
 )
+from . import ddl
 from .mask import _DeletionMask, _live, _remove
 from .patch import _Committed, _group_updates, _materialize, _Patch, _Update
 from .storage import (
@@ -127,6 +139,73 @@ class MemoryTable(BackendTable["_Pending"]):
                 self._done_reading(mask)
 
         return pa.RecordBatchReader.from_batches(self.schema, batches())
+
+    def rename(self, name: str) -> None:
+        """The schema renames its tables (rename_table)."""
+        self._name = name
+
+    # --- DynamicTable: column changes (protocol §5; ddl.py) -----------------------------------
+
+    def add_column(self, ctx: Context, column_schema: pa.Schema, opts: AddColumnOptions) -> None:
+        self._alter(ddl.add_column(column_schema, opts), opts.ignore_not_found)
+
+    def remove_column(self, ctx: Context, name: str, opts: RemoveColumnOptions) -> None:
+        self._alter(ddl.remove_column(name, opts), opts.ignore_not_found)
+
+    def rename_column(
+        self, ctx: Context, old_name: str, new_name: str, opts: RenameColumnOptions
+    ) -> None:
+        self._alter(ddl.rename_column(old_name, new_name, opts), opts.ignore_not_found)
+
+    def change_column_type(
+        self,
+        ctx: Context,
+        column_schema: pa.Schema,
+        expression: str,
+        opts: ChangeColumnTypeOptions,
+    ) -> None:
+        self._alter(ddl.change_column_type(column_schema, expression, opts), opts.ignore_not_found)
+
+    def set_not_null(self, ctx: Context, column_name: str, opts: SetNotNullOptions) -> None:
+        self._alter(ddl.set_not_null(column_name, opts), opts.ignore_not_found)
+
+    def drop_not_null(self, ctx: Context, column_name: str, opts: DropNotNullOptions) -> None:
+        self._alter(ddl.drop_not_null(column_name, opts), opts.ignore_not_found)
+
+    def set_default(
+        self, ctx: Context, column_name: str, expression: str, opts: SetDefaultOptions
+    ) -> None:
+        self._alter(ddl.set_default(column_name, expression, opts), opts.ignore_not_found)
+
+    def add_field(self, ctx: Context, column_schema: pa.Schema, opts: AddFieldOptions) -> None:
+        self._alter(ddl.add_field(column_schema, opts), opts.ignore_not_found)
+
+    def rename_field(
+        self, ctx: Context, column_path: list[str], new_name: str, opts: RenameFieldOptions
+    ) -> None:
+        self._alter(ddl.rename_field(column_path, new_name, opts), opts.ignore_not_found)
+
+    def remove_field(self, ctx: Context, column_path: list[str], opts: RemoveFieldOptions) -> None:
+        self._alter(ddl.remove_field(column_path, opts), opts.ignore_not_found)
+
+    def _alter(self, change: ddl.Change, ignore_not_found: bool) -> None:
+        """The committed rows rewritten by change, in one step under the lock; a column or
+        field that is not there is no change when ignore_not_found."""
+        with self._lock:
+            if self._patch.columns:
+                self._data, self._patch = _materialize(self._data, self._patch), _Patch()
+            data = self._data
+            if self._mask is not None:
+                data = data.filter(pa.array(self._mask.live))
+            try:
+                schema, data = change(self.schema, data)
+            except NotFound:
+                if ignore_not_found:
+                    return
+                raise
+            self.schema, self._data = schema, data
+            self._mask, self._rowids, self._rowid_buffer = None, None, None
+            self._version += 1
 
     @property
     def num_rows(self) -> int:
@@ -266,11 +345,10 @@ class MemoryTable(BackendTable["_Pending"]):
         staged: list[pa.RecordBatch] = []
         for batch in rows:
             ctx.raise_if_done()
-            staged.append(
-                conform_insert(
-                    batch, self.schema, self._allocate(batch.num_rows), self._id_from_rowid
-                )
+            conformed = conform_insert(
+                batch, self.schema, self._allocate(batch.num_rows), self._id_from_rowid
             )
+            staged.append(conformed)
         pending.inserts.extend(staged)
         if immediate:
             self._apply(pending)

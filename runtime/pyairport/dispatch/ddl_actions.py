@@ -1,0 +1,347 @@
+"""DoAction DDL (protocol §5): CREATE/DROP SCHEMA, CREATE/DROP/RENAME TABLE and ALTER TABLE,
+every action run from its row (DDL_ACTIONS) the same way: decode the body, check the catalog
+name and the required fields, look up what the action changes (a missing schema or table is
+a success doing nothing when the request says ignore_not_found), check its capability, call
+it, map the sentinel a backend raises to the row's error, and answer.
+
+What differs per action is only how the request becomes the method's arguments: one binder
+each (BINDERS), checked complete at import like every other part of the contract.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import msgpack
+import pyarrow as pa
+
+from airport_contracts import (
+    AddColumnOptions,
+    AddFieldOptions,
+    AirportError,
+    ChangeColumnTypeOptions,
+    ColumnSchemaNotOneField,
+    Context,
+    CreateSchemaOptions,
+    CreateTableOptions,
+    DropNotNullOptions,
+    DropSchemaOptions,
+    DropTableOptions,
+    InvalidArrowSchema,
+    InvalidColumnSchema,
+    InvalidOnConflict,
+    InvalidPayload,
+    OnConflict,
+    RemoveColumnOptions,
+    RemoveFieldOptions,
+    RenameColumnOptions,
+    RenamedTableLookupFailed,
+    RenameFieldOptions,
+    RenameTableOptions,
+    Schema,
+    SchemaLookupFailed,
+    SerializedContents,
+    SerializeSchemaContentsFailed,
+    SetDefaultOptions,
+    SetNotNullOptions,
+    Table,
+    TableLookupFailed,
+    implements,
+)
+from airport_contracts.errors import DdlSchemaNotFound, DdlTableNotFound
+from airport_support.rows import DdlActionRow
+
+from .catalog_actions import check_catalog, compressed, go_quote
+from .flight_infos import FlightInfos
+from .tables import Tables
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A request as its method's arguments (after ctx), and the names its errors carry: by
+    parameter (schema, table, column), overridden per sentinel where one action's errors name
+    different things (rename_column: the old name when missing, the new one when taken)."""
+
+    args: tuple[Any, ...]
+    names: Mapping[str, str] = field(default_factory=dict)
+    by_sentinel: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    renamed_to: str = ""  # rename_table: the FlightInfo answered is the table's new name's
+
+
+def _ipc_schema(data: bytes, error: Callable[..., AirportError]) -> pa.Schema:
+    try:
+        return pa.ipc.read_schema(pa.py_buffer(data))
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as exc:
+        raise error(error=str(exc).splitlines()[0]) from None
+
+
+def _one_field(data: bytes) -> pa.Schema:
+    schema = _ipc_schema(data, InvalidColumnSchema)
+    if len(schema) != 1:
+        raise ColumnSchemaNotOneField(count=len(schema))
+    return schema
+
+
+_ON_CONFLICT = {"": OnConflict.ERROR, **{value.value: value for value in OnConflict}}
+
+
+def _create_schema(request: Any) -> Bound:
+    opts = CreateSchemaOptions(comment=request.comment or "", tags=dict(request.tags))
+    return Bound((request.schema, opts), {"schema": go_quote(request.schema)})
+
+
+def _drop_schema(request: Any) -> Bound:
+    name = request.name or request.schema_name  # Go: name, else schema_name
+    opts = DropSchemaOptions(ignore_not_found=request.ignore_not_found)
+    return Bound((name, opts), {"schema": go_quote(name)})
+
+
+def _create_table(request: Any) -> Bound:
+    schema = _ipc_schema(request.arrow_schema, InvalidArrowSchema)
+    on_conflict = _ON_CONFLICT.get(request.on_conflict)
+    if on_conflict is None:
+        raise InvalidOnConflict(value=go_quote(request.on_conflict))
+    opts = CreateTableOptions(
+        on_conflict=on_conflict,
+        not_null_constraints=list(request.not_null_constraints),
+        unique_constraints=list(request.unique_constraints),
+        check_constraints=list(request.check_constraints),
+    )
+    return Bound((request.table_name, schema, opts), {"table": go_quote(request.table_name)})
+
+
+def _drop_table(request: Any) -> Bound:
+    opts = DropTableOptions(ignore_not_found=request.ignore_not_found)
+    return Bound((request.name, opts), {"table": go_quote(request.name)})
+
+
+def _rename_table(request: Any) -> Bound:
+    opts = RenameTableOptions(ignore_not_found=request.ignore_not_found)
+    return Bound(
+        (request.name, request.new_table_name, opts),
+        by_sentinel={
+            "NotFound": {"table": go_quote(request.name)},
+            "AlreadyExists": {"table": go_quote(request.new_table_name)},
+        },
+        renamed_to=request.new_table_name,
+    )
+
+
+def _add_column(request: Any) -> Bound:
+    column = _one_field(request.column_schema)
+    opts = AddColumnOptions(
+        if_column_not_exists=request.if_column_not_exists,
+        ignore_not_found=request.ignore_not_found,
+    )
+    return Bound((column, opts), {"column": go_quote(column.field(0).name)})
+
+
+def _remove_column(request: Any) -> Bound:
+    opts = RemoveColumnOptions(
+        if_column_exists=request.if_column_exists,
+        ignore_not_found=request.ignore_not_found,
+        cascade=request.cascade,
+    )
+    return Bound((request.removed_column, opts), {"column": go_quote(request.removed_column)})
+
+
+def _rename_column(request: Any) -> Bound:
+    opts = RenameColumnOptions(ignore_not_found=request.ignore_not_found)
+    return Bound(
+        (request.old_name, request.new_name, opts),
+        by_sentinel={
+            "NotFound": {"column": go_quote(request.old_name)},
+            "AlreadyExists": {"column": go_quote(request.new_name)},
+        },
+    )
+
+
+def _change_column_type(request: Any) -> Bound:
+    column = _ipc_schema(request.column_schema, InvalidColumnSchema)
+    opts = ChangeColumnTypeOptions(ignore_not_found=request.ignore_not_found)
+    return Bound((column, request.expression, opts))
+
+
+def _column_option(options: type) -> Callable[[Any], Bound]:
+    """set_not_null and drop_not_null: a column name and the ignore flag."""
+
+    def bind(request: Any) -> Bound:
+        opts = options(ignore_not_found=request.ignore_not_found)
+        return Bound((request.column_name, opts), {"column": go_quote(request.column_name)})
+
+    return bind
+
+
+def _set_default(request: Any) -> Bound:
+    opts = SetDefaultOptions(ignore_not_found=request.ignore_not_found)
+    return Bound(
+        (request.column_name, request.expression, opts), {"column": go_quote(request.column_name)}
+    )
+
+
+def _add_field(request: Any) -> Bound:
+    column = _ipc_schema(request.column_schema, InvalidColumnSchema)
+    opts = AddFieldOptions(
+        ignore_not_found=request.ignore_not_found,
+        if_field_not_exists=request.if_field_not_exists,
+    )
+    return Bound((column, opts))
+
+
+def _rename_field(request: Any) -> Bound:
+    opts = RenameFieldOptions(ignore_not_found=request.ignore_not_found)
+    return Bound((list(request.column_path), request.new_name, opts))
+
+
+def _remove_field(request: Any) -> Bound:
+    opts = RemoveFieldOptions(ignore_not_found=request.ignore_not_found)
+    return Bound((list(request.column_path), opts))
+
+
+BINDERS: dict[str, Callable[[Any], Bound]] = {
+    "create_schema": _create_schema,
+    "drop_schema": _drop_schema,
+    "create_table": _create_table,
+    "drop_table": _drop_table,
+    "rename_table": _rename_table,
+    "add_column": _add_column,
+    "remove_column": _remove_column,
+    "rename_column": _rename_column,
+    "change_column_type": _change_column_type,
+    "set_not_null": _column_option(SetNotNullOptions),
+    "drop_not_null": _column_option(DropNotNullOptions),
+    "set_default": _set_default,
+    "add_field": _add_field,
+    "rename_field": _rename_field,
+    "remove_field": _remove_field,
+}
+"""How each DDL action's request becomes its method's arguments."""
+
+
+class DdlActions:
+    """The DDL actions over one catalog."""
+
+    SERVED: ClassVar[Mapping[str, Callable[[Any], Bound]]] = BINDERS
+
+    def __init__(self, tables: Tables, infos: FlightInfos) -> None:
+        self.tables = tables
+        self.infos = infos
+
+    def serve(self, ctx: Context, row: DdlActionRow, body: bytes) -> list[bytes]:
+        try:
+            request = row.request.decode(body)
+        except InvalidPayload as exc:
+            raise row.bad_payload(error=exc.problem) from None
+        catalog = self.tables.catalog
+        check_catalog(catalog, getattr(request, row.catalog_field))  # type: ignore[arg-type]
+        for field_name, error in row.required:
+            if not getattr(request, field_name):
+                raise error()
+        ignoring = row.ignore_not_found and bool(getattr(request, "ignore_not_found", False))
+        schema: Schema | None = None
+        table: Table | None = None
+        target: Any = catalog
+        if row.target in ("schema", "table"):
+            schema_name = getattr(request, row.schema_field)
+            schema = self._schema(ctx, schema_name)
+            if schema is None:
+                if ignoring:
+                    return []
+                raise DdlSchemaNotFound(schema=go_quote(schema_name))
+            target = schema
+        if row.target == "table":
+            assert schema is not None
+            table_name = getattr(request, row.table_field)
+            table = self._table(ctx, schema, table_name)
+            if table is None:
+                if ignoring:
+                    return []
+                raise DdlTableNotFound(table=go_quote(table_name))
+            target = table
+        if not implements(target, row.interface):
+            raise row.unsupported()
+        bound = BINDERS[row.name](request)
+        try:
+            result = getattr(target, row.method)(ctx, *bound.args)
+        except AirportError:
+            raise
+        except Exception as exc:
+            raise _mapped(row, bound, exc) from exc
+        self._changed()
+        return self._answer(ctx, row, bound, schema, table, result)
+
+    def _schema(self, ctx: Context, name: str) -> Schema | None:
+        try:
+            return self.tables.catalog.schema(ctx, name)
+        except AirportError:
+            raise
+        except Exception as exc:
+            raise SchemaLookupFailed(error=exc) from exc
+
+    @staticmethod
+    def _table(ctx: Context, schema: Schema, name: str) -> Table | None:
+        try:
+            return schema.table(ctx, name)
+        except AirportError:
+            raise
+        except Exception as exc:
+            raise TableLookupFailed(error=exc) from exc
+
+    def _changed(self) -> None:
+        """DuckDB reloads its catalog when catalog_version moves (protocol §2.5)."""
+        changed = getattr(self.tables.catalog, "changed", None)
+        if callable(changed):
+            changed()
+
+    def _answer(
+        self,
+        ctx: Context,
+        row: DdlActionRow,
+        bound: Bound,
+        schema: Schema | None,
+        table: Table | None,
+        result: Any,
+    ) -> list[bytes]:
+        if row.answer == "none":
+            return []
+        if row.answer == "schema_contents":
+            return [self._contents(ctx, result)]
+        assert schema is not None
+        if bound.renamed_to:
+            try:
+                table = schema.table(ctx, bound.renamed_to)
+            except Exception as exc:
+                raise RenamedTableLookupFailed(error=exc) from exc
+            if table is None:
+                raise RenamedTableLookupFailed(error=f"table {bound.renamed_to!r} not found")
+        elif result is not None:
+            table = result
+        assert table is not None
+        info = self.infos.for_table(schema.name(), table, with_catalog=True, ticket_catalog=False)
+        return [info.SerializeToString()]
+
+    def _contents(self, ctx: Context, schema: Schema) -> bytes:
+        try:
+            infos = [
+                self.infos.for_table(schema.name(), t, with_catalog=True).SerializeToString()
+                for t in schema.tables(ctx)
+            ]
+        except Exception as exc:
+            raise SerializeSchemaContentsFailed(error=exc) from exc
+        serialized = compressed(msgpack.packb(infos, use_bin_type=True))
+        return SerializedContents(
+            sha256=hashlib.sha256(serialized).hexdigest(), url=None, serialized=serialized
+        ).encode()
+
+
+def _mapped(row: DdlActionRow, bound: Bound, exc: Exception) -> AirportError:
+    """The row's error for what the backend raised: its sentinel's, else failed."""
+    for sentinel, error in row.sentinels.items():
+        if isinstance(exc, sentinel):
+            names = {**bound.names, **bound.by_sentinel.get(sentinel.__name__, {})}
+            wanted = getattr(error, "params", ())
+            return error(**{name: names.get(name, "") for name in wanted})
+    return row.failed(error=exc)

@@ -1,0 +1,63 @@
+"""DDL as a DuckDB user types it (protocol §5), against pyairport's memory backend: what DuckDB
+creates and alters is then read, changed and dropped like any other table."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from .conftest import OpenSession, _start
+from .session import Session
+
+pytestmark = pytest.mark.duckdb
+
+
+@pytest.fixture
+def memory_duck(open_session: OpenSession) -> Iterator[Session]:
+    from pyairport.demo import memory_demo_catalog
+
+    running: Any = _start(memory_demo_catalog())
+    try:
+        yield open_session(running.server.location)
+    finally:
+        running.client.close()
+        running.server.stop(0)
+
+
+def test_the_ddl_session(memory_duck: Session) -> None:
+    duck = memory_duck
+    duck.run("CREATE SCHEMA lake.sales")
+    duck.run("CREATE TABLE lake.sales.orders (id BIGINT NOT NULL, item VARCHAR, qty INTEGER)")
+    assert duck.run(
+        "INSERT INTO lake.sales.orders VALUES (1, 'pen', 2), (2, 'ink', 5) RETURNING id, item"
+    ) == [(1, "pen"), (2, "ink")]
+    duck.run("ALTER TABLE lake.sales.orders ADD COLUMN price DOUBLE")
+    assert duck.run("SELECT id, item, qty, price FROM lake.sales.orders ORDER BY id") == [
+        (1, "pen", 2, None),
+        (2, "ink", 5, None),
+    ]
+    assert duck.value("UPDATE lake.sales.orders SET price = 1.5 WHERE id = 2") == 1
+    duck.run("ALTER TABLE lake.sales.orders RENAME COLUMN item TO product")
+    assert duck.run("SELECT product, price FROM lake.sales.orders WHERE id = 2") == [("ink", 1.5)]
+    duck.run("DROP TABLE lake.sales.orders")
+    duck.run("DROP SCHEMA lake.sales")
+    assert (
+        duck.value(
+            "SELECT count(*) FROM duckdb_schemas() WHERE database_name = 'lake'"
+            " AND schema_name = 'sales'"
+        )
+        == 0
+    )
+
+
+def test_create_table_as_select(memory_duck: Session) -> None:
+    duck = memory_duck
+    duck.run("CREATE SCHEMA lake.s")
+    duck.run("CREATE TABLE lake.s.squares AS SELECT i AS n, i * i AS sq FROM range(1, 6) t(i)")
+    assert duck.run("SELECT n, sq FROM lake.s.squares ORDER BY n") == [
+        (1, 1), (2, 4), (3, 9), (4, 16), (5, 25)
+    ]  # fmt: skip
+    duck.run("DELETE FROM lake.s.squares WHERE n > 3")
+    assert duck.value("SELECT sum(sq) FROM lake.s.squares") == 14
