@@ -24,6 +24,8 @@ import msgpack
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _UINT64_MAX = 2**64 - 1
 
+# The first byte of a msgpack array (fixarray, array16, array32).
+_MSGPACK_ARRAY = frozenset((*range(0x90, 0xA0), 0xDC, 0xDD))
 # The first byte of a msgpack map (fixmap, map16, map32) or nil.
 _MSGPACK_MAP_OR_NIL = frozenset((*range(0x80, 0x90), 0xDE, 0xDF, 0xC0))
 
@@ -159,11 +161,20 @@ class PayloadCodecs:
             )
         return obj
 
-    def msgpack_object(self, payload: str, data: bytes) -> Mapping[str, Any]:
+    def msgpack_object(
+        self, payload: str, data: bytes, field_count: int | None = None
+    ) -> Mapping[str, Any]:
+        """data as a msgpack map. Go decodes these payloads into structs with
+        vmihailenco/msgpack; a body that is not a map fails there with the texts below, which
+        reach the client (inside "failed to decode MessagePack: ..."), so pyairport words them
+        the same. field_count: the struct's, for an array body (Go reads an array of exactly
+        that many items as the fields in order; pyairport refuses it)."""
+        if data and data[0] in _MSGPACK_ARRAY and field_count is not None:
+            raise self.error(
+                payload=payload,
+                problem="msgpack: number of fields in array-encoded struct has changed",
+            )
         if data and data[0] not in _MSGPACK_MAP_OR_NIL:
-            # Go decodes these payloads into structs with vmihailenco/msgpack; a body that does
-            # not start with a map fails there with this exact text, which reaches the client
-            # inside "failed to decode MessagePack: ...", so pyairport words it the same.
             raise self.error(
                 payload=payload, problem=f"msgpack: unexpected code={data[0]:x} decoding map length"
             )
@@ -320,7 +331,7 @@ class Payload:
     @classmethod
     def from_msgpack(cls, data: bytes) -> Self:
         """Decode and validate the msgpack form."""
-        return cls.from_mapping(cls.codecs.msgpack_object(cls.NAME, data))
+        return cls.from_mapping(cls.codecs.msgpack_object(cls.NAME, data, len(cls.FIELDS)))
 
     @classmethod
     def decode(cls, data: bytes) -> Self:

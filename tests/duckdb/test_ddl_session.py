@@ -1,33 +1,16 @@
-"""DDL as a DuckDB user types it (protocol §5), against pyairport's memory backend: what DuckDB
-creates and alters is then read, changed and dropped like any other table."""
+"""DDL as a DuckDB user types it (protocol §5), against pyairport on memory and on Delta: what
+DuckDB creates and alters is then read, changed and dropped like any other table."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
 import pytest
 
-from .conftest import OpenSession, _start
 from .session import Session
 
 pytestmark = pytest.mark.duckdb
 
 
-@pytest.fixture
-def memory_duck(open_session: OpenSession) -> Iterator[Session]:
-    from pyairport.demo import memory_demo_catalog
-
-    running: Any = _start(memory_demo_catalog())
-    try:
-        yield open_session(running.server.location)
-    finally:
-        running.client.close()
-        running.server.stop(0)
-
-
-def test_the_ddl_session(memory_duck: Session) -> None:
-    duck = memory_duck
+def test_the_ddl_session(duck: Session) -> None:
     duck.run("CREATE SCHEMA lake.sales")
     duck.run("CREATE TABLE lake.sales.orders (id BIGINT NOT NULL, item VARCHAR, qty INTEGER)")
     assert duck.run(
@@ -52,8 +35,7 @@ def test_the_ddl_session(memory_duck: Session) -> None:
     )
 
 
-def test_create_table_as_select(memory_duck: Session) -> None:
-    duck = memory_duck
+def test_create_table_as_select(duck: Session) -> None:
     duck.run("CREATE SCHEMA lake.s")
     duck.run("CREATE TABLE lake.s.squares AS SELECT i AS n, i * i AS sq FROM range(1, 6) t(i)")
     assert duck.run("SELECT n, sq FROM lake.s.squares ORDER BY n") == [
@@ -61,3 +43,5 @@ def test_create_table_as_select(memory_duck: Session) -> None:
     ]  # fmt: skip
     duck.run("DELETE FROM lake.s.squares WHERE n > 3")
     assert duck.value("SELECT sum(sq) FROM lake.s.squares") == 14
+    duck.run("DROP TABLE lake.s.squares")
+    duck.run("DROP SCHEMA lake.s")

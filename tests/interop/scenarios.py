@@ -567,3 +567,38 @@ def spec002_protocols(wire: Wire) -> dict[str, Any]:
         "delete_action": wire.action("delete", body)["status"][0],
         "table": wire.rows("dml_schema"),
     }
+
+
+def _ddl_request(action: str, catalog: str = "", empty: str = "") -> bytes:
+    """A DDL action's body with every required field given (a value that names nothing),
+    the catalog name as given, and the field `empty` left empty."""
+    from airport_contracts.dispatch import DDL_ACTIONS
+
+    row = DDL_ACTIONS[action]
+    values: dict[str, Any] = {row.catalog_field: catalog}
+    for field_name, _ in row.required:
+        values[field_name] = (
+            [] if field_name == "column_path" else b"" if field_name.endswith("schema") else ""
+        )
+        if field_name != empty:
+            given = {"column_path": ["x"], "arrow_schema": b"x", "column_schema": b"x"}
+            values[field_name] = given.get(field_name, "x")
+    return bytes(row.request(**values).encode())
+
+
+@scenario
+def ddl_validation(wire: Wire) -> dict[str, Any]:
+    """Every DDL action's checks before it reaches the catalog, in Go's order: the body, the
+    catalog name, each required field."""
+    from airport_contracts.dispatch import DDL_ACTIONS
+
+    seen: dict[str, Any] = {}
+    for action, row in DDL_ACTIONS.items():
+        seen[f"{action} not a map"] = wire.action(action, b"\x93\x01\x02\x03")["status"]
+        seen[f"{action} other catalog"] = wire.action(action, _ddl_request(action, "other"))[
+            "status"
+        ]
+        for field_name, _ in row.required:
+            body = _ddl_request(action, empty=field_name)
+            seen[f"{action} without {field_name}"] = wire.action(action, body)["status"]
+    return seen

@@ -233,8 +233,8 @@ class DdlActions:
     def serve(self, ctx: Context, row: DdlActionRow, body: bytes) -> list[bytes]:
         try:
             request = row.request.decode(body)
-        except InvalidPayload as exc:
-            raise row.bad_payload(error=exc.problem) from None
+        except InvalidPayload as exc:  # Go's msgpack.Decode words its errors so
+            raise row.bad_payload(error=f"failed to decode MessagePack: {exc.problem}") from None
         catalog = self.tables.catalog
         check_catalog(catalog, getattr(request, row.catalog_field))  # type: ignore[arg-type]
         for field_name, error in row.required:

@@ -23,8 +23,8 @@ import pyarrow as pa
 
 from airport_contracts import Context
 
-from ...catalog import CatalogSchema, MutableCatalog
 from ..capabilities import ALL_CAPABILITIES, with_capabilities
+from .ddl import SparkCatalog, move_folder, remove_folder
 from .layout import ROW_TRACKING, ROWID, Layout, NotDelta, read_layout
 from .session import is_connect
 from .sql import path_ident, quote
@@ -68,7 +68,7 @@ class SparkBackend:
         self.enable_row_tracking = enable_row_tracking
         self.staging = staging or fresh_staging()
         self.staging.mkdir(parents=True, exist_ok=True)
-        self.catalog = MutableCatalog("", refresh=self.refresh)
+        self.catalog = SparkCatalog(self)
         self._lock = threading.Lock()
         self._discover()
 
@@ -148,7 +148,7 @@ class SparkBackend:
             comment=comment,
             id_from_rowid=properties.get(ID_FROM_ROWID_PROPERTY) or None,
         )
-        self.catalog.add_schema(CatalogSchema(schema_name)).add(table)
+        self.catalog.schema_for(schema_name).add(table)
         return table
 
     # --- tables pyairport makes (the demo catalog) --------------------------------------------
@@ -221,6 +221,51 @@ class SparkBackend:
             writer.saveAsTable(ident)
         else:
             writer.save(str(self._location(schema_name, table_name)))
+
+    # --- DDL (ddl.py): where schemas and tables live ---------------------------------------------
+
+    def ident_for(self, schema_name: str, table_name: str) -> str:
+        """The SQL name a table of schema_name gets: catalog.table, or its warehouse path."""
+        return self._ident(schema_name, table_name)
+
+    def prepare_schema(self, schema_name: str, comment: str = "") -> None:
+        """Make the schema exist where tables are made: a database, or a folder."""
+        if self.session_catalog:
+            clause = f" COMMENT '{comment.replace(chr(39), '')}'" if comment else ""
+            self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote(schema_name)}{clause}")
+        elif self.warehouse is not None:
+            (self.warehouse / schema_name).mkdir(parents=True, exist_ok=True)
+        else:
+            raise ValueError("schemas are made under a warehouse folder: none was given")
+
+    def remove_schema(self, schema_name: str) -> None:
+        if self.session_catalog:
+            self.spark.sql(f"DROP DATABASE IF EXISTS {quote(schema_name)}")
+        elif self.warehouse is not None and (self.warehouse / schema_name).is_dir():
+            (self.warehouse / schema_name).rmdir()  # empty: its tables are gone
+
+    def open_table(self, schema_name: str, table_name: str, ident: str) -> SparkTable:
+        with self._lock:
+            return self._open(schema_name, table_name, read_layout(self.spark, ident))
+
+    def remove_table(self, schema_name: str, table_name: str) -> None:
+        if self.session_catalog:
+            self.spark.sql(f"DROP TABLE IF EXISTS {self._ident(schema_name, table_name)}")
+        else:
+            remove_folder(str(self._location(schema_name, table_name)))
+
+    def move_table(self, schema_name: str, old_name: str, new_name: str) -> str:
+        """Rename a table; its new SQL name. A warehouse table is its folder (Delta's log
+        names its files relative to it), so the folder moves."""
+        if self.session_catalog:
+            old, new = self._ident(schema_name, old_name), self._ident(schema_name, new_name)
+            self.spark.sql(f"ALTER TABLE {old} RENAME TO {new}")
+        else:
+            move_folder(
+                str(self._location(schema_name, old_name)),
+                str(self._location(schema_name, new_name)),
+            )
+        return self._ident(schema_name, new_name)
 
     # --- views for MERGE ------------------------------------------------------------------------
 

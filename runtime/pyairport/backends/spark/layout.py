@@ -25,7 +25,7 @@ ROWID = "rowid"
 ROW_TRACKING = "delta.enableRowTracking"
 TRACKED_ROWID = "_metadata.row_id"  # what Delta calls a row-tracked row's id in a query
 # Column metadata Delta gives generated and identity columns: Delta fills them itself.
-COMPUTED_KEYS = ("delta.generationExpression", "delta.identity.start")
+COMPUTED_KEYS = ("delta.generationExpression", "delta.identity.start", "CURRENT_DEFAULT")
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class Layout:
     schema: pa.Schema  # as served: the rowid field (if any) first, then the user's columns
     stored: pa.Schema  # the columns the table stores and an INSERT writes (no tracked rowid)
     partitions: tuple[str, ...]
-    computed: frozenset[str]  # generated and identity columns
+    computed: frozenset[str]  # generated, identity and defaulted columns
     features: frozenset[str]
     properties: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
     description: str = ""  # the table's comment
@@ -76,7 +76,8 @@ def read_layout(spark: Any, ident: str) -> Layout:
 
 
 def _computed(frame: Any, folder: Path | None) -> frozenset[str]:
-    """The generated and identity columns. A catalog's schema carries their column metadata;
+    """The generated, identity and defaulted columns (Delta fills them where an INSERT
+    leaves them out). A catalog's schema carries their column metadata;
     a table read by path does not (Spark drops it), so its Delta log says, read by delta-rs."""
     fields = [(f.name, f.metadata or {}) for f in frame.schema.fields]
     if folder is not None:

@@ -48,6 +48,7 @@ from airport_contracts import (
 from ... import filters
 from ..base import BackendTable
 from ..shaping import conform_insert, conform_update, returning_reader
+from .ddl import DeltaColumns
 from .layout import ROWID, Layout, read_layout
 from .scans import Scanner, TimePointError, as_of, log_version
 from .sql import affected, client_cause, one_line, quote, sql_literal
@@ -77,7 +78,7 @@ INLINE_UPDATE_ROWS = 64  # rows whose values differ per row, one CASE branch eac
 ROWIDS_TAKEN = "pyairport: rowids taken by another writer"  # SQL text: no quotes
 
 
-class SparkTable(BackendTable[Pending]):
+class SparkTable(BackendTable[Pending], DeltaColumns):
     """A Delta table; `with_capabilities` adds the DML interfaces it serves."""
 
     def __init__(

@@ -1,0 +1,379 @@
+"""DDL on Delta tables (protocol §5): schemas (a warehouse's folders, or the catalog's
+databases), tables created as Delta with the constraints sent and row tracking on (so UPDATE
+and DELETE work), and ALTER TABLE as Delta's own statements, each one Delta commit or none.
+
+Renaming or dropping a column needs Delta's column mapping: it is turned on first (a protocol
+upgrade of the table, as Spark SQL users do by hand). A type change is Delta's type widening;
+a default needs Delta's column defaults feature; both are turned on when asked for. What
+Delta refuses is refused with Delta's reason, in one line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from airport_contracts import (
+    AddColumnOptions,
+    AddFieldOptions,
+    AlreadyExists,
+    ChangeColumnTypeOptions,
+    Context,
+    CreateSchemaOptions,
+    CreateTableOptions,
+    DropNotNullOptions,
+    DropSchemaOptions,
+    DropTableOptions,
+    NotFound,
+    OnConflict,
+    RemoveColumnOptions,
+    RemoveFieldOptions,
+    RenameColumnOptions,
+    RenameFieldOptions,
+    RenameTableOptions,
+    SchemaNotEmpty,
+    SetDefaultOptions,
+    SetNotNullOptions,
+    Table,
+    Unimplemented,
+    find_rowid_column,
+)
+
+from ...catalog import CatalogSchema, MutableCatalog
+from .layout import ROW_TRACKING, ROWID, Layout, read_layout
+from .scans import log_version
+from .sql import one_line, quote
+
+if TYPE_CHECKING:
+    from .catalog import SparkBackend
+
+COLUMN_MAPPING = {
+    "delta.columnMapping.mode": "name",
+    "delta.minReaderVersion": "2",
+    "delta.minWriterVersion": "5",
+}
+TYPE_WIDENING = {"delta.enableTypeWidening": "true"}
+COLUMN_DEFAULTS = {"delta.feature.allowColumnDefaults": "supported"}
+
+
+def not_null_constraint(column: str) -> str:
+    """The CHECK constraint that holds a column NOT NULL (set_not_null)."""
+    return "not_null_" + "".join(c if c.isalnum() else "_" for c in column).lower()
+
+
+class DeltaRefused(RuntimeError):
+    """Delta refused the statement: its reason, in one line."""
+
+
+def _run(spark: Any, statement: str) -> None:
+    try:
+        spark.sql(statement)
+    except Exception as exc:  # AnalysisException and friends: Spark's reason, no plan
+        raise DeltaRefused(one_line(exc)) from None
+
+
+def spark_type(data_type: pa.DataType) -> str:
+    """The Spark SQL type of an Arrow type, as DDL spells it."""
+    from pyspark.sql.pandas.types import from_arrow_type
+
+    return str(from_arrow_type(data_type).simpleString())
+
+
+def column_sql(field: pa.Field) -> str:
+    return f"{quote(field.name)} {spark_type(field.type)}" + ("" if field.nullable else " NOT NULL")
+
+
+def _settings(properties: dict[str, str]) -> str:
+    return ", ".join(f"'{k}' = '{v}'" for k, v in properties.items())
+
+
+class SparkSchema(CatalogSchema):
+    """A schema of Delta tables that creates, drops and renames them (DynamicSchema)."""
+
+    def __init__(self, name: str, backend: SparkBackend, comment: str = "") -> None:
+        super().__init__(name, comment)
+        self.backend = backend
+
+    def create_table(
+        self, ctx: Context, name: str, schema: pa.Schema, opts: CreateTableOptions
+    ) -> Table:
+        if opts.unique_constraints:
+            raise Unimplemented("Delta does not enforce UNIQUE constraints")
+        existing = self.table(ctx, name)
+        if existing is not None and opts.on_conflict is OnConflict.IGNORE:
+            return existing
+        if existing is not None and opts.on_conflict is not OnConflict.REPLACE:
+            raise AlreadyExists(f"table {name!r} already exists")
+        backend = self.backend
+        not_null = set(opts.not_null_constraints)
+        rowid = find_rowid_column(schema)
+        fields = [
+            f.with_nullable(f.nullable and i not in not_null)
+            for i, f in enumerate(schema)
+            if i != rowid and f.name != ROWID
+        ]
+        if not fields:
+            raise DeltaRefused("a Delta table needs at least one column")
+        ident = backend.ident_for(self.name(), name)
+        create = "CREATE TABLE"
+        if existing is not None and backend.session_catalog:
+            create = "CREATE OR REPLACE TABLE"  # one commit: the catalog's table replaced
+        elif existing is not None:
+            # Delta will not CREATE OR REPLACE a table by path with another schema: the old
+            # folder goes first (two steps; a failure between them leaves no table).
+            backend.remove_table(self.name(), name)
+        backend.prepare_schema(self.name())
+        _run(
+            backend.spark,
+            f"{create} {ident} ({', '.join(column_sql(f) for f in fields)}) USING delta"
+            f" TBLPROPERTIES ({_settings({ROW_TRACKING: 'true'})})",
+        )
+        for index, check in enumerate(opts.check_constraints):
+            _run(backend.spark, f"ALTER TABLE {ident} ADD CONSTRAINT check_{index} CHECK ({check})")
+        if existing is not None:
+            self.drop(name)
+        return backend.open_table(self.name(), name, ident)
+
+    def drop_table(self, ctx: Context, name: str, opts: DropTableOptions) -> None:
+        if self.table(ctx, name) is None:
+            if opts.ignore_not_found:
+                return
+            raise NotFound(f"table {name!r} not found")
+        self.backend.remove_table(self.name(), name)
+        self.drop(name)
+
+    def rename_table(
+        self, ctx: Context, old_name: str, new_name: str, opts: RenameTableOptions
+    ) -> None:
+        if self.table(ctx, old_name) is None:
+            if opts.ignore_not_found:
+                return
+            raise NotFound(f"table {old_name!r} not found")
+        if self.table(ctx, new_name) is not None:
+            raise AlreadyExists(f"table {new_name!r} already exists")
+        ident = self.backend.move_table(self.name(), old_name, new_name)
+        self.drop(old_name)
+        self.backend.open_table(self.name(), new_name, ident)
+
+
+class SparkCatalog(MutableCatalog):
+    """The served Delta tables' catalog; creates and drops schemas (DynamicCatalog)."""
+
+    def __init__(self, backend: SparkBackend) -> None:
+        super().__init__("", refresh=backend.refresh)
+        self.backend = backend
+
+    def schema_for(self, name: str, comment: str = "") -> CatalogSchema:
+        """The schema name, added (empty) when the catalog has none of that name."""
+        return self.add_schema(SparkSchema(name, self.backend, comment))
+
+    def create_schema(self, ctx: Context, name: str, opts: CreateSchemaOptions) -> CatalogSchema:
+        if self.schema(ctx, name) is not None:
+            raise AlreadyExists(f"schema {name!r} already exists")
+        self.backend.prepare_schema(name, opts.comment)
+        return self.schema_for(name, opts.comment)
+
+    def drop_schema(self, ctx: Context, name: str, opts: DropSchemaOptions) -> None:
+        schema = self.schema(ctx, name)
+        if schema is None:
+            if opts.ignore_not_found:
+                return
+            raise NotFound(f"schema {name!r} not found")
+        if schema.tables(ctx):
+            raise SchemaNotEmpty(f"schema {name!r} contains tables")
+        self.backend.remove_schema(name)
+        with self._lock:
+            self._schemas.pop(name, None)
+        self.changed()
+
+
+# --- the column changes of a Delta table ----------------------------------------------------
+
+
+@contextlib.contextmanager
+def _missing_ok(opts: Any) -> Iterator[None]:
+    """A column or field that is not there is no change when the request says so."""
+    try:
+        yield
+    except NotFound:
+        if not opts.ignore_not_found:
+            raise
+
+
+class DeltaColumns:
+    """DynamicTable for SparkTable: each change one ALTER TABLE (after a table-feature
+    upgrade where Delta needs one), then the table's layout read again."""
+
+    layout: Layout
+    spark: Any
+    _layout_version: int | None
+
+    def _user_field(self, name: str) -> pa.Field:
+        schema = self.layout.schema
+        index = schema.get_field_index(name)
+        if index < 0 or (self.layout.rowids and index == 0):
+            raise NotFound(f"column {name!r} not found")
+        field: pa.Field = schema.field(index)
+        return field
+
+    def _alter(
+        self, statement: Callable[[str], str], properties: dict[str, str] | None = None
+    ) -> None:
+        """statement(the table's SQL name), after the table properties it needs."""
+        ident = self.layout.ident
+        if properties:
+            missing = {k: v for k, v in properties.items() if self.layout.properties.get(k) != v}
+            if missing:
+                _run(self.spark, f"ALTER TABLE {ident} SET TBLPROPERTIES ({_settings(missing)})")
+        _run(self.spark, statement(ident))
+        self.layout = read_layout(self.spark, ident)
+        if self.layout.location is not None:
+            self._layout_version = log_version(self.layout.location / "_delta_log")
+
+    def add_column(self, ctx: Context, column_schema: pa.Schema, opts: AddColumnOptions) -> None:
+        with _missing_ok(opts):
+            field = column_schema.field(0)
+            if self.layout.schema.get_field_index(field.name) >= 0:
+                if opts.if_column_not_exists:
+                    return
+                raise AlreadyExists(f"column {field.name!r} already exists")
+            self._alter(lambda t: f"ALTER TABLE {t} ADD COLUMNS ({column_sql(field)})")
+
+    def remove_column(self, ctx: Context, name: str, opts: RemoveColumnOptions) -> None:
+        with _missing_ok(opts):
+            if self.layout.schema.get_field_index(name) < 0 and opts.if_column_exists:
+                return
+            self._user_field(name)
+            self._alter(
+                lambda t: f"ALTER TABLE {t} DROP COLUMN {quote(name)}", properties=COLUMN_MAPPING
+            )
+
+    def rename_column(
+        self, ctx: Context, old_name: str, new_name: str, opts: RenameColumnOptions
+    ) -> None:
+        with _missing_ok(opts):
+            self._user_field(old_name)
+            if self.layout.schema.get_field_index(new_name) >= 0:
+                raise AlreadyExists(f"column {new_name!r} already exists")
+            self._alter(
+                lambda t: f"ALTER TABLE {t} RENAME COLUMN {quote(old_name)} TO {quote(new_name)}",
+                properties=COLUMN_MAPPING,
+            )
+
+    def change_column_type(
+        self,
+        ctx: Context,
+        column_schema: pa.Schema,
+        expression: str,
+        opts: ChangeColumnTypeOptions,
+    ) -> None:
+        with _missing_ok(opts):
+            field = column_schema.field(0)
+            self._user_field(field.name)
+            if expression and expression != field.name:
+                raise Unimplemented("Delta changes a column's type by widening, not USING")
+            self._alter(
+                lambda t: (
+                    f"ALTER TABLE {t} ALTER COLUMN {quote(field.name)} TYPE {spark_type(field.type)}"
+                ),
+                properties=TYPE_WIDENING,
+            )
+
+    def set_not_null(self, ctx: Context, column_name: str, opts: SetNotNullOptions) -> None:
+        """Delta cannot make a nullable column NOT NULL: a CHECK (column IS NOT NULL)
+        constraint holds it instead (checked against the rows there, enforced on writes)."""
+        with _missing_ok(opts):
+            self._user_field(column_name)
+            name = not_null_constraint(column_name)
+            self._alter(
+                lambda t: (
+                    f"ALTER TABLE {t} ADD CONSTRAINT {name} CHECK"
+                    f" ({quote(column_name)} IS NOT NULL)"
+                )
+            )
+
+    def drop_not_null(self, ctx: Context, column_name: str, opts: DropNotNullOptions) -> None:
+        """Drops set_not_null's constraint, and Delta's own NOT NULL (from CREATE TABLE)."""
+        with _missing_ok(opts):
+            field = self._user_field(column_name)
+            name = not_null_constraint(column_name)
+            if f"delta.constraints.{name}" in self.layout.properties:
+                self._alter(lambda t: f"ALTER TABLE {t} DROP CONSTRAINT IF EXISTS {name}")
+            if not field.nullable:
+                self._alter(
+                    lambda t: f"ALTER TABLE {t} CHANGE COLUMN {quote(column_name)} DROP NOT NULL"
+                )
+
+    def set_default(
+        self, ctx: Context, column_name: str, expression: str, opts: SetDefaultOptions
+    ) -> None:
+        with _missing_ok(opts):
+            self._user_field(column_name)
+            action = f"SET DEFAULT {expression}" if expression else "DROP DEFAULT"
+            self._alter(
+                lambda t: f"ALTER TABLE {t} ALTER COLUMN {quote(column_name)} {action}",
+                properties=COLUMN_DEFAULTS,
+            )
+
+    def add_field(self, ctx: Context, column_schema: pa.Schema, opts: AddFieldOptions) -> None:
+        with _missing_ok(opts):
+            wanted = column_schema.field(0)
+            have = self._user_field(wanted.name).type
+            if not pa.types.is_struct(have) or not pa.types.is_struct(wanted.type):
+                raise NotFound(f"{wanted.name!r} is not a struct column")
+            added = [
+                wanted.type.field(i)
+                for i in range(wanted.type.num_fields)
+                if have.get_field_index(wanted.type.field(i).name) < 0
+            ]
+            if not added:
+                if opts.if_field_not_exists:
+                    return
+                raise AlreadyExists(f"the fields of {wanted.name!r} already exist")
+            columns = ", ".join(
+                f"{quote(wanted.name)}.{quote(f.name)} {spark_type(f.type)}" for f in added
+            )
+            self._alter(lambda t: f"ALTER TABLE {t} ADD COLUMNS ({columns})")
+
+    def _field_path(self, path: Sequence[str]) -> str:
+        if len(path) < 2:
+            raise NotFound("a field path names a column, then its fields")
+        data_type = self._user_field(path[0]).type
+        for name in path[1:]:
+            if not pa.types.is_struct(data_type) or data_type.get_field_index(name) < 0:
+                raise NotFound(f"field {name!r} not found")
+            data_type = data_type.field(data_type.get_field_index(name)).type
+        return ".".join(quote(p) for p in path)
+
+    def rename_field(
+        self,
+        ctx: Context,
+        column_path: list[str],
+        new_name: str,
+        opts: RenameFieldOptions,
+    ) -> None:
+        with _missing_ok(opts):
+            path = self._field_path(column_path)
+            self._alter(
+                lambda t: f"ALTER TABLE {t} RENAME COLUMN {path} TO {quote(new_name)}",
+                properties=COLUMN_MAPPING,
+            )
+
+    def remove_field(self, ctx: Context, column_path: list[str], opts: RemoveFieldOptions) -> None:
+        with _missing_ok(opts):
+            path = self._field_path(column_path)
+            self._alter(lambda t: f"ALTER TABLE {t} DROP COLUMN {path}", properties=COLUMN_MAPPING)
+
+
+def remove_folder(path: str) -> None:
+    shutil.rmtree(path)
+
+
+def move_folder(source: str, target: str) -> None:
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    os.rename(source, target)

@@ -1,0 +1,213 @@
+"""DDL on Delta (protocol §5) over the wire: what a DuckDB user's CREATE, ALTER and DROP do to
+a warehouse folder, read back by plain Spark and served like any other table."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from airport_contracts.vocabulary import Action
+from pyairport.backends.memory.transactions import MemoryTransactionManager
+from pyairport.client import AirportClient, RemoteError
+from pyairport.server import AirportServer, ServerConfig
+
+pytestmark = pytest.mark.spark
+
+S = "sales"
+ORDERS = pa.schema(
+    [
+        pa.field("id", pa.int64()),
+        pa.field("item", pa.string()),
+        pa.field("qty", pa.int32()),
+        pa.field("detail", pa.struct([("color", pa.string())])),
+    ]
+)
+
+
+@contextlib.contextmanager
+def _serving(spark: Any, lake: Path) -> Iterator[AirportClient]:
+    from pyairport.backends.spark import SparkBackend
+
+    backend = SparkBackend(spark, lake)
+    server = AirportServer(backend.catalog, MemoryTransactionManager(), ServerConfig(port=0))
+    server.start()
+    client = AirportClient(server.location)
+    try:
+        yield client
+    finally:
+        client.close()
+        server.stop(0)
+        backend.close()
+
+
+@pytest.fixture
+def delta(spark_backend: Any, tmp_path: Path) -> Iterator[tuple[AirportClient, Any, Path]]:
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    with _serving(spark_backend.spark, lake) as client:
+        yield client, spark_backend.spark, lake
+
+
+def _spark_rows(spark: Any, path: Path, columns: str = "*") -> list[dict[str, Any]]:
+    rows = spark.sql(f"SELECT {columns} FROM delta.`{path}` ORDER BY id").collect()
+    return [r.asDict(recursive=True) for r in rows]
+
+
+def test_a_ddl_session_on_delta(delta: tuple[AirportClient, Any, Path]) -> None:
+    client, spark, lake = delta
+    version = client.catalog_version()
+    client.create_schema(S)
+    created = client.create_table(S, "orders", ORDERS, not_null=[0], checks=["id > 0"])
+    assert created is not None and created.rowid_column == "rowid"
+    path = lake / S / "orders"
+    assert (path / "_delta_log").is_dir()
+    rows = pa.table(
+        {
+            "id": [1, 2, 3],
+            "item": ["pen", "ink", "pad"],
+            "qty": pa.array([2, 5, 1], pa.int32()),
+            "detail": [{"color": "red"}, None, {"color": "blue"}],
+        },
+        schema=ORDERS,
+    )
+    assert client.insert(S, "orders", rows).total_changed == 3
+    # row tracking is on: UPDATE and DELETE by the rowids a scan found
+    found = client.scan(S, "orders", ["rowid", "id"]).read_all()
+    rowid = dict(zip(found["id"].to_pylist(), found["rowid"].to_pylist(), strict=True))
+    client.update(S, "orders", pa.table({"qty": pa.array([6], pa.int32()), "rowid": [rowid[2]]}))
+    client.delete(S, "orders", [rowid[3]])
+    # constraints refuse rows and change nothing
+    with pytest.raises(RemoteError, match="INSERT refused"):
+        client.insert(S, "orders", pa.table({"id": [0], "qty": pa.array([1], pa.int32())}))
+    with pytest.raises(RemoteError, match="does not accept nulls|INSERT refused"):
+        client.insert(S, "orders", pa.table({"id": pa.array([None], pa.int64())}))
+    assert [r["id"] for r in _spark_rows(spark, path)] == [1, 2]
+
+    client.add_column(S, "orders", pa.field("price", pa.float64()))
+    client.rename_column(S, "orders", "item", "product")
+    client.change_column_type(S, "orders", pa.field("qty", pa.int64()))
+    client.set_default(S, "orders", "product", "'unknown'")
+    client.drop_not_null(S, "orders", "id")
+    client.set_not_null(S, "orders", "qty")  # a CHECK constraint on Delta
+    with pytest.raises(RemoteError, match="INSERT refused"):
+        client.insert(S, "orders", pa.table({"id": [7], "qty": pa.array([None], pa.int64())}))
+    client.drop_not_null(S, "orders", "qty")
+    client.add_field(S, "orders", pa.field("detail", pa.struct([("size", pa.string())])))
+    client.rename_field(S, "orders", ["detail", "color"], "colour")
+    client.remove_field(S, "orders", ["detail", "size"])
+    client.remove_column(S, "orders", "price")
+    (table,) = client.list_tables(S)
+    assert table.arrow_schema.names == ["rowid", "id", "product", "qty", "detail"]
+    assert table.arrow_schema.field("qty").type == pa.int64()
+    assert table.arrow_schema.field("detail").type == pa.struct([("colour", pa.string())])
+    # plain Spark reads what the server wrote, and the server serves what Spark sees
+    assert _spark_rows(spark, path, "id, product, qty, detail") == [
+        {"id": 1, "product": "pen", "qty": 2, "detail": {"colour": "red"}},
+        {"id": 2, "product": "ink", "qty": 6, "detail": None},
+    ]
+    served = client.scan(S, "orders", ["id", "product", "qty"]).read_all().to_pylist()
+    assert sorted(served, key=lambda r: r["id"]) == [
+        {"id": 1, "product": "pen", "qty": 2},
+        {"id": 2, "product": "ink", "qty": 6},
+    ]
+    client.insert(S, "orders", pa.table({"id": [4], "qty": pa.array([3], pa.int64())}))
+    assert _spark_rows(spark, path, "id, product")[-1] == {"id": 4, "product": "unknown"}
+
+    renamed = client.rename_table(S, "orders", "purchases")
+    assert renamed is not None and renamed.name == "purchases"
+    assert (lake / S / "purchases" / "_delta_log").is_dir() and not path.exists()
+    assert client.scan(S, "purchases", ["id"]).read_all().num_rows == 3
+    with pytest.raises(RemoteError, match='schema "sales" contains tables'):
+        client.drop_schema(S)
+    client.drop_table(S, "purchases")
+    client.drop_schema(S)
+    assert not (lake / S).exists()
+    assert client.catalog_version() > version
+
+
+def test_delta_refusals_are_one_line(delta: tuple[AirportClient, Any, Path]) -> None:
+    client, _, _ = delta
+    client.create_schema(S)
+    client.create_table(S, "t", pa.schema([pa.field("id", pa.int64()), pa.field("s", pa.string())]))
+    with pytest.raises(RemoteError) as narrowing:
+        client.change_column_type(S, "t", pa.field("id", pa.int32()))
+    assert narrowing.value.message.startswith("failed to change column type: ")
+    assert "\n" not in narrowing.value.message and "at org." not in narrowing.value.message
+    with pytest.raises(RemoteError, match="failed to create table: Delta does not enforce UNIQUE"):
+        client.create_table(S, "u", pa.schema([pa.field("id", pa.int64())]), unique=[0])
+    with pytest.raises(RemoteError, match='column "nope" not found'):
+        client.rename_column(S, "t", "nope", "x")
+    (table,) = client.list_tables(S)
+    assert table.arrow_schema.names == ["rowid", "id", "s"]
+
+
+def test_create_table_if_not_exists_and_or_replace(delta: tuple[AirportClient, Any, Path]) -> None:
+    client, spark, lake = delta
+    client.create_schema(S)
+    first = pa.schema([pa.field("id", pa.int64())])
+    client.create_table(S, "t", first)
+    client.insert(S, "t", pa.table({"id": [1]}))
+    client.create_table(S, "t", pa.schema([pa.field("x", pa.int8())]), on_conflict="ignore")
+    assert client.scan(S, "t", ["id"]).read_all().num_rows == 1
+    replaced = client.create_table(S, "t", pa.schema([pa.field("x", pa.int8())]), "replace")
+    assert replaced is not None and replaced.arrow_schema.names == ["rowid", "x"]
+    assert spark.sql(f"SELECT * FROM delta.`{lake / S / 't'}`").count() == 0
+    assert Action.CREATE_TABLE == "create_table"
+
+
+def test_every_refusal_of_delta_is_its_row(delta: tuple[AirportClient, Any, Path]) -> None:
+    """What a Delta schema or table refuses (a name taken or missing) is the action's error
+    row, code and message, as on memory; nothing changes."""
+    from airport_contracts.contract import ERROR_TABLE
+
+    client, _, lake = delta
+    client.create_schema(S)
+    client.create_table(S, "t", ORDERS)
+    struct = pa.struct([("color", pa.string())])
+    cases = [
+        ("schema_already_exists", {"schema": '"sales"'}, lambda: client.create_schema(S)),
+        ("table_already_exists", {"table": '"t"'}, lambda: client.create_table(S, "t", ORDERS)),
+        ("table_already_exists", {"table": '"t"'}, lambda: client.rename_table(S, "t", "t")),
+        ("ddl_table_not_found", {"table": '"u"'}, lambda: client.drop_table(S, "u")),
+        ("ddl_table_not_found", {"table": '"u"'}, lambda: client.rename_table(S, "u", "v")),
+        ("schema_not_empty", {"schema": '"sales"'}, lambda: client.drop_schema(S)),
+        (
+            "column_already_exists",
+            {"column": '"id"'},
+            lambda: client.add_column(S, "t", ORDERS.field("id")),
+        ),
+        (
+            "column_already_exists",
+            {"column": '"qty"'},
+            lambda: client.rename_column(S, "t", "id", "qty"),
+        ),
+        ("ddl_column_not_found", {"column": '"x"'}, lambda: client.remove_column(S, "t", "x")),
+        ("ddl_column_not_found", {"column": '"x"'}, lambda: client.set_not_null(S, "t", "x")),
+        ("ddl_column_not_found", {"column": '"x"'}, lambda: client.drop_not_null(S, "t", "x")),
+        ("ddl_column_not_found", {"column": '"x"'}, lambda: client.set_default(S, "t", "x", "1")),
+        (
+            "ddl_column_not_found_unnamed",
+            {},
+            lambda: client.change_column_type(S, "t", pa.field("x", pa.int8())),
+        ),
+        ("ddl_column_path_not_found", {}, lambda: client.add_field(S, "t", pa.field("x", struct))),
+        ("field_already_exists", {}, lambda: client.add_field(S, "t", pa.field("detail", struct))),
+        ("ddl_field_path_not_found", {}, lambda: client.rename_field(S, "t", ["detail", "x"], "y")),
+        ("ddl_field_path_not_found", {}, lambda: client.remove_field(S, "t", ["detail", "x"])),
+    ]
+    for row_id, params, call in cases:
+        with pytest.raises(RemoteError) as refused:
+            call()
+        row = next(r for r in ERROR_TABLE if r.id == row_id)
+        assert (refused.value.code.name, refused.value.message) == (
+            row.code,
+            row.message.format(**params),
+        ), row_id
+    (table,) = client.list_tables(S)
+    assert table.arrow_schema.names == ["rowid", *ORDERS.names]
+    assert sorted(p.name for p in (lake / S).iterdir()) == ["t"]
