@@ -602,3 +602,97 @@ def ddl_validation(wire: Wire) -> dict[str, Any]:
             body = _ddl_request(action, empty=field_name)
             seen[f"{action} without {field_name}"] = wire.action(action, body)["status"]
     return seen
+
+
+def _ddl(wire: Wire, action: str, **fields: Any) -> dict[str, Any]:
+    """A DDL action: its status, and the table schema a FlightInfo answer describes."""
+    from airport_contracts.dispatch import DDL_ACTIONS
+
+    catalog_field = DDL_ACTIONS[action].catalog_field
+    body = DDL_ACTIONS[action].request(**{catalog_field: "", **fields}).encode()
+    answer = wire.action(action, body)
+    seen: dict[str, Any] = {"status": answer["status"], "results": len(answer["results"])}
+    if answer["results"] and action != "create_schema":
+        info = flight_pb2.FlightInfo()
+        info.ParseFromString(answer["results"][0])
+        seen["table"] = (list(info.flight_descriptor.path), fields_of(info.schema))
+    return seen
+
+
+def fields_of(serialized: bytes) -> list[str]:
+    schema = pa.ipc.read_schema(pa.py_buffer(serialized))
+    return [
+        f"{f.name} {f.type} {'null' if f.nullable else 'not null'} {f.metadata}" for f in schema
+    ]
+
+
+def _one_field(field: pa.Field) -> bytes:
+    return bytes(pa.schema([field]).serialize().to_pybytes())
+
+
+@scenario
+def ddl_session(wire: Wire) -> dict[str, Any]:
+    """CREATE, ALTER and DROP as DuckDB sends them, and each refusal, on a catalog that
+    creates (airport-go's test server wraps its demo catalog in one)."""
+    columns = pa.schema(
+        [
+            pa.field("id", pa.int64()),
+            pa.field("name", pa.string()),
+            pa.field("tags", pa.struct([("a", pa.int32())])),
+        ]
+    )
+    lake = {"schema": "lake", "name": "t"}
+    tags = pa.struct([("a", pa.int32()), ("b", pa.string())])
+    steps: list[tuple[str, str, dict[str, Any]]] = [
+        ("create schema", "create_schema", {"schema": "lake"}),
+        ("create schema again", "create_schema", {"schema": "lake"}),
+        ("create table", "create_table", {"schema_name": "lake", "table_name": "t",
+            "arrow_schema": columns.serialize().to_pybytes(), "not_null_constraints": [0]}),
+        ("create table again", "create_table", {"schema_name": "lake", "table_name": "t",
+            "arrow_schema": columns.serialize().to_pybytes()}),
+        ("create table if not exists", "create_table", {"schema_name": "lake", "table_name": "t",
+            "arrow_schema": columns.serialize().to_pybytes(), "on_conflict": "ignore"}),
+        ("create table in no schema", "create_table", {"schema_name": "nope", "table_name": "t",
+            "arrow_schema": columns.serialize().to_pybytes()}),
+        ("add column", "add_column", {**lake, "column_schema": _one_field(pa.field("x", pa.int64()))}),
+        ("add column again", "add_column", {**lake, "column_schema": _one_field(pa.field("x", pa.int8()))}),
+        ("add column if not exists", "add_column", {**lake, "if_column_not_exists": True,
+            "column_schema": _one_field(pa.field("x", pa.int8()))}),
+        ("add column to no table", "add_column", {"schema": "lake", "name": "nope",
+            "column_schema": _one_field(pa.field("x", pa.int8()))}),
+        ("add column to no table if exists", "add_column", {"schema": "lake", "name": "nope",
+            "ignore_not_found": True, "column_schema": _one_field(pa.field("x", pa.int8()))}),
+        ("rename column", "rename_column", {**lake, "old_name": "x", "new_name": "y"}),
+        ("rename missing column", "rename_column", {**lake, "old_name": "x", "new_name": "z"}),
+        ("rename onto a column", "rename_column", {**lake, "old_name": "y", "new_name": "name"}),
+        ("change type", "change_column_type", {**lake, "column_schema": _one_field(pa.field("y", pa.int32()))}),
+        ("change type of no column", "change_column_type", {**lake,
+            "column_schema": _one_field(pa.field("nope", pa.int32()))}),
+        ("set not null", "set_not_null", {**lake, "column_name": "y"}),
+        ("drop not null", "drop_not_null", {**lake, "column_name": "y"}),
+        ("set not null of no column", "set_not_null", {**lake, "column_name": "nope"}),
+        ("set default", "set_default", {**lake, "column_name": "name", "expression": "'z'"}),
+        ("add field", "add_field", {**lake, "column_schema": _one_field(pa.field("tags", tags)),
+            "column_path": ["tags"]}),
+        ("add field again", "add_field", {**lake, "column_schema": _one_field(pa.field("tags", tags)),
+            "column_path": ["tags"]}),
+        ("rename field", "rename_field", {**lake, "column_path": ["tags", "a"], "new_name": "c"}),
+        ("remove field", "remove_field", {**lake, "column_path": ["tags", "b"]}),
+        ("remove missing field", "remove_field", {**lake, "column_path": ["tags", "zz"]}),
+        ("remove column", "remove_column", {**lake, "removed_column": "y"}),
+        ("remove missing column", "remove_column", {**lake, "removed_column": "y"}),
+        ("remove missing column if exists", "remove_column", {**lake, "removed_column": "y",
+            "if_column_exists": True}),
+        ("rename table", "rename_table", {**lake, "new_table_name": "u"}),
+        ("rename missing table", "rename_table", {**lake, "new_table_name": "v"}),
+        ("drop full schema", "drop_schema", {"type": "schema", "name": "lake"}),
+        ("drop table", "drop_table", {"type": "table", "schema_name": "lake", "name": "u"}),
+        ("drop missing table", "drop_table", {"type": "table", "schema_name": "lake", "name": "u"}),
+        ("drop missing table if exists", "drop_table", {"type": "table", "schema_name": "lake",
+            "name": "u", "ignore_not_found": True}),
+        ("drop schema", "drop_schema", {"type": "schema", "name": "lake"}),
+        ("drop missing schema", "drop_schema", {"type": "schema", "name": "lake"}),
+        ("drop missing schema if exists", "drop_schema", {"type": "schema", "name": "lake",
+            "ignore_not_found": True}),
+    ]  # fmt: skip
+    return {name: _ddl(wire, action, **fields) for name, action, fields in steps}

@@ -52,6 +52,7 @@ from airport_contracts import (
     implements,
 )
 from airport_contracts.errors import DdlSchemaNotFound, DdlTableNotFound
+from airport_contracts.vocabulary import Action
 from airport_support.rows import DdlActionRow
 
 from .catalog_actions import check_catalog, compressed, go_quote
@@ -202,21 +203,21 @@ def _remove_field(request: Any) -> Bound:
 
 
 BINDERS: dict[str, Callable[[Any], Bound]] = {
-    "create_schema": _create_schema,
-    "drop_schema": _drop_schema,
-    "create_table": _create_table,
-    "drop_table": _drop_table,
-    "rename_table": _rename_table,
-    "add_column": _add_column,
-    "remove_column": _remove_column,
-    "rename_column": _rename_column,
-    "change_column_type": _change_column_type,
-    "set_not_null": _column_option(SetNotNullOptions),
-    "drop_not_null": _column_option(DropNotNullOptions),
-    "set_default": _set_default,
-    "add_field": _add_field,
-    "rename_field": _rename_field,
-    "remove_field": _remove_field,
+    Action.CREATE_SCHEMA: _create_schema,
+    Action.DROP_SCHEMA: _drop_schema,
+    Action.CREATE_TABLE: _create_table,
+    Action.DROP_TABLE: _drop_table,
+    Action.RENAME_TABLE: _rename_table,
+    Action.ADD_COLUMN: _add_column,
+    Action.REMOVE_COLUMN: _remove_column,
+    Action.RENAME_COLUMN: _rename_column,
+    Action.CHANGE_COLUMN_TYPE: _change_column_type,
+    Action.SET_NOT_NULL: _column_option(SetNotNullOptions),
+    Action.DROP_NOT_NULL: _column_option(DropNotNullOptions),
+    Action.SET_DEFAULT: _set_default,
+    Action.ADD_FIELD: _add_field,
+    Action.RENAME_FIELD: _rename_field,
+    Action.REMOVE_FIELD: _remove_field,
 }
 """How each DDL action's request becomes its method's arguments."""
 

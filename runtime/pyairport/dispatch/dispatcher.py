@@ -58,7 +58,7 @@ def require_implemented(
     missing = [
         row.name
         for row in operations.values()
-        if PROTOCOLS[row.protocol].transport == "DoAction"
+        if row.protocol == Protocol.DOACTION
         and not row.interfaces
         and row.name not in TRANSACTION_ACTIONS
     ]

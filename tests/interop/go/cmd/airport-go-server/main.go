@@ -1,6 +1,7 @@
 // airport-go-server serves pyairport's demo catalog (protocol.md §4.0) with airport-go's own
 // server: dml_schema.users (legacy UPDATE/DELETE), batch_schema.users (batch UPDATE/DELETE)
-// and demo_schema.readonly (no DML), plus an in-memory transaction manager. The interop
+// and demo_schema.readonly (no DML), plus an in-memory transaction manager, in a catalog
+// that creates, alters and drops schemas and tables (internal/ddl). The interop
 // tests run the same scenarios against it and against pyairport and compare the answers.
 //
 // It prints "listening on grpc://HOST:PORT" once it accepts connections and serves until
@@ -21,6 +22,7 @@ import (
 	"github.com/hugr-lab/airport-go"
 	"github.com/hugr-lab/airport-go/catalog"
 
+	"pyairport.dev/interop/internal/ddl"
 	"pyairport.dev/interop/internal/users"
 )
 
@@ -44,7 +46,7 @@ func demoCatalog() (catalog.Catalog, error) {
 		{RowID: 2, ID: num(2), Name: str("Bob"), Email: str("bob@example.com")},
 		{RowID: 3, ID: num(3), Name: str("Carol"), Email: str("carol@example.com")},
 	})
-	return airport.NewCatalogBuilder().
+	static, err := airport.NewCatalogBuilder().
 		Schema("dml_schema").
 		Table(users.NewLegacy("users", "users served through the legacy UPDATE/DELETE interfaces")).
 		Schema("batch_schema").
@@ -52,6 +54,10 @@ func demoCatalog() (catalog.Catalog, error) {
 		Schema("demo_schema").
 		Table(readonly).
 		Build()
+	if err != nil {
+		return nil, err
+	}
+	return ddl.Wrap(static), nil // CREATE, ALTER and DROP beside the demo's static schemas
 }
 
 func serve(addr string, transactions bool, maxMessage int) error {
