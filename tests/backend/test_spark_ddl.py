@@ -211,3 +211,22 @@ def test_every_refusal_of_delta_is_its_row(delta: tuple[AirportClient, Any, Path
     (table,) = client.list_tables(S)
     assert table.arrow_schema.names == ["rowid", *ORDERS.names]
     assert sorted(p.name for p in (lake / S).iterdir()) == ["t"]
+
+
+def test_a_failed_create_leaves_the_schema_as_it_was(
+    delta: tuple[AirportClient, Any, Path],
+) -> None:
+    """A CHECK Delta refuses: no table, no folder; under REPLACE the old table and its rows
+    stay."""
+    client, _, lake = delta
+    client.create_schema(S)
+    columns = pa.schema([pa.field("id", pa.int64())])
+    with pytest.raises(RemoteError, match="failed to create table: "):
+        client.create_table(S, "t", columns, checks=["no_such_column > 0"])
+    assert client.list_tables(S) == [] and list((lake / S).iterdir()) == []
+    client.create_table(S, "t", columns)
+    client.insert(S, "t", pa.table({"id": [1, 2]}))
+    with pytest.raises(RemoteError, match="failed to create table: "):
+        client.create_table(S, "t", columns, "replace", checks=["no_such_column > 0"])
+    assert client.scan(S, "t", ["id"]).read_all().num_rows == 2
+    assert sorted(p.name for p in (lake / S).iterdir()) == ["t"]

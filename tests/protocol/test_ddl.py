@@ -171,14 +171,13 @@ class _FailingTable(BaseTable):
     """Every column change fails with a plain error."""
 
     def __getattr__(self, name: str) -> Any:
-        if name in DDL_METHODS:
-            raise_ = RuntimeError(f"{name} broke")
+        if name not in DDL_METHODS:
+            raise AttributeError(name)
 
-            def fail(*args: Any) -> None:
-                raise raise_
+        def fail(*args: Any) -> None:
+            raise RuntimeError(f"{name} broke")
 
-            return fail
-        raise AttributeError(name)
+        return fail
 
 
 class _BrokenSchema(MemorySchema):

@@ -24,7 +24,7 @@ import pyarrow as pa
 from airport_contracts import Context
 
 from ..capabilities import ALL_CAPABILITIES, with_capabilities
-from .ddl import SparkCatalog, move_folder, remove_folder
+from .ddl import WORK_PREFIX, SparkCatalog, move_folder, remove_folder
 from .layout import ROW_TRACKING, ROWID, Layout, NotDelta, read_layout
 from .session import is_connect
 from .sql import path_ident, quote
@@ -83,7 +83,7 @@ class SparkBackend:
             found = []
             for (database,) in self.spark.sql("SHOW DATABASES").collect():
                 for row in self.spark.sql(f"SHOW TABLES IN {quote(database)}").collect():
-                    if not row["isTemporary"]:
+                    if not row["isTemporary"] and not row["tableName"].startswith(WORK_PREFIX):
                         found.append(
                             (
                                 database,
@@ -98,6 +98,7 @@ class SparkBackend:
             (log.parent.parent.name, log.parent.name, path_ident(str(log.parent)))
             for log in sorted(self.warehouse.glob("*/*/_delta_log"))
             if not log.parent.parent.name.startswith(".")
+            and not log.parent.name.startswith(WORK_PREFIX)
         ]
 
     def _discover(self) -> None:

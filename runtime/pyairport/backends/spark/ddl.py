@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +52,9 @@ from .sql import one_line, quote
 
 if TYPE_CHECKING:
     from .catalog import SparkBackend
+
+WORK_PREFIX = "pyairport_ddl_"
+"""Tables being made or replaced carry this name for a moment; the catalog skips them."""
 
 COLUMN_MAPPING = {
     "delta.columnMapping.mode": "name",
@@ -119,25 +123,35 @@ class SparkSchema(CatalogSchema):
         ]
         if not fields:
             raise DeltaRefused("a Delta table needs at least one column")
-        ident = backend.ident_for(self.name(), name)
-        create = "CREATE TABLE"
-        if existing is not None and backend.session_catalog:
-            create = "CREATE OR REPLACE TABLE"  # one commit: the catalog's table replaced
-        elif existing is not None:
-            # Delta will not CREATE OR REPLACE a table by path with another schema: the old
-            # folder goes first (two steps; a failure between them leaves no table).
-            backend.remove_table(self.name(), name)
+        # Made under a name of its own, its constraints added, then moved into place: a
+        # failure on the way leaves the schema as it was (the old table too, for REPLACE).
+        building = f"{WORK_PREFIX}new_{uuid.uuid4().hex[:12]}"
+        ident = backend.ident_for(self.name(), building)
         backend.prepare_schema(self.name())
-        _run(
-            backend.spark,
-            f"{create} {ident} ({', '.join(column_sql(f) for f in fields)}) USING delta"
-            f" TBLPROPERTIES ({_settings({ROW_TRACKING: 'true'})})",
-        )
-        for index, check in enumerate(opts.check_constraints):
-            _run(backend.spark, f"ALTER TABLE {ident} ADD CONSTRAINT check_{index} CHECK ({check})")
+        try:
+            _run(
+                backend.spark,
+                f"CREATE TABLE {ident} ({', '.join(column_sql(f) for f in fields)}) USING delta"
+                f" TBLPROPERTIES ({_settings({ROW_TRACKING: 'true'})})",
+            )
+            for index, check in enumerate(opts.check_constraints):
+                _run(
+                    backend.spark,
+                    f"ALTER TABLE {ident} ADD CONSTRAINT check_{index} CHECK ({check})",
+                )
+        except BaseException:
+            with contextlib.suppress(Exception):
+                backend.remove_table(self.name(), building)
+            raise
         if existing is not None:
+            replaced = f"{WORK_PREFIX}old_{uuid.uuid4().hex[:12]}"
+            backend.move_table(self.name(), name, replaced)
             self.drop(name)
-        return backend.open_table(self.name(), name, ident)
+            final = backend.move_table(self.name(), building, name)
+            backend.remove_table(self.name(), replaced)
+        else:
+            final = backend.move_table(self.name(), building, name)
+        return backend.open_table(self.name(), name, final)
 
     def drop_table(self, ctx: Context, name: str, opts: DropTableOptions) -> None:
         if self.table(ctx, name) is None:
