@@ -28,15 +28,12 @@ from airport_contracts import (
 )
 from airport_contracts.vocabulary import Action
 
+from .ipc import serialize_schema
 from .remote_catalog import TableInfo, table_info
 
 
-def _ipc(schema: pa.Schema) -> bytes:
-    return bytes(schema.serialize().to_pybytes())
-
-
 def _one(field: pa.Field) -> bytes:
-    return _ipc(pa.schema([field]))
+    return serialize_schema(pa.schema([field]))
 
 
 class DdlCalls:
@@ -87,7 +84,7 @@ class DdlCalls:
             catalog_name=catalog,
             schema_name=schema,
             table_name=table,
-            arrow_schema=_ipc(columns),
+            arrow_schema=serialize_schema(columns),
             on_conflict=on_conflict,
             not_null_constraints=list(not_null),
             unique_constraints=list(unique),

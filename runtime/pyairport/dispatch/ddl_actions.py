@@ -42,13 +42,11 @@ from airport_contracts import (
     RenameFieldOptions,
     RenameTableOptions,
     Schema,
-    SchemaLookupFailed,
     SerializedContents,
     SerializeSchemaContentsFailed,
     SetDefaultOptions,
     SetNotNullOptions,
     Table,
-    TableLookupFailed,
     implements,
 )
 from airport_contracts.errors import DdlSchemaNotFound, DdlTableNotFound
@@ -247,7 +245,7 @@ class DdlActions:
         target: Any = catalog
         if row.target in ("schema", "table"):
             schema_name = getattr(request, row.schema_field)
-            schema = self._schema(ctx, schema_name)
+            schema = self.tables.schema(ctx, schema_name)
             if schema is None:
                 if ignoring:
                     return []
@@ -256,7 +254,7 @@ class DdlActions:
         if row.target == "table":
             assert schema is not None
             table_name = getattr(request, row.table_field)
-            table = self._table(ctx, schema, table_name)
+            table = self.tables.table_in(ctx, schema, table_name)
             if table is None:
                 if ignoring:
                     return []
@@ -273,23 +271,6 @@ class DdlActions:
             raise _mapped(row, bound, exc) from exc
         self._changed()
         return self._answer(ctx, row, bound, schema, table, result)
-
-    def _schema(self, ctx: Context, name: str) -> Schema | None:
-        try:
-            return self.tables.catalog.schema(ctx, name)
-        except AirportError:
-            raise
-        except Exception as exc:
-            raise SchemaLookupFailed(error=exc) from exc
-
-    @staticmethod
-    def _table(ctx: Context, schema: Schema, name: str) -> Table | None:
-        try:
-            return schema.table(ctx, name)
-        except AirportError:
-            raise
-        except Exception as exc:
-            raise TableLookupFailed(error=exc) from exc
 
     def _changed(self) -> None:
         """DuckDB reloads its catalog when catalog_version moves (protocol §2.5)."""

@@ -16,6 +16,7 @@ from airport_contracts import (
     DMLOptions,
     ScanSchemaNotFound,
     ScanTableNotFound,
+    Schema,
     SchemaLookupFailed,
     SchemaNotFound,
     Table,
@@ -55,28 +56,41 @@ class Tables:
         self.catalog = catalog
         self.max_row_ids = max_row_ids
 
+    def schema(
+        self, ctx: Context, name: str, failed: ErrorFactory | None = SchemaLookupFailed
+    ) -> Schema | None:
+        """The schema name, or None; a catalog that raises is `failed` (None: as it is)."""
+        try:
+            return self.catalog.schema(ctx, name)
+        except AirportError:
+            raise
+        except Exception as exc:
+            if failed is None:
+                raise
+            raise failed(error=exc) from exc
+
+    @staticmethod
+    def table_in(
+        ctx: Context, schema: Schema, name: str, failed: ErrorFactory | None = TableLookupFailed
+    ) -> Table | None:
+        """The table name of schema, or None; a schema that raises is `failed`."""
+        try:
+            return schema.table(ctx, name)
+        except AirportError:
+            raise
+        except Exception as exc:
+            if failed is None:
+                raise
+            raise failed(error=exc) from exc
+
     def table(
         self, ctx: Context, schema_name: str, table_name: str, errors: LookupErrors = DML_LOOKUP
     ) -> Table:
         """Look a table up; the lookup errors of the calling protocol."""
-        try:
-            schema = self.catalog.schema(ctx, schema_name)
-        except AirportError:
-            raise
-        except Exception as exc:
-            if errors.schema_failed is None:
-                raise
-            raise errors.schema_failed(error=exc) from exc
+        schema = self.schema(ctx, schema_name, errors.schema_failed)
         if schema is None:
             raise errors.schema_missing(schema=schema_name)
-        try:
-            table = schema.table(ctx, table_name)
-        except AirportError:
-            raise
-        except Exception as exc:
-            if errors.table_failed is None:
-                raise
-            raise errors.table_failed(error=exc) from exc
+        table = self.table_in(ctx, schema, table_name, errors.table_failed)
         if table is None:
             raise errors.table_missing(schema=schema_name, table=table_name)
         return table
