@@ -1,5 +1,5 @@
 """The server the benchmarks talk to, in its own process: a no-op sink (the transport's
-ceiling) and an echo (RETURNING that costs the table nothing) beside memory tables, plus a
+ceiling: it counts what INSERTs, UPDATEs and DELETEs send) and an echo (RETURNING that costs the table nothing) beside memory tables, plus a
 `bench_reset` action that refills a table and a `bench_first_touch` action that times
 writing into fresh memory."""
 
@@ -53,6 +53,16 @@ class Sink:
         return pa.RecordBatchReader.from_batches(COLUMNS, [])
 
     def insert(
+        self, ctx: Context, rows: pa.RecordBatchReader, opts: DMLOptions | None
+    ) -> DMLResult:
+        return DMLResult(affected_rows=sum(b.num_rows for b in rows))
+
+    def update_batch(
+        self, ctx: Context, rows: pa.RecordBatchReader, opts: DMLOptions | None
+    ) -> DMLResult:
+        return DMLResult(affected_rows=sum(b.num_rows for b in rows))
+
+    def delete_batch(
         self, ctx: Context, rows: pa.RecordBatchReader, opts: DMLOptions | None
     ) -> DMLResult:
         return DMLResult(affected_rows=sum(b.num_rows for b in rows))

@@ -101,18 +101,30 @@ def main() -> None:
                 floor = best_of(args.repeats, on_loop)
                 label = f"{operation.upper()}{' RETURNING lock-step' if returning else ''}"
                 print(f"{label:<36}{n / ours:>18,.0f}{n / floor:>14,.0f}{floor / ours:>8.2f}")
-        # pyairport's own path: the same INSERTs into tables that do no work (bench_server.py's
-        # sink, and the echo that returns what it is sent).
-        for returning, table in ((False, "bench/sink"), (True, "bench/echo")):
+        # pyairport's own path: the same statements into tables that do no work
+        # (bench_server.py's sink, and the echo that returns what it is sent).
+        for operation, data, returning, table in (
+            ("insert", inserted, False, "bench/sink"),
+            ("insert", inserted, True, "bench/echo"),
+            ("update", updates, False, "bench/sink"),
+            ("delete", deletes, False, "bench/sink"),
+        ):
 
-            def on_no_op(returning: bool = returning, table: str = table) -> None:
-                assert statement(py_location, "insert", table, inserted, returning) == n
+            def on_no_op(
+                operation: str = operation,
+                data: pa.Table = data,
+                returning: bool = returning,
+                table: str = table,
+            ) -> None:
+                assert statement(py_location, operation, table, data, returning) == n
 
-            def on_loop_again(returning: bool = returning) -> None:
-                assert statement(loop_location, "insert", PATH, inserted, returning) == n
+            def on_loop_again(
+                operation: str = operation, data: pa.Table = data, returning: bool = returning
+            ) -> None:
+                assert statement(loop_location, operation, PATH, data, returning) == n
 
             ours, floor = best_of(args.repeats, on_no_op), best_of(args.repeats, on_loop_again)
-            label = f"INSERT{' RETURNING lock-step' if returning else ''}, no-op table"
+            label = f"{operation.upper()}{' RETURNING lock-step' if returning else ''}, no-op table"
             print(f"{label:<36}{n / ours:>18,.0f}{n / floor:>14,.0f}{floor / ours:>8.2f}")
     finally:
         for process in (pyairport, loop):

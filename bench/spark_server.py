@@ -1,7 +1,8 @@
 """The Spark server the Spark benchmark talks to, in its own process: Delta tables in a
-scratch warehouse, plus bench actions: `bench_reset` (a new table with N rows, with
-deletion vectors if asked),
+scratch warehouse, plus bench actions: `bench_reset` (a new table with N rows, made as
+pyairport makes tables, or without deletion vectors if asked),
 `bench_direct_write` (the baseline: the same Arrow rows written straight to Delta),
+`bench_spark_table` (a table of N rows written by Spark itself, Delta's defaults),
 `bench_sql` (seconds Spark takes for one SQL statement in this session),
 `bench_merge_view` (seconds for Spark's MERGE of N new values from a view) and
 `bench_last_commit` (seconds the last Flight statement spent in its Delta commit, the
@@ -28,9 +29,16 @@ from pyairport.catalog import MutableCatalog
 def main() -> None:
     warehouse = Path(tempfile.mkdtemp(prefix="pyairport-bench-"))
     jars = Path(".cache/jars")  # make jars; else Spark fetches Delta from Maven Central
+    import os
+
     session = spark_session(
-        master="local[2]", warehouse=warehouse, jars_dir=jars if jars.is_dir() else None
+        master="local[2]",
+        warehouse=warehouse,
+        jars_dir=jars if jars.is_dir() else None,
+        conf={"spark.sql.adaptive.enabled": os.environ.get("AQE", "true")},
     )
+    baseline = session.newSession()
+    baseline.conf.set("spark.sql.adaptive.enabled", "true")
     backend = SparkBackend(session, warehouse)
     catalog: MutableCatalog = backend.catalog
     # measuring only: how long the last commit took, and its view of the rows (a MERGE's)
@@ -66,15 +74,16 @@ def main() -> None:
         return table
 
     def reset(ctx: Context, body: bytes, headers: dict[str, str]) -> list[bytes]:
-        """body: N, or N:dv for a table with Delta deletion vectors."""
+        """body: N, or N:plain for a table without deletion vectors (pyairport's tables have
+        them)."""
         count, _, kind = body.decode().partition(":")
         name = f"t_{uuid.uuid4().hex[:8]}"
         table = named(
             backend.table("bench", name, COLUMNS, rows=rows(int(count)) if int(count) else None)
         )
-        if kind == "dv":
+        if kind == "plain":
             session.sql(
-                f"ALTER TABLE {table.fqn} SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')"
+                f"ALTER TABLE {table.fqn} SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'false')"
             )
         return [name.encode()]
 
@@ -91,9 +100,20 @@ def main() -> None:
         )
         return [str(time.perf_counter() - start).encode()]
 
+    def spark_table(ctx: Context, body: bytes, headers: dict[str, str]) -> list[bytes]:
+        """A table of the same N rows that Spark itself created and wrote, with Delta's
+        default settings (bench.<name> in Spark's catalog; pyairport does not serve it)."""
+        import pyarrow as pa
+
+        count = int(body.decode())
+        name = f"spark_{uuid.uuid4().hex[:8]}"
+        data = rows(count).add_column(0, "rowid", pa.array(range(1, count + 1), pa.int64()))
+        session.createDataFrame(data).write.format("delta").saveAsTable(f"bench.{name}")
+        return [name.encode()]
+
     def sql(ctx: Context, body: bytes, headers: dict[str, str]) -> list[bytes]:
         start = time.perf_counter()
-        session.sql(body.decode()).collect()
+        baseline.sql(body.decode()).collect()
         return [str(time.perf_counter() - start).encode()]
 
     def merge_view(ctx: Context, body: bytes, headers: dict[str, str]) -> list[bytes]:
@@ -127,6 +147,7 @@ def main() -> None:
             "bench_last_commit": last_commit_seconds,
             "bench_reset": reset,
             "bench_direct_write": direct_write,
+            "bench_spark_table": spark_table,
             "bench_sql": sql,
             "bench_merge_view": merge_view,
         },

@@ -296,15 +296,13 @@ def test_larger_statements_merge(table: Any, monkeypatch: pytest.MonkeyPatch) ->
     ]
 
 
-def test_a_scan_reads_the_versions_files_with_pyarrow_when_they_hold_exactly_its_rows(
-    table: Any,
-) -> None:
-    """Spark names the files of the current version; pyarrow reads them with the filter and
-    projection. A commit after the scan began is not seen (files are never changed in place),
-    and a table with deletion vectors (rows deleted inside a file) is read by Spark instead."""
+def test_a_scan_reads_the_version_with_delta_rs_deletion_vectors_included(table: Any) -> None:
+    """delta-rs reads the version current when the scan starts, with the filter and the
+    projection: a commit after the scan began is not seen, and rows a deletion vector removes
+    are gone without Spark reading the table."""
     table.insert(Context.background(), _reader(_rows(6), 6), None)
     table.delete_by_row_ids(Context.background(), pa.array([2], pa.int64()), None)
-    assert table._snapshot_files()  # the direct read applies
+    assert table._direct_snapshot(table._fresh_layout()) is not None  # delta-rs reads it
     reader = table.scan(Context.background())
     table.update_by_row_ids(
         Context.background(),
@@ -328,16 +326,38 @@ def test_a_scan_reads_the_versions_files_with_pyarrow_when_they_hold_exactly_its
         f"ALTER TABLE {table.fqn} SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')"
     )
     table.spark.sql(f"DELETE FROM {table.fqn} WHERE rowid = 4")  # a deletion vector
-    assert table._snapshot_files() is None
+    snapshot = table._direct_snapshot(table._fresh_layout())
+    assert snapshot is not None and "deletionVectors" in snapshot.protocol().reader_features
     assert sorted(table.to_table().column("rowid").to_pylist()) == [1, 3, 5, 6]
 
 
-def test_a_direct_scan_asks_spark_once_per_version_and_sees_every_commit(
+def test_tables_pyairport_creates_have_deletion_vectors(table: Any) -> None:
+    """A 1-row DELETE or UPDATE marks the row in a deletion vector instead of rewriting the
+    file that holds it; delta-rs reads the table as Spark does."""
+    table.insert(Context.background(), _reader(_rows(1000), 1000), None)
+    properties = dict(table.spark.sql(f"SHOW TBLPROPERTIES {table.fqn}").collect())
+    assert properties["delta.enableDeletionVectors"] == "true"
+    table.delete_by_row_ids(Context.background(), pa.array([7], pa.int64()), None)
+    table.update_by_row_ids(
+        Context.background(), pa.array([9], pa.int64()), _reader(pa.table({"name": ["x"]}), 1), None
+    )
+    history = table.spark.sql(f"DESCRIBE HISTORY {table.fqn}").limit(2).collect()
+    update, delete = (r.asDict() for r in history)
+    assert (delete["operation"], delete["operationMetrics"]["numRemovedFiles"]) == ("DELETE", "0")
+    assert delete["operationMetrics"]["numDeletionVectorsAdded"] == "1"
+    assert update["operationMetrics"]["numDeletionVectorsAdded"] == "1"
+    served = table.to_table()
+    expected = table.spark.sql(f"SELECT * FROM {table.fqn} ORDER BY rowid").toArrow()
+    assert served.num_rows == 999 and served.to_pylist() == expected.to_pylist()
+    assert [r["name"] for r in served.to_pylist() if r["rowid"] == 9] == ["x"]
+
+
+def test_a_scan_asks_spark_nothing_the_first_after_a_commit_included(
     table: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The file list is Spark's once per Delta version: scanning an unchanged table again
-    runs no Spark SQL, and a commit from anywhere (pyairport, or Spark SQL beside it) makes
-    the next scan read the new version."""
+    """delta-rs finds and reads the latest version: scanning an unchanged table, or one that
+    pyairport or Spark SQL beside it has just changed, runs no Spark SQL and no Spark job;
+    a commit from anywhere is seen by the next scan."""
     table.insert(Context.background(), _reader(_rows(4), 4), None)
     assert len(table.to_table()) == 4
     statements: list[str] = []
@@ -356,9 +376,11 @@ def test_a_direct_scan_asks_spark_once_per_version_and_sees_every_commit(
         None,
     )
     run_sql(f"UPDATE {table.fqn} SET name = 'beside' WHERE rowid = 4")
-    assert table.to_table().column("name").to_pylist() == ["n0", "ours", "n2", "beside"]
     statements.clear()
-    assert len(table.to_table()) == 4 and statements == []
+    jobs = set(table.spark.sparkContext.statusTracker().getJobIdsForGroup())
+    assert table.to_table().column("name").to_pylist() == ["n0", "ours", "n2", "beside"]
+    assert statements == []
+    assert set(table.spark.sparkContext.statusTracker().getJobIdsForGroup()) == jobs
 
 
 def test_a_direct_scan_reads_files_written_before_a_column_was_added(
@@ -373,7 +395,7 @@ def test_a_direct_scan_reads_files_written_before_a_column_was_added(
     table.spark.sql(f"ALTER TABLE {table.fqn} ADD COLUMNS (extra STRING)")
     table.spark.sql(f"INSERT INTO {table.fqn} VALUES (4, 3, 'n3', 'e')")
     reopened = SparkTable(spark_backend, "unit", table.name(), read_layout(table.spark, table.fqn))
-    assert reopened._snapshot_files()  # the direct read applies
+    assert reopened._direct_snapshot(reopened._fresh_layout()) is not None  # delta-rs reads it
     rows = reopened.to_table().select(["rowid", "extra"]).to_pylist()
     assert rows == [{"rowid": r, "extra": "e" if r == 4 else None} for r in (1, 2, 3, 4)]
     above_1 = filters_json("GREATERTHAN", 1)
@@ -482,7 +504,7 @@ def test_a_scan_streams_rowid_ranges_from_one_delta_version(
     from pyairport.backends.spark import scans
 
     monkeypatch.setattr(scans, "SCAN_RANGE_ROWIDS", 4)
-    monkeypatch.setattr(type(table), "_snapshot_files", lambda self, point=None: None)  # Spark
+    monkeypatch.setattr(type(table), "_direct_snapshot", lambda self, *_: None)  # Spark reads
     table.insert(Context.background(), _reader(_rows(10), 10), None)  # rowids 1..10: 3 ranges
     table.delete_by_row_ids(Context.background(), pa.array([5, 6, 7, 8], pa.int64()), None)
     reader = table.scan(Context.background())

@@ -81,6 +81,9 @@ def test_a_ddl_session_on_delta(delta: tuple[AirportClient, Any, Path]) -> None:
     rowid = dict(zip(found["id"].to_pylist(), found["rowid"].to_pylist(), strict=True))
     client.update(S, "orders", pa.table({"qty": pa.array([6], pa.int32()), "rowid": [rowid[2]]}))
     client.delete(S, "orders", [rowid[3]])
+    properties = dict(spark.sql(f"SHOW TBLPROPERTIES delta.`{path}`").collect())
+    assert properties["delta.enableDeletionVectors"] == "true"
+    assert properties["delta.enableRowTracking"] == "true"
     # constraints refuse rows and change nothing
     with pytest.raises(RemoteError, match="INSERT refused"):
         client.insert(S, "orders", pa.table({"id": [0], "qty": pa.array([1], pa.int32())}))

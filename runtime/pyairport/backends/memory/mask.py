@@ -9,16 +9,19 @@ import pyarrow as pa
 from .patch import _materialize, _Patch
 from .storage import _distinct, _extended, _Found
 
+DEAD_BACKSTOP = 7 / 8  # dead rows are dropped at commit beyond this share of the table
+
 
 def _remove(
     data: pa.Table, rowids: np.ndarray, mask: _DeletionMask | None, patch: _Patch, found: _Found
 ) -> tuple[pa.Table, np.ndarray, _DeletionMask | None, _Patch]:
-    """Mark the found (live) rows dead; compact (drop the dead rows, after writing the
-    patch in, as positions move) once more than half the table is dead."""
+    """Mark the found (live) rows dead. Dropping dead rows is the compactor's (compaction.py),
+    once half the table is dead; here only when it has not kept up (DEAD_BACKSTOP), after
+    writing the patch in, as positions move."""
     if not len(found.positions):
         return data, rowids, mask, patch
     dying = _distinct(found.positions)
-    if ((0 if mask is None else mask.dead) + dying) * 2 > len(rowids):
+    if ((0 if mask is None else mask.dead) + dying) > DEAD_BACKSTOP * len(rowids):
         live = np.ones(len(rowids), dtype=bool) if mask is None else mask.live.copy()
         live[found.positions] = False
         data = _materialize(data, patch).filter(pa.array(live))

@@ -99,9 +99,12 @@ class _Patch:
         for a repeated rowid."""
         if not len(found.positions):
             return self
-        mask = pa.array(found.valid)
         positions = found.positions
-        values = {name: column.filter(mask) for name, column in columns.items()}
+        if len(positions) == len(found.valid):  # every rowid found (the common case): no copy
+            values = dict(columns)
+        else:
+            mask = pa.array(found.valid)
+            values = {name: column.filter(mask) for name, column in columns.items()}
         if len(positions) > 1 and not bool(np.all(positions[1:] > positions[:-1])):
             positions, pick = _last_of_each(positions)
             values = {name: column.take(pick) for name, column in values.items()}

@@ -11,10 +11,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-_MAX_CHUNKS = 256  # compact the table once this many statements have appended chunks
-
-
-_SMALL_BATCH_ROWS = 16_384  # input batches smaller than this on average are coalesced
+_MAX_CHUNKS = 256  # the compactor merges chunks once a table has this many
+_CHUNKS_BACKSTOP = 4096  # merged at commit beyond this: the compactor has not kept up
+_SMALL_BATCH_ROWS = 16_384  # trailing chunks smaller than this are merged into one
 
 
 @dataclass

@@ -40,11 +40,12 @@ from ..shaping import (
     returning_schema,
 )
 from . import ddl
+from .compaction import COMPACTOR
 from .mask import _DeletionMask, _live, _remove
 from .patch import _Committed, _group_updates, _materialize, _Patch, _Update
 from .storage import (
+    _CHUNKS_BACKSTOP,
     _MAX_CHUNKS,
-    _SMALL_BATCH_ROWS,
     _distinct,
     _extended,
     _fewer_chunks,
@@ -61,7 +62,8 @@ SCAN_BATCH_ROWS = 65_536
 _MAX_RUNS = 32  # a patch with more runs in a column than this is written into the columns
 
 
-_PATCH_MIN_ROWS = 65_536  # write a patch into the columns beyond max(this, a quarter of the rows)
+_PATCH_MIN_ROWS = 65_536  # the compactor writes a patch into the columns beyond
+# max(this, a quarter of the rows); a commit does beyond twice the rows (it has not kept up)
 
 
 @dataclass
@@ -104,6 +106,9 @@ class MemoryTable(BackendTable["_Pending"]):
         self._rowid_buffer: np.ndarray | None = None
         self._last_rowid = 0  # the largest committed rowid (the rowid column is sorted)
         self._version = 0  # bumped whenever committed data changes
+        # bumped whenever rows already in _data are rewritten (not when rows are appended):
+        # a compaction of an older _data is still good for its rows while this stays
+        self._rewrites = 0
         self._next_rowid = 1
         if rows is not None and rows.num_rows:
             self._seed(rows)
@@ -204,6 +209,7 @@ class MemoryTable(BackendTable["_Pending"]):
                     return
                 raise
             self.schema, self._data = schema, data
+            self._rewrites += 1
             self._mask, self._rowids, self._rowid_buffer = None, None, None
             self._version += 1
 
@@ -251,6 +257,7 @@ class MemoryTable(BackendTable["_Pending"]):
         with self._lock:
             if self._patch.columns:
                 self._data, self._patch = _materialize(self._data, self._patch), _Patch()
+                self._rewrites += 1
             mask = self._mask
             if mask is None:
                 return self._data, None, None
@@ -298,6 +305,53 @@ class MemoryTable(BackendTable["_Pending"]):
                 if mask is not None and extent is not None:  # an INSERT may have extended it
                     mask.live, mask.buffer = extent
                 raise
+            if self._compaction_pays():
+                COMPACTOR.ask(self)
+
+    def _compaction_pays(self) -> bool:
+        """Whether the storage is worth rewriting (call with the lock held): many chunks,
+        a patch of more than a quarter of the rows, or more dead rows than live ones."""
+        data = self._data
+        return (
+            data.column(0).num_chunks >= _MAX_CHUNKS
+            or self._patch.rows > max(_PATCH_MIN_ROWS, data.num_rows // 4)
+            or (self._mask is not None and self._mask.dead * 2 > data.num_rows)
+        )
+
+    def _compact(self) -> None:
+        """Rewrite the storage (compaction.py). The rewrite is made outside the lock from the
+        committed state and swapped in if what it rewrote is still there: rows appended
+        meanwhile follow it as they are. Dropping dead rows moves positions, so that rewrite
+        is swapped in only if nothing at all committed meanwhile (and the version moves)."""
+        with self._lock:
+            if not self._compaction_pays():
+                return
+            data, patch, mask, version = self._data, self._patch, self._mask, self._version
+            rewrites = self._rewrites
+            live = None if mask is None or mask.dead * 2 <= data.num_rows else mask.live.copy()
+            # the patch is written in when it pays, or when positions move anyway
+            patched = patch.columns and (
+                live is not None or patch.rows > max(_PATCH_MIN_ROWS, data.num_rows // 4)
+            )
+        compacted = _materialize(data, patch) if patched else data
+        if live is not None:
+            compacted = compacted.filter(pa.array(live))
+        if compacted.column(0).num_chunks >= _MAX_CHUNKS:
+            compacted = _fewer_chunks(compacted)
+        with self._lock:
+            if live is not None:
+                if self._version != version or self._data is not data:
+                    return  # a commit came first; it asks again if compaction still pays
+                self._mask, self._rowids, self._rowid_buffer = None, None, None
+                self._version += 1
+            elif self._rewrites != rewrites or (patched and self._patch is not patch):
+                return  # rows it holds were rewritten, or patched again, meanwhile
+            elif self._data.num_rows > data.num_rows:  # appended meanwhile
+                compacted = pa.concat_tables([compacted, self._data.slice(data.num_rows)])
+            self._data = compacted
+            if patched:
+                self._patch = _Patch()
+            self._rewrites += 1
 
     def _apply_locked(self, pending: _Pending) -> None:
         """Apply pending to the committed state: everything is computed first and assigned
@@ -305,6 +359,7 @@ class MemoryTable(BackendTable["_Pending"]):
         marks in place; _apply undoes the extension if a later step fails."""
         data, rowids, mask, version = self._data, self._rowids, self._mask, self._version
         patch, buffer, last_rowid = self._patch, self._rowid_buffer, self._last_rowid
+        rewritten = False
         if pending.inserts:
             data, mask, patch, last_rowid, appended = _append(
                 data, mask, patch, last_rowid, pending.inserts, self.schema
@@ -313,6 +368,7 @@ class MemoryTable(BackendTable["_Pending"]):
                 rowids, buffer = _extended(rowids, buffer, _rowid_array(appended))
             else:  # rows moved: the index is rebuilt when next needed
                 rowids, buffer = None, None
+            rewritten = appended is None
             version += 1
         if pending.updates or pending.deletes:
             if rowids is None:
@@ -321,18 +377,18 @@ class MemoryTable(BackendTable["_Pending"]):
                 found = _found(rowids, _live(mask), version, group.lookup)
                 patch = patch.add(found, group.columns)
                 version += 1
-            if patch.rows > max(_PATCH_MIN_ROWS, data.num_rows // 4) or (
-                patch.most_runs > _MAX_RUNS
-            ):
+            if patch.rows > 2 * data.num_rows + _PATCH_MIN_ROWS or patch.most_runs > _MAX_RUNS:
                 data, patch = _materialize(data, patch), _Patch()
+                rewritten = True
             if pending.deletes:
                 found = _found(rowids, _live(mask), version, _merge_lookups(pending.deletes))
                 data, kept, mask, patch = _remove(data, rowids, mask, patch, found)
                 if kept is not rowids:  # compacted: a new array
-                    rowids, buffer = kept, None
+                    rowids, buffer, rewritten = kept, None, True
                 version += 1
         self._data, self._rowids, self._mask, self._version = data, rowids, mask, version
         self._patch, self._rowid_buffer, self._last_rowid = patch, buffer, last_rowid
+        self._rewrites += rewritten
 
     # --- shaping input ----------------------------------------------------------------------
 
@@ -433,12 +489,11 @@ def _append(
     """data with batches appended, kept sorted by rowid: (data, its deletion mask, its
     patch, its last rowid, the rows appended at its end — None when rows already there
     moved)."""
+    # The batches as they came (DuckDB sends 2048 rows at a time), not copied: the compactor
+    # merges small chunks later, off the statement's path.
     added = pa.Table.from_batches(batches, schema=schema)
     if not added.num_rows:
         return data, mask, patch, last_rowid, added
-    if added.num_rows < _SMALL_BATCH_ROWS * len(batches):
-        # DuckDB sends 2048-row batches: coalesce them (O(new rows)) so chunks stay large.
-        added = added.combine_chunks()
     # One statement's rowids increase (allocation is monotonic and batches keep their
     # order), so only the boundary with what is committed can be out of order: that happens
     # when concurrent statements commit in another order than they allocated.
@@ -453,6 +508,6 @@ def _append(
     data = pa.concat_tables([data, added]) if data.num_rows else added
     if mask is not None:
         mask.append_live(added.num_rows)
-    if data.column(0).num_chunks >= _MAX_CHUNKS:  # many small statements
+    if data.column(0).num_chunks >= _CHUNKS_BACKSTOP:  # the compactor has not kept up
         data = _fewer_chunks(data)
     return data, mask, patch, new_last, added

@@ -25,7 +25,7 @@ from airport_contracts import Context
 
 from ..capabilities import ALL_CAPABILITIES, with_capabilities
 from .ddl import WORK_PREFIX, SparkCatalog, move_folder, remove_folder
-from .layout import ROW_TRACKING, ROWID, Layout, NotDelta, read_layout
+from .layout import CREATED_TABLE_PROPERTIES, ROW_TRACKING, ROWID, Layout, NotDelta, read_layout
 from .session import is_connect
 from .sql import path_ident, quote
 from .table import SparkTable
@@ -187,6 +187,7 @@ class SparkBackend:
             if not self._exists(schema_name, table_name):
                 self._create(schema_name, table_name, ident, columns)
                 properties = {
+                    **CREATED_TABLE_PROPERTIES,
                     COMMENT_PROPERTY: comment,
                     CAPABILITIES_PROPERTY: ",".join(capabilities),
                     ID_FROM_ROWID_PROPERTY: id_from_rowid or "",

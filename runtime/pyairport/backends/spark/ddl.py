@@ -46,8 +46,7 @@ from airport_contracts import (
 )
 
 from ...catalog import CatalogSchema, MutableCatalog
-from .layout import ROW_TRACKING, ROWID, Layout, read_layout
-from .scans import log_version
+from .layout import CREATED_TABLE_PROPERTIES, ROW_TRACKING, ROWID, Layout
 from .sql import one_line, quote
 
 if TYPE_CHECKING:
@@ -132,7 +131,7 @@ class SparkSchema(CatalogSchema):
             _run(
                 backend.spark,
                 f"CREATE TABLE {ident} ({', '.join(column_sql(f) for f in fields)}) USING delta"
-                f" TBLPROPERTIES ({_settings({ROW_TRACKING: 'true'})})",
+                f" TBLPROPERTIES ({_settings({ROW_TRACKING: 'true', **CREATED_TABLE_PROPERTIES})})",
             )
             for index, check in enumerate(opts.check_constraints):
                 _run(
@@ -225,7 +224,7 @@ class DeltaColumns:
 
     layout: Layout
     spark: Any
-    _layout_version: int | None
+    _read_layout: Callable[[], None]  # SparkTable's: the layout read again after a change
 
     def _user_field(self, name: str) -> pa.Field:
         schema = self.layout.schema
@@ -245,9 +244,7 @@ class DeltaColumns:
             if missing:
                 _run(self.spark, f"ALTER TABLE {ident} SET TBLPROPERTIES ({_settings(missing)})")
         _run(self.spark, statement(ident))
-        self.layout = read_layout(self.spark, ident)
-        if self.layout.location is not None:
-            self._layout_version = log_version(self.layout.location / "_delta_log")
+        self._read_layout()
 
     def add_column(self, ctx: Context, column_schema: pa.Schema, opts: AddColumnOptions) -> None:
         with _missing_ok(opts):

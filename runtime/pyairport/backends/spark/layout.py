@@ -23,6 +23,10 @@ from .sql import plain_type
 
 ROWID = "rowid"
 ROW_TRACKING = "delta.enableRowTracking"
+# The tables pyairport creates get deletion vectors: a statement that changes a few rows
+# marks them deleted instead of rewriting the file that holds them, and delta-rs reads such
+# tables as fast as others (direct.py).
+CREATED_TABLE_PROPERTIES = {"delta.enableDeletionVectors": "true"}
 TRACKED_ROWID = "_metadata.row_id"  # what Delta calls a row-tracked row's id in a query
 # Column metadata Delta gives generated and identity columns: Delta fills them itself.
 COMPUTED_KEYS = ("delta.generationExpression", "delta.identity.start", "CURRENT_DEFAULT")

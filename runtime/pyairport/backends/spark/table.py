@@ -48,6 +48,7 @@ from airport_contracts import (
 from ... import filters
 from ..base import BackendTable
 from ..shaping import conform_insert, conform_update, returning_reader
+from . import direct
 from .ddl import DeltaColumns
 from .layout import ROWID, Layout, read_layout
 from .scans import Scanner, TimePointError, as_of, log_version
@@ -101,9 +102,16 @@ class SparkTable(BackendTable[Pending], DeltaColumns):
         self._layout_version = (
             log_version(layout.location / "_delta_log") if layout.location else None
         )
+        self._layout_shape: str | None = None  # direct.shape of the version layout was read at
         self._next_rowid: int | None = None
         self._lock = threading.Lock()  # rowid allocation and commits of this table
-        self._scanner = Scanner(self.spark, backend.shares_files)
+        self._scanner = Scanner(self.spark)
+        # delta-rs reads the table where this process sees its files (direct.py)
+        self._snapshots = (
+            direct.Snapshots(layout.location)
+            if layout.location is not None and backend.shares_files
+            else None
+        )
 
     @property
     def fqn(self) -> str:
@@ -117,29 +125,51 @@ class SparkTable(BackendTable[Pending], DeltaColumns):
 
     def _fresh_layout(self) -> Layout:
         """The layout as of the table's latest version: another writer may have changed its
-        columns or features (ALTER TABLE) since it was read."""
+        columns or features (ALTER TABLE) since it was read. Spark reads it again only when
+        delta-rs says the version's shape changed (a commit of rows changes no layout)."""
         if self.layout.location is None:
             return self.layout
         version = log_version(self.layout.location / "_delta_log")
-        if version is not None and version != self._layout_version:
-            self.layout = read_layout(self.spark, self.layout.ident)
+        if version is None or (
+            version == self._layout_version
+            and (self._layout_shape is not None or self._snapshots is None)
+        ):
+            return self.layout
+        latest = self._snapshots.latest() if self._snapshots is not None else None
+        if latest is None:
+            if version != self._layout_version:
+                self._read_layout()
+        elif self._layout_shape is None and version == self._layout_version:
+            self._layout_shape = direct.shape(latest)  # of the version the layout was read at
+        elif direct.shape(latest) != self._layout_shape:
+            self._read_layout()
+        else:
             self._layout_version = version
         return self.layout
+
+    def _read_layout(self) -> None:
+        """Spark's reading of the table's layout, with the version and shape it was read at."""
+        latest = self._snapshots.latest() if self._snapshots is not None else None
+        self.layout = read_layout(self.spark, self.layout.ident)
+        if self.layout.location is not None:
+            self._layout_version = log_version(self.layout.location / "_delta_log")
+        self._layout_shape = direct.shape(latest) if latest is not None else None
 
     def scan(self, ctx: Context, opts: ScanOptions | None = None) -> pa.RecordBatchReader:
         """The table, full width as the contract asks. Only the columns the client asked for
         (opts.columns, plus the rowid) are read, the others come back null; DuckDB's
         pushed-down filters run where they translate. With a time point, the table as it was
-        then (its schema then, too)."""
+        then (its schema then, too). delta-rs reads it where it can (direct.py), else Spark."""
         ctx.raise_if_done()
         layout = self._fresh_layout()
         point = opts.time_point if opts is not None else None
         limit = opts.limit if opts is not None and opts.limit > 0 else 0
         with self._client_errors("scan"):
+            snapshot = self._direct_snapshot(layout, point)
             schema = (
                 layout.schema
-                if point is None
-                else self.schema_for_request(ctx, SchemaRequest(time_point=point))
+                if point is None or snapshot is not None
+                else self._scanner.schema_at(layout, as_of(point))
             )
             wanted = [
                 n
@@ -147,14 +177,30 @@ class SparkTable(BackendTable[Pending], DeltaColumns):
                 if opts is None or not opts.columns or n in opts.columns or n == ROWID
             ]
             predicate = filters.parse(opts.filter, schema) if opts is not None else None
-            files = None if limit else self._snapshot_files(point)
+            if snapshot is not None and not (layout.rowids == "tracked" and ROWID in wanted):
+                return direct.read(ctx, snapshot, schema, wanted, predicate, limit)
             return self._scanner.scan(
-                ctx, layout, schema, wanted, predicate, limit, point, files, self._peek_next_rowid
+                ctx, layout, schema, wanted, predicate, limit, point, self._peek_next_rowid
             )
 
-    def _snapshot_files(self, point: TimePoint | None = None) -> list[str] | None:
-        """The files of the version to read when pyarrow can read it directly (scans.py)."""
-        return self._scanner.files(self._fresh_layout(), point)
+    def _direct_snapshot(self, layout: Layout, point: TimePoint | None = None) -> Any:
+        """The version to read (the latest, or the time point's) as delta-rs opened it, when
+        delta-rs reads it as Spark would and it has today's shape (so today's schema); None
+        when Spark reads it."""
+        if self._snapshots is None:
+            return None
+        if point is None:
+            snapshot = self._snapshots.latest()
+        elif point.unit.lower() == "version":
+            as_of(point)  # the version's text checked: the client's error, in its words
+            snapshot = self._snapshots.at(int(point.value.strip()))
+        else:
+            return None  # a timestamp: Spark finds the version as Delta defines it
+        if snapshot is None or not direct.readable(snapshot, layout.features):
+            return None
+        if point is not None and direct.shape(snapshot) != self._layout_shape:
+            return None
+        return snapshot
 
     def schema_for_request(self, ctx: Context, request: SchemaRequest) -> pa.Schema:
         """The schema at request.time_point (Delta keeps every version's)."""
@@ -162,6 +208,8 @@ class SparkTable(BackendTable[Pending], DeltaColumns):
         if request.time_point is None:
             return layout.schema
         with self._client_errors("scan"):
+            if self._direct_snapshot(layout, request.time_point) is not None:
+                return layout.schema  # the version has today's shape
             return self._scanner.schema_at(layout, as_of(request.time_point))
 
     def _peek_next_rowid(self) -> int | None:

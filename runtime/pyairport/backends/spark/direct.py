@@ -1,0 +1,177 @@
+"""Reading a Delta table without Spark: delta-rs (the `deltalake` package) reads a version's
+log and data files, partition values, column mapping and deletion vectors included, and
+streams the rows as Arrow batches. No Spark job runs for such a scan, the first after a commit
+included: the latest version is found from the log folder's file names and opened by delta-rs
+(a few milliseconds: it replays the log from its last checkpoint).
+
+A table is read this way when this process sees its folder and delta-rs supports every reader
+feature the version needs (READER_FEATURES); Spark reads the rest (scans.py), with the same
+answer. The served types are Spark's (the layout is Spark's reading of the table): delta-rs's
+batches are cast to them, which also turns DataFusion's string views into strings.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from airport_contracts import Context
+
+from ... import filters
+from .scans import SCAN_BATCH_ROWS, log_version
+
+log = logging.getLogger("pyairport.spark")
+
+# The reader features delta-rs 1.6 reads exactly as Spark does (tests/backend/test_lake.py
+# compares them). Type widening is the one Spark 4.2 writes that delta-rs refuses to read.
+READER_FEATURES = frozenset({"columnMapping", "deletionVectors", "timestampNtz", "v2Checkpoint"})
+# What the reader versions before table features imply (protocol versions 1 and 2).
+LEGACY_READER_FEATURES = {1: frozenset[str](), 2: frozenset({"columnMapping"})}
+# Table features whose commits may be held outside the _delta_log folder until later: the
+# folder alone does not say what the latest version is.
+COMMITS_ELSEWHERE = ("coordinatedCommits", "catalogManaged", "catalogOwned")
+# Column metadata that changes with the rows, not the table's shape: an identity column's
+# high-water mark moves with every INSERT that fills it.
+ROW_DEPENDENT_METADATA = ("delta.identity.highWaterMark",)
+
+
+def reader_features(snapshot: Any) -> frozenset[str] | None:
+    """The reader features a version needs, or None for a reader version past table features."""
+    protocol = snapshot.protocol()
+    version = protocol.min_reader_version
+    if version in LEGACY_READER_FEATURES:
+        return LEGACY_READER_FEATURES[version]
+    if version == 3:
+        return frozenset(protocol.reader_features or ())
+    return None
+
+
+def shape(snapshot: Any) -> str:
+    """What the served layout of a version depends on (columns, partitioning, properties,
+    protocol, comment), as one comparable text: two versions of the same shape are served
+    with the same schema, so a new version of the same shape needs nothing from Spark."""
+    columns = json.loads(snapshot.schema().to_json())
+    for column in columns.get("fields", []):
+        for key in ROW_DEPENDENT_METADATA:
+            column.get("metadata", {}).pop(key, None)
+    metadata = snapshot.metadata()
+    protocol = snapshot.protocol()
+    return json.dumps(
+        {
+            "columns": columns,
+            "partitions": list(metadata.partition_columns),
+            "configuration": dict(metadata.configuration),
+            "description": metadata.description,
+            "reader": [protocol.min_reader_version, sorted(protocol.reader_features or ())],
+            "writer": [protocol.min_writer_version, sorted(protocol.writer_features or ())],
+        },
+        sort_keys=True,
+    )
+
+
+class Snapshots:
+    """delta-rs's view of one table folder: the latest version, opened once per commit."""
+
+    def __init__(self, location: Path) -> None:
+        self.location = location
+        self._lock = threading.Lock()
+        self._latest: Any = None
+        self._unreadable: int | None = None  # the latest version delta-rs failed to open
+
+    def latest(self) -> Any:
+        """The table's latest version as a deltalake.DeltaTable, or None when delta-rs cannot
+        open it (Spark reads it then)."""
+        version = log_version(self.location / "_delta_log")
+        with self._lock:
+            if self._latest is not None and self._latest.version() == version:
+                return self._latest
+            if version is not None and version == self._unreadable:
+                return None  # tried once: the next commit may make it readable
+        opened = self._open(None)
+        with self._lock:
+            if opened is None:
+                self._unreadable = version
+            elif self._latest is None or self._latest.version() < opened.version():
+                self._latest = opened
+        return opened
+
+    def at(self, version: int) -> Any:
+        """The table at a version (time travel), or None when delta-rs cannot open it: a
+        version the log no longer has, or never had, is Spark's to explain."""
+        with self._lock:
+            if self._latest is not None and self._latest.version() == version:
+                return self._latest
+        return self._open(version)
+
+    def _open(self, version: int | None) -> Any:
+        from deltalake import DeltaTable
+
+        try:
+            return DeltaTable(str(self.location), version=version)
+        except Exception as exc:  # delta-rs's errors: DeltaError, DeltaProtocolError, OSError
+            log.debug("delta-rs cannot open %s at %s: %s", self.location, version, exc)
+            return None
+
+
+def readable(snapshot: Any, features: frozenset[str]) -> bool:
+    """Whether delta-rs reads this version as Spark does. features: the table's features
+    (Spark's list, writer features included)."""
+    needed = reader_features(snapshot)
+    return (
+        needed is not None
+        and needed <= READER_FEATURES
+        and not any(f.startswith(COMMITS_ELSEWHERE) for f in features)
+    )
+
+
+def read(
+    ctx: Context,
+    snapshot: Any,
+    schema: pa.Schema,
+    wanted: list[str],
+    predicate: filters.Predicate | None,
+    limit: int,
+) -> pa.RecordBatchReader:
+    """The rows of one version, streamed in batches of SCAN_BATCH_ROWS: only the wanted
+    columns are read, files the filter rules out by their statistics are skipped and the
+    filter keeps exactly the matching rows (DataFusion evaluates it per row); full width as
+    the contract asks, the columns not wanted null. limit > 0 stops after that many rows."""
+    from deltalake import QueryBuilder
+
+    # no column wanted (a count): one constant per row, so the batches still count the rows
+    columns = ", ".join(filters.sql_identifier(n) for n in wanted) or '1 AS "rows"'
+    query = f'SELECT {columns} FROM "snapshot"'
+    if predicate is not None:
+        query += f" WHERE {filters.sql_text(predicate)}"
+    if limit:
+        query += f" LIMIT {int(limit)}"
+    engine = QueryBuilder({"datafusion.execution.batch_size": str(SCAN_BATCH_ROWS)})
+    source = pa.RecordBatchReader.from_stream(engine.register("snapshot", snapshot).execute(query))
+
+    def batches() -> Iterable[pa.RecordBatch]:
+        with source:
+            for batch in source:
+                ctx.raise_if_done()
+                if batch.num_rows:
+                    yield conform(batch, schema, wanted)
+
+    return pa.RecordBatchReader.from_batches(schema, batches())
+
+
+def conform(batch: pa.RecordBatch, schema: pa.Schema, wanted: list[str]) -> pa.RecordBatch:
+    """A batch of delta-rs's as the served schema: a column cast only where its type differs
+    (DataFusion's string views, a timestamp's zone name), the columns not wanted null."""
+    columns = []
+    for field in schema:
+        if field.name in wanted:
+            column = batch.column(field.name)
+            columns.append(column if column.type == field.type else column.cast(field.type))
+        else:
+            columns.append(pa.nulls(batch.num_rows, field.type))
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
