@@ -29,16 +29,9 @@ from pyairport.catalog import MutableCatalog
 def main() -> None:
     warehouse = Path(tempfile.mkdtemp(prefix="pyairport-bench-"))
     jars = Path(".cache/jars")  # make jars; else Spark fetches Delta from Maven Central
-    import os
-
     session = spark_session(
-        master="local[2]",
-        warehouse=warehouse,
-        jars_dir=jars if jars.is_dir() else None,
-        conf={"spark.sql.adaptive.enabled": os.environ.get("AQE", "true")},
+        master="local[2]", warehouse=warehouse, jars_dir=jars if jars.is_dir() else None
     )
-    baseline = session.newSession()
-    baseline.conf.set("spark.sql.adaptive.enabled", "true")
     backend = SparkBackend(session, warehouse)
     catalog: MutableCatalog = backend.catalog
     # measuring only: how long the last commit took, and its view of the rows (a MERGE's)
@@ -113,7 +106,7 @@ def main() -> None:
 
     def sql(ctx: Context, body: bytes, headers: dict[str, str]) -> list[bytes]:
         start = time.perf_counter()
-        baseline.sql(body.decode()).collect()
+        session.sql(body.decode()).collect()
         return [str(time.perf_counter() - start).encode()]
 
     def merge_view(ctx: Context, body: bytes, headers: dict[str, str]) -> list[bytes]:

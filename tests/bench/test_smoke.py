@@ -89,11 +89,13 @@ def test_spark_statement_benchmark_prints_every_figure() -> None:
     assert run.returncode == 0, run.stderr
     for label in ("UPDATE 1 row by rowid", "DELETE 1 row by rowid", "UPDATE 10,000 rowids"):
         line = (
-            rf"^  {label}\s+Flight\s+\d+\.\d\d s \(median\s+\d+\.\d\d\)\s+Spark SQL \(.*\)"
-            r"\s+\d+\.\d\d s \(median\s+\d+\.\d\d\)\s+ratio\s+\d+\.\d\d\s+\(target <= 1\.05\)"
-            r"\s+outside the Delta commit \d+ ms(, \d+ ms of it making the view)?$"
+            rf"^  {label}\s+Flight\s+\d+\.\d\d s \(median\s+\d+\.\d\d\),"
+            r" outside the Delta commit \d+ ms(, \d+ ms of it making the view)?$"
         )
         assert re.search(line, run.stdout, re.M), (label, run.stdout)
+    baseline = r"\s+\d+\.\d\d s \(median\s+\d+\.\d\d\)\s+ratio\s+\d+\.\d\d\s+\(target <= "
+    assert len(re.findall(r"^    Spark SQL's .*" + baseline + r"0\.6\)$", run.stdout, re.M)) == 2
+    assert len(re.findall(r"^    Spark's MERGE .*" + baseline + r"1\.05\)$", run.stdout, re.M)) == 2
     assert re.search(r"UPDATE 10,000 rowids .* ms of it making the view$", run.stdout, re.M)
     for label in ("UPDATE 1 row by rowid", "DELETE 1 row by rowid", "DoGet of the table"):
         line = (
@@ -101,6 +103,29 @@ def test_spark_statement_benchmark_prints_every_figure() -> None:
             r"\s+ratio with/without\s+\d+\.\d\d$"
         )
         assert re.search(line, run.stdout, re.M), (label, run.stdout)
+
+
+@pytest.mark.spark
+def test_spark_scan_benchmark_prints_every_figure() -> None:
+    run = subprocess.run(
+        [sys.executable, str(BENCH.parent / "spark.py"), "--scans-only", "30000"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stderr
+    assert re.search(
+        r"^  DoGet over Flight, rows as the statements left them\s+\d+ MB/s\s+ratio Flight/local"
+        r"\s+\d+\.\d\d\s+\(target >= 0\.5\)$",
+        run.stdout,
+        re.M,
+    ), run.stdout
+    assert re.search(
+        r"^  the first DoGet after a commit\s+\d+\.\d\d s, the next\s+\d+\.\d\d s \(medians of"
+        r" \d+\): ratio first/next\s+\d+\.\d\d\s+\(target <= 1\.3\)$",
+        run.stdout,
+        re.M,
+    ), run.stdout
 
 
 @pytest.mark.duckdb
