@@ -72,6 +72,7 @@ def test_duckdb_shaped_benchmark_prints_every_figure() -> None:
         f"{s}{r}" for s in ("INSERT", "UPDATE", "DELETE") for r in ("", " RETURNING lock-step")
     ]
     labels += ["INSERT, no-op table", "INSERT RETURNING lock-step, no-op table"]
+    labels += ["UPDATE, no-op table", "DELETE, no-op table"]
     for label in labels:
         line = rf"^{label}\s+[\d,]+\s+[\d,]+\s+\d+\.\d\d$"
         assert re.search(line, run.stdout, re.M), (label, run.stdout)
