@@ -2,11 +2,14 @@
 
 1. INSERT 1M rows over Flight (64k-row batches) into a Delta table, against a direct Spark
    write of the same Arrow data in the same server process: ratio, target <= 1.15.
-2. Statements over Flight against the same statement in Spark SQL in the same session
-   (1-row UPDATE and DELETE by rowid, and a 10k-rowid UPDATE against Spark's MERGE from a
-   view): ratio, target <= 1.05.
-3. DoGet of a 1M-row Delta table against pyarrow reading its parquet files: MB/s; then
-   1-row statements and the DoGet on a table with Delta deletion vectors against one without.
+2. Statements over Flight on a table pyairport made (deletion vectors on) against Spark's
+   own in the same session: 1-row UPDATE and DELETE by rowid against the same SQL statement
+   on a table Spark wrote with Delta's defaults (target <= 0.6), a 10k-rowid UPDATE against
+   Spark's MERGE from a view on the same table and on Spark's (target <= 1.05).
+3. DoGet of a 1M-row Delta table against pyarrow reading its parquet files: MB/s; of a
+   2M-row table after scattered statements against pyarrow reading the version's files, and
+   the first DoGet after a commit against the next; then 1-row statements and the DoGet on a
+   table with Delta deletion vectors against one without.
 4. Peak server memory (the Python process and Spark's JVM) during a 10M-row INSERT, then a
    DoGet of those 10M rows (streamed, twice) against pyarrow reading the files batch by
    batch: MB/s, ratio, and the server's memory meanwhile.
@@ -115,6 +118,7 @@ def main() -> None:
             "bench_reset", str(n).encode()
         )  # one version: its files are the table
         scan_bench(location, fresh.decode(), n)
+        scattered_scan_bench(client, location, 2 * n)
         deletion_vectors_bench(client, n, args.repeats)
 
         (name,) = client.action("bench_reset", b"0")

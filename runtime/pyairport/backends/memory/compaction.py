@@ -1,9 +1,10 @@
 """Compaction off the statements' path: a statement commits what the client sent as it came
 (2,048-row chunks from DuckDB, UPDATE values as a patch, DELETEs as marks), and one thread
 per process rewrites a table's storage afterwards when that pays: many small chunks become
-large ones, the patch is written into the columns, dead rows are dropped. The table swaps
-the result in only if nothing committed meanwhile (else it is asked again by the next
-commit), so a statement never waits for a compaction and a reader never sees one happen."""
+large ones, the patch is written into the columns, dead rows are dropped. The table makes
+the rewrite outside its lock and swaps it in only if the rows it rewrote are still as they
+were (rows appended meanwhile follow it; otherwise the next commit asks again), so a
+statement never waits for a compaction and a reader never sees one happen."""
 
 from __future__ import annotations
 

@@ -198,8 +198,8 @@ class SparkTable(BackendTable[Pending], DeltaColumns):
             return None  # a timestamp: Spark finds the version as Delta defines it
         if snapshot is None or not direct.readable(snapshot, layout.features):
             return None
-        if point is not None and direct.shape(snapshot) != self._layout_shape:
-            return None
+        if direct.shape(snapshot) != self._layout_shape:
+            return None  # another shape (a past one, or a commit since the layout was read)
         return snapshot
 
     def schema_for_request(self, ctx: Context, request: SchemaRequest) -> pa.Schema:
