@@ -353,6 +353,7 @@ def _sql_truth(predicate: filters.Predicate, row: dict[str, Any]) -> bool | None
     )
 
 
+@pytest.mark.spark  # delta-rs comes with the [spark] extra
 @settings(max_examples=200, deadline=None)
 @given(predicates)
 def test_the_sql_delta_rs_runs_keeps_exactly_the_rows_the_filter_keeps(
