@@ -24,7 +24,7 @@ import pyarrow as pa
 from airport_contracts import Context
 
 from ... import filters
-from .scans import SCAN_BATCH_ROWS, log_version
+from .scans import SCAN_BATCH_ROWS, full_width, log_version
 
 log = logging.getLogger("pyairport.spark")
 
@@ -159,19 +159,6 @@ def read(
             for batch in source:
                 ctx.raise_if_done()
                 if batch.num_rows:
-                    yield conform(batch, schema, wanted)
+                    yield full_width(batch, schema, wanted)
 
     return pa.RecordBatchReader.from_batches(schema, batches())
-
-
-def conform(batch: pa.RecordBatch, schema: pa.Schema, wanted: list[str]) -> pa.RecordBatch:
-    """A batch of delta-rs's as the served schema: a column cast only where its type differs
-    (DataFusion's string views, a timestamp's zone name), the columns not wanted null."""
-    columns = []
-    for field in schema:
-        if field.name in wanted:
-            column = batch.column(field.name)
-            columns.append(column if column.type == field.type else column.cast(field.type))
-        else:
-            columns.append(pa.nulls(batch.num_rows, field.type))
-    return pa.RecordBatch.from_arrays(columns, schema=schema)

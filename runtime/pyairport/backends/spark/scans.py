@@ -52,13 +52,23 @@ def as_of(point: TimePoint | None) -> str:
     raise TimePointError(f"unit {point.unit!r} is not one of version, timestamp"[:120])
 
 
-def full_width(read: pa.Table, schema: pa.Schema, wanted: list[str]) -> pa.Table:
-    """read (the wanted columns) as the table schema: types cast, the rest null."""
-    columns = [
-        read.column(f.name).cast(f.type) if f.name in wanted else pa.nulls(read.num_rows, f.type)
-        for f in schema
-    ]
-    return pa.Table.from_arrays(columns, schema=schema)
+def full_width(batch: pa.RecordBatch, schema: pa.Schema, wanted: list[str]) -> pa.RecordBatch:
+    """A batch read (by Spark or delta-rs) as the served schema: a column cast only where its
+    type differs (Spark's large strings, DataFusion's string views), the columns not wanted
+    null."""
+    columns = []
+    for field in schema:
+        if field.name in wanted:
+            column = batch.column(field.name)
+            columns.append(column if column.type == field.type else column.cast(field.type))
+        else:
+            columns.append(pa.nulls(batch.num_rows, field.type))
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def batches_of(read: pa.Table, schema: pa.Schema, wanted: list[str]) -> list[pa.RecordBatch]:
+    """A table Spark read, in scan-sized batches of the served schema."""
+    return [full_width(batch, schema, wanted) for batch in read.to_batches(SCAN_BATCH_ROWS)]
 
 
 class Scanner:
@@ -88,9 +98,7 @@ class Scanner:
             or (upper is not None and upper - 1 <= SCAN_RANGE_ROWIDS)
         ):
             read = (frame.limit(limit) if limit else frame).toArrow()
-            return pa.RecordBatchReader.from_batches(
-                schema, full_width(read, schema, wanted).to_batches(SCAN_BATCH_ROWS)
-            )
+            return pa.RecordBatchReader.from_batches(schema, batches_of(read, schema, wanted))
         return self._ranges(ctx, layout, schema, predicate, wanted, clause)
 
     def schema_at(self, layout: Layout, clause: str) -> pa.Schema:
@@ -143,7 +151,7 @@ class Scanner:
             for start in range(int(low), int(high) + 1, SCAN_RANGE_ROWIDS):
                 ctx.raise_if_done()
                 part = frame.where((rowid >= start) & (rowid < start + SCAN_RANGE_ROWIDS))
-                yield from full_width(part.toArrow(), schema, wanted).to_batches(SCAN_BATCH_ROWS)
+                yield from batches_of(part.toArrow(), schema, wanted)
 
         return pa.RecordBatchReader.from_batches(schema, ranges())
 
