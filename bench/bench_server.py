@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from airport_contracts import Context, DMLOptions, DMLResult, project_schema
 from pyairport.backends.memory import memory_table
+from pyairport.backends.memory.compaction import COMPACTOR
 from pyairport.catalog import CatalogSchema, MutableCatalog
 from pyairport.server import AirportServer, ServerConfig
 
@@ -107,7 +108,14 @@ def main() -> None:
         memory.close()
         return [repr(seconds).encode()]
 
-    serve_until_stdin_closes(catalog, {"bench_reset": reset, "bench_first_touch": first_touch})
+    def settle(ctx: Context, body: bytes, headers: dict[str, str]) -> list[bytes]:
+        """Wait until the memory tables' compaction thread is idle (see bench_settle)."""
+        return [b"ok" if COMPACTOR.wait_idle(60.0) else b"busy"]
+
+    serve_until_stdin_closes(
+        catalog,
+        {"bench_reset": reset, "bench_first_touch": first_touch, "bench_settle": settle},
+    )
 
 
 def serve_until_stdin_closes(

@@ -3,7 +3,9 @@
 plain and with RETURNING in DuckDB's lock-step (the next batch only after the answer to the
 last). pyairport serves a memory table from its own process; the baseline is a bare grpcio
 DoExchange loop that decodes every batch (and re-encodes it for RETURNING) in its own
-process. Prints rows/s for both and their ratio (pyairport / loop; target >= 0.7), and last
+process. Before every timed statement, on either server, the memory table's compaction
+thread is waited for (untimed): what it does after a statement would otherwise run during
+the next measurement, pyairport's or the loop's, as the two share the cores. Prints rows/s for both and their ratio (pyairport / loop; target >= 0.7), and last
 the same INSERTs into tables that do no work: pyairport's own path without the table's.
 
     .venv/bin/python bench/duckdb_shaped.py [--rows N] [--repeats R]
@@ -13,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -20,7 +24,7 @@ import pyarrow.flight as flight
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_server import rows  # noqa: E402
-from run import best_of, start_server  # noqa: E402
+from run import start_server  # noqa: E402
 
 from pyairport.client import AirportClient  # noqa: E402
 
@@ -57,10 +61,29 @@ def statement(location: str, operation: str, path: str, data: pa.Table, returnin
         client.close()
 
 
+def paired_best_of(
+    repeats: int,
+    ours: Callable[[], None],
+    floor: Callable[[], None],
+    before_ours: Callable[[], None],
+    before_floor: Callable[[], None],
+) -> tuple[float, float]:
+    """Best times of ours and of the floor, run in turns (ours, floor, ours, …) so that both
+    meet the machine in the same state: on 2 shared cores a run's speed drifts."""
+    best = [float("inf"), float("inf")]
+    for _ in range(repeats):
+        for i, (run, before) in enumerate(((ours, before_ours), (floor, before_floor))):
+            before()
+            start = time.perf_counter()
+            run()
+            best[i] = min(best[i], time.perf_counter() - start)
+    return best[0], best[1]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args()
     n = args.rows
     pyairport, py_location = start_server()
@@ -69,9 +92,16 @@ def main() -> None:
         admin = AirportClient(py_location)
         inserted = rows(n).select(["id", "value", "category", "name"])
 
+        def settle() -> None:
+            assert admin.action("bench_settle", b"") == [b"ok"]
+
         def refill() -> pa.Table:
             admin.action("bench_reset", f"target:{n}".encode())
             return admin.scan("bench", "target", ["rowid"]).read_all()
+
+        def refill_and_settle() -> None:
+            refill()
+            settle()
 
         rowids = refill().column("rowid")
         updates = pa.table({"name": pa.array(["x"] * n), "rowid": rowids})
@@ -96,9 +126,8 @@ def main() -> None:
                 ) -> None:
                     assert statement(loop_location, operation, PATH, data, returning) == n
 
-                before = refill if fresh else None
-                ours = best_of(args.repeats, on_pyairport, before)
-                floor = best_of(args.repeats, on_loop)
+                before = refill_and_settle if fresh else settle
+                ours, floor = paired_best_of(args.repeats, on_pyairport, on_loop, before, settle)
                 label = f"{operation.upper()}{' RETURNING lock-step' if returning else ''}"
                 print(f"{label:<36}{n / ours:>18,.0f}{n / floor:>14,.0f}{floor / ours:>8.2f}")
         # pyairport's own path: the same statements into tables that do no work
@@ -123,7 +152,7 @@ def main() -> None:
             ) -> None:
                 assert statement(loop_location, operation, PATH, data, returning) == n
 
-            ours, floor = best_of(args.repeats, on_no_op), best_of(args.repeats, on_loop_again)
+            ours, floor = paired_best_of(args.repeats, on_no_op, on_loop_again, settle, settle)
             label = f"{operation.upper()}{' RETURNING lock-step' if returning else ''}, no-op table"
             print(f"{label:<36}{n / ours:>18,.0f}{n / floor:>14,.0f}{floor / ours:>8.2f}")
     finally:

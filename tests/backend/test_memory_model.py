@@ -338,6 +338,32 @@ def test_deleted_rows_stay_deleted_through_inserts_updates_and_compaction() -> N
     assert delete(8) == 1 and delete(8) == 0
 
 
+def test_a_statement_counts_each_row_it_deletes_or_updates_across_its_batches() -> None:
+    """Without RETURNING a statement's rowids are looked up once, after its last batch: a
+    rowid sent in two batches of a DELETE is one deleted row; an UPDATE's later value wins;
+    rowids of consecutive rows are read back as a slice with RETURNING, others one by one."""
+    table = memory_table("t", COLUMNS, rows=_names(6))  # rowids 1..6
+    deleted = table.delete_batch(
+        Context.background(),
+        _reader(pa.table({"rowid": pa.array([2, 3, 3, 9], pa.int64())}), 2),
+        None,
+    )
+    assert deleted.affected_rows == 2
+    values = pa.table({"name": ["a", "b", "c"], "rowid": pa.array([4, 5, 4], pa.int64())})
+    assert table.update_batch(Context.background(), _reader(values, 1), None).affected_rows == 3
+    assert table.to_table().select(["rowid", "name"]).to_pylist() == [
+        {"rowid": r, "name": n} for r, n in ((1, "n0"), (4, "c"), (5, "b"), (6, "n5"))
+    ]
+    for rowids in ([4, 5, 6], [6, 1, 5]):  # a run of rows, then rows out of order
+        values = pa.table({"name": ["x"] * 3, "rowid": pa.array(rowids, pa.int64())})
+        result = table.update_batch(Context.background(), _reader(values, 3), OPTS)
+        assert result.returning_data is not None
+        before = {1: 0, 4: 3, 5: 4, 6: 5}
+        assert result.returning_data.read_all().to_pylist() == [
+            {"id": before[r], "name": "x"} for r in rowids
+        ]
+
+
 def test_an_out_of_order_commit_after_deletes_keeps_the_right_rows_dead() -> None:
     table = memory_table("t", COLUMNS, rows=_names(4))  # rowids 1..4
     early = Statement("early")

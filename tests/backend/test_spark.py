@@ -302,7 +302,7 @@ def test_a_scan_reads_the_version_with_delta_rs_deletion_vectors_included(table:
     are gone without Spark reading the table."""
     table.insert(Context.background(), _reader(_rows(6), 6), None)
     table.delete_by_row_ids(Context.background(), pa.array([2], pa.int64()), None)
-    assert table._direct_snapshot(table._fresh_layout()) is not None  # delta-rs reads it
+    assert table._direct_snapshot(table._fresh_layout()[0]) is not None  # delta-rs reads it
     reader = table.scan(Context.background())
     table.update_by_row_ids(
         Context.background(),
@@ -326,7 +326,7 @@ def test_a_scan_reads_the_version_with_delta_rs_deletion_vectors_included(table:
         f"ALTER TABLE {table.fqn} SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')"
     )
     table.spark.sql(f"DELETE FROM {table.fqn} WHERE rowid = 4")  # a deletion vector
-    snapshot = table._direct_snapshot(table._fresh_layout())
+    snapshot = table._direct_snapshot(table._fresh_layout()[0])
     assert snapshot is not None and "deletionVectors" in snapshot.protocol().reader_features
     assert sorted(table.to_table().column("rowid").to_pylist()) == [1, 3, 5, 6]
 
@@ -350,6 +350,26 @@ def test_tables_pyairport_creates_have_deletion_vectors(table: Any) -> None:
     expected = table.spark.sql(f"SELECT * FROM {table.fqn} ORDER BY rowid").toArrow()
     assert served.num_rows == 999 and served.to_pylist() == expected.to_pylist()
     assert [r["name"] for r in served.to_pylist() if r["rowid"] == 9] == ["x"]
+
+
+def test_a_table_is_created_in_one_commit_without_a_data_file(spark_backend: Any) -> None:
+    """A new table is one CREATE TABLE commit (columns, properties) and holds no data file
+    until rows arrive; nested field names Spark's own type strings leave bare are quoted."""
+    columns = pa.schema(
+        [
+            pa.field("id", pa.int64()),
+            pa.field("odd", pa.struct([("a-b", pa.int32()), ("x:y", pa.string())])),
+        ]
+    )
+    table = spark_backend.table("unit", f"t_{uuid.uuid4().hex[:8]}", columns, comment="made")
+    history = table.spark.sql(f"DESCRIBE HISTORY {table.fqn}").collect()
+    assert [r["operation"] for r in history] == ["CREATE TABLE"]
+    assert table.spark.sql(f"DESCRIBE DETAIL {table.fqn}").first()["numFiles"] == 0
+    assert table.arrow_schema().field("odd").type == columns.field("odd").type
+    assert table.comment() == "made"
+    rows = pa.table({"id": [1], "odd": [{"a-b": 2, "x:y": "z"}]})
+    table.insert(Context.background(), _reader(rows, 1), None)
+    assert table.to_table().select(["id", "odd"]).to_pylist() == rows.to_pylist()
 
 
 def test_a_scan_asks_spark_nothing_the_first_after_a_commit_included(
@@ -395,7 +415,7 @@ def test_a_direct_scan_reads_files_written_before_a_column_was_added(
     table.spark.sql(f"ALTER TABLE {table.fqn} ADD COLUMNS (extra STRING)")
     table.spark.sql(f"INSERT INTO {table.fqn} VALUES (4, 3, 'n3', 'e')")
     reopened = SparkTable(spark_backend, "unit", table.name(), read_layout(table.spark, table.fqn))
-    assert reopened._direct_snapshot(reopened._fresh_layout()) is not None  # delta-rs reads it
+    assert reopened._direct_snapshot(reopened._fresh_layout()[0]) is not None  # delta-rs reads it
     rows = reopened.to_table().select(["rowid", "extra"]).to_pylist()
     assert rows == [{"rowid": r, "extra": "e" if r == 4 else None} for r in (1, 2, 3, 4)]
     above_1 = filters_json("GREATERTHAN", 1)

@@ -105,9 +105,9 @@ def rowids_of(column: pa.Array) -> np.ndarray:
     """A rowid column as int64 numpy (uint64 above 2**63-1 wraps, as in Go); nulls refused."""
     if column.null_count:  # the dispatcher refuses them first; a table called directly too
         raise NullRowid()
-    return np.asarray(
-        column.cast(pa.int64(), safe=False).to_numpy(zero_copy_only=False), dtype=np.int64
-    )
+    if column.type != pa.int64():  # DuckDB sends int64: no cast then (a per-batch call)
+        column = column.cast(pa.int64(), safe=False)
+    return np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
 def batch_chunks(
@@ -154,7 +154,9 @@ def returning_reader(
     if projected is None:
         return None
     out = [
-        pa.RecordBatch.from_arrays([b.column(n) for n in projected.names], schema=projected)
+        b
+        if b.schema.equals(projected)  # the table gathered only these (memory's does)
+        else pa.RecordBatch.from_arrays([b.column(n) for n in projected.names], schema=projected)
         for b in batches
     ]
     return pa.RecordBatchReader.from_batches(projected, out)

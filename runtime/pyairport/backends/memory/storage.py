@@ -61,6 +61,10 @@ def _rows_at(data: pa.Table, positions: np.ndarray) -> pa.RecordBatch:
     chunked column would first concatenate the whole column (O(n) per RETURNING batch)."""
     if not len(positions):
         return pa.RecordBatch.from_pylist([], schema=data.schema)
+    first, count = int(positions[0]), len(positions)
+    if data.num_columns and int(positions[-1]) - first == count - 1 and _ascending(positions):
+        # consecutive rows (DuckDB sends the rowids of a range in order): a zero-copy slice
+        return data.slice(first, count).combine_chunks().to_batches()[0]
     columns = []
     plans: dict[tuple[int, ...], _TakePlan] = {}
     indices: pa.Array | None = None
@@ -134,6 +138,8 @@ def _positions(rowids: np.ndarray, live: np.ndarray | None, ids: np.ndarray) -> 
     if last - first == n - 1:
         # Ascending unique rowids without a gap (inserts allocate them consecutively; deleted
         # rows stay in place, masked, until compaction): a rowid's offset is its position.
+        if live is None and len(ids) and first <= ids.min() and ids.max() <= last:
+            return _Found(ids - first, np.ones(len(ids), dtype=bool))  # all found: no mask
         valid = (ids >= first) & (ids <= last)
         clipped = np.where(valid, ids - first, 0)
     else:
@@ -178,9 +184,14 @@ def _fewer_chunks(data: pa.Table) -> pa.Table:
     return pa.concat_tables([data.slice(0, kept), data.slice(kept).combine_chunks()])
 
 
+def _ascending(positions: np.ndarray) -> bool:
+    """Whether positions strictly ascend (so name each row once)."""
+    return len(positions) < 2 or bool(np.all(positions[1:] > positions[:-1]))
+
+
 def _distinct(positions: np.ndarray) -> int:
     """How many different rows positions name (a client may repeat a rowid)."""
-    if len(positions) < 2 or bool(np.all(positions[1:] > positions[:-1])):
+    if _ascending(positions):
         return len(positions)
     return len(np.unique(positions))
 

@@ -422,23 +422,33 @@ class MemoryTable(BackendTable["_Pending"]):
         pending, immediate = self._stage(ctx)
         affected, returned = 0, []
         wanted = returning_schema(self.schema, opts)
+        unread: list[tuple[np.ndarray, dict[str, pa.Array]]] = []
         for ids, values in chunks:
             ctx.raise_if_done()
             columns = conform_update(values, self.schema)
+            if wanted is None:  # nothing to read back per batch: looked up below, at once
+                unread.append((ids, columns))
+                continue
             committed, lookup = self._lookup(ids)
             found = lookup.found
             pending.updates.append(_Update(lookup, columns))
-            affected += int(found.valid.sum())
-            if wanted is not None:
-                # Only the columns the UPDATE leaves alone are read from the table.
-                kept = [name for name in wanted.names if name not in columns]
-                after = committed.rows_at(found.positions, kept)
-                arrays = dict(zip(kept, after.columns, strict=True))
-                valid = pa.array(found.valid)
-                arrays.update({n: columns[n].filter(valid) for n in wanted.names if n in columns})
-                returned.append(
-                    pa.RecordBatch.from_arrays([arrays[n] for n in wanted.names], schema=wanted)
-                )
+            all_found = len(found.positions) == len(ids)
+            affected += len(found.positions) if all_found else int(found.valid.sum())
+            # Only the columns the UPDATE leaves alone are read from the table.
+            kept = [name for name in wanted.names if name not in columns]
+            arrays = dict(zip(kept, committed.rows_at(found.positions, kept).columns, strict=True))
+            valid = None if all_found else pa.array(found.valid)
+            for name in wanted.names:
+                if name in columns:
+                    arrays[name] = columns[name] if valid is None else columns[name].filter(valid)
+            returned.append(
+                pa.RecordBatch.from_arrays([arrays[n] for n in wanted.names], schema=wanted)
+            )
+        if unread:
+            ids, columns = _joined_updates(unread)
+            _, lookup = self._lookup(ids)
+            pending.updates.append(_Update(lookup, columns))
+            affected += int(lookup.found.valid.sum())
         if immediate:
             self._apply(pending)
         return DMLResult(
@@ -451,19 +461,42 @@ class MemoryTable(BackendTable["_Pending"]):
         pending, immediate = self._stage(ctx)
         affected, returned = 0, []
         wanted = returning_schema(self.schema, opts)
+        unread: list[np.ndarray] = []
         for ids in id_chunks:
             ctx.raise_if_done()
+            if wanted is None:  # nothing to read back per batch: looked up below, at once
+                unread.append(ids)
+                continue
             committed, lookup = self._lookup(ids)
             found = lookup.found
             pending.deletes.append(lookup)
             affected += _distinct(found.positions)
-            if wanted is not None:
-                returned.append(committed.rows_at(found.positions, wanted.names))
+            returned.append(committed.rows_at(found.positions, wanted.names))
+        if unread:
+            _, lookup = self._lookup(np.concatenate(unread))
+            pending.deletes.append(lookup)
+            affected += _distinct(lookup.found.positions)
         if immediate:
             self._apply(pending)
         return DMLResult(
             affected_rows=affected, returning_data=returning_reader(self.schema, returned, opts)
         )
+
+
+def _joined_updates(
+    batches: list[tuple[np.ndarray, dict[str, pa.Array]]],
+) -> tuple[np.ndarray, dict[str, pa.Array]]:
+    """A statement's UPDATE batches (one input, so the same columns) as one: rowids and
+    values concatenated, so that its rowids are searched once, in one vectorised pass, not
+    once per batch: per-batch Python work holds the GIL that gRPC's thread needs to hand over
+    the next batch, so on the statement's path it costs about twice its own time."""
+    if len(batches) == 1:
+        return batches[0]
+    names = batches[0][1].keys()
+    return (
+        np.concatenate([ids for ids, _ in batches]),
+        {name: pa.concat_arrays([columns[name] for _, columns in batches]) for name in names},
+    )
 
 
 def memory_table(

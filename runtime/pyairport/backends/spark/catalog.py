@@ -24,7 +24,7 @@ import pyarrow as pa
 from airport_contracts import Context
 
 from ..capabilities import ALL_CAPABILITIES, with_capabilities
-from .ddl import WORK_PREFIX, SparkCatalog, move_folder, remove_folder
+from .ddl import WORK_PREFIX, SparkCatalog, column_sql, move_folder, remove_folder
 from .layout import CREATED_TABLE_PROPERTIES, ROW_TRACKING, ROWID, Layout, NotDelta, read_layout
 from .session import is_connect
 from .sql import path_ident, quote
@@ -185,17 +185,13 @@ class SparkBackend:
                 return existing  # type: ignore[return-value]
             ident = self._ident(schema_name, table_name)
             if not self._exists(schema_name, table_name):
-                self._create(schema_name, table_name, ident, columns)
                 properties = {
                     **CREATED_TABLE_PROPERTIES,
                     COMMENT_PROPERTY: comment,
                     CAPABILITIES_PROPERTY: ",".join(capabilities),
                     ID_FROM_ROWID_PROPERTY: id_from_rowid or "",
                 }
-                settings = ", ".join(
-                    f"'{k}' = '{v.replace(chr(39), '')}'" for k, v in properties.items()
-                )
-                self.spark.sql(f"ALTER TABLE {ident} SET TBLPROPERTIES ({settings})")
+                self._create(ident, schema_name, columns, properties)
                 table = self._open(schema_name, table_name, read_layout(self.spark, ident))
                 if rows is not None and rows.num_rows:
                     table._insert(
@@ -211,18 +207,16 @@ class SparkBackend:
             return bool(self.spark.catalog.tableExists(table_name, schema_name))
         return (self._location(schema_name, table_name) / "_delta_log").exists()
 
-    def _create(self, schema_name: str, table_name: str, ident: str, columns: pa.Schema) -> None:
-        from pyspark.sql.pandas.types import from_arrow_schema  # Connect cannot infer it
-
-        empty = pa.schema([pa.field(ROWID, pa.int64()), *columns]).empty_table()
-        writer = self.spark.createDataFrame(
-            empty, schema=from_arrow_schema(empty.schema)
-        ).write.format("delta")
+    def _create(
+        self, ident: str, schema_name: str, columns: pa.Schema, properties: dict[str, str]
+    ) -> None:
+        """One CREATE TABLE: no data file (a write of an empty DataFrame leaves an empty
+        Parquet file in the table for good) and the properties in the same commit."""
         if self.session_catalog:
             self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote(schema_name)}")
-            writer.saveAsTable(ident)
-        else:
-            writer.save(str(self._location(schema_name, table_name)))
+        fields = ", ".join(column_sql(f) for f in [pa.field(ROWID, pa.int64()), *columns])
+        settings = ", ".join(f"'{k}' = '{v.replace(chr(39), '')}'" for k, v in properties.items())
+        self.spark.sql(f"CREATE TABLE {ident} ({fields}) USING delta TBLPROPERTIES ({settings})")
 
     # --- DDL (ddl.py): where schemas and tables live ---------------------------------------------
 

@@ -84,7 +84,25 @@ def spark_type(data_type: pa.DataType) -> str:
     """The Spark SQL type of an Arrow type, as DDL spells it."""
     from pyspark.sql.pandas.types import from_arrow_type
 
-    return str(from_arrow_type(data_type).simpleString())
+    return _ddl_type(from_arrow_type(data_type))
+
+
+def _ddl_type(data_type: Any) -> str:
+    """A Spark type in DDL, nested field names quoted (Spark's simpleString leaves them bare,
+    so a field named `a b` or `x:y` would not parse). No session needed, Connect or not."""
+    from pyspark.sql.types import ArrayType, MapType, StructType
+
+    if isinstance(data_type, StructType):
+        fields = (
+            f"{quote(f.name)}: {_ddl_type(f.dataType)}{'' if f.nullable else ' NOT NULL'}"
+            for f in data_type.fields
+        )
+        return f"STRUCT<{', '.join(fields)}>"
+    if isinstance(data_type, ArrayType):
+        return f"ARRAY<{_ddl_type(data_type.elementType)}>"
+    if isinstance(data_type, MapType):
+        return f"MAP<{_ddl_type(data_type.keyType)}, {_ddl_type(data_type.valueType)}>"
+    return str(data_type.simpleString())
 
 
 def column_sql(field: pa.Field) -> str:

@@ -84,10 +84,12 @@ class Snapshots:
         self._latest: Any = None
         self._unreadable: int | None = None  # the latest version delta-rs failed to open
 
-    def latest(self) -> Any:
+    def latest(self, version: int | None = None) -> Any:
         """The table's latest version as a deltalake.DeltaTable, or None when delta-rs cannot
-        open it (Spark reads it then)."""
-        version = log_version(self.location / "_delta_log")
+        open it (Spark reads it then). version: the latest version if the caller has just
+        read it from the log (saves listing the log again)."""
+        if version is None:
+            version = log_version(self.location / "_delta_log")
         with self._lock:
             if self._latest is not None and self._latest.version() == version:
                 return self._latest

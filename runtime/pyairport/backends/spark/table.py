@@ -123,19 +123,20 @@ class SparkTable(BackendTable[Pending], DeltaColumns):
 
     # --- Table ------------------------------------------------------------------------------
 
-    def _fresh_layout(self) -> Layout:
-        """The layout as of the table's latest version: another writer may have changed its
-        columns or features (ALTER TABLE) since it was read. Spark reads it again only when
-        delta-rs says the version's shape changed (a commit of rows changes no layout)."""
+    def _fresh_layout(self) -> tuple[Layout, int | None]:
+        """The layout as of the table's latest version, and that version (None when the log
+        cannot be read): another writer may have changed its columns or features (ALTER
+        TABLE) since it was read. Spark reads it again only when delta-rs says the version's
+        shape changed (a commit of rows changes no layout)."""
         if self.layout.location is None:
-            return self.layout
+            return self.layout, None
         version = log_version(self.layout.location / "_delta_log")
         if version is None or (
             version == self._layout_version
             and (self._layout_shape is not None or self._snapshots is None)
         ):
-            return self.layout
-        latest = self._snapshots.latest() if self._snapshots is not None else None
+            return self.layout, version
+        latest = self._snapshots.latest(version) if self._snapshots is not None else None
         if latest is None:
             if version != self._layout_version:
                 self._read_layout()
@@ -145,7 +146,7 @@ class SparkTable(BackendTable[Pending], DeltaColumns):
             self._read_layout()
         else:
             self._layout_version = version
-        return self.layout
+        return self.layout, version
 
     def _read_layout(self) -> None:
         """Spark's reading of the table's layout, with the version and shape it was read at."""
@@ -161,11 +162,11 @@ class SparkTable(BackendTable[Pending], DeltaColumns):
         pushed-down filters run where they translate. With a time point, the table as it was
         then (its schema then, too). delta-rs reads it where it can (direct.py), else Spark."""
         ctx.raise_if_done()
-        layout = self._fresh_layout()
+        layout, version = self._fresh_layout()
         point = opts.time_point if opts is not None else None
         limit = opts.limit if opts is not None and opts.limit > 0 else 0
         with self._client_errors("scan"):
-            snapshot = self._direct_snapshot(layout, point)
+            snapshot = self._direct_snapshot(layout, point, version)
             schema = (
                 layout.schema
                 if point is None or snapshot is not None
@@ -183,14 +184,16 @@ class SparkTable(BackendTable[Pending], DeltaColumns):
                 ctx, layout, schema, wanted, predicate, limit, point, self._peek_next_rowid
             )
 
-    def _direct_snapshot(self, layout: Layout, point: TimePoint | None = None) -> Any:
+    def _direct_snapshot(
+        self, layout: Layout, point: TimePoint | None = None, latest: int | None = None
+    ) -> Any:
         """The version to read (the latest, or the time point's) as delta-rs opened it, when
         delta-rs reads it as Spark would and it has today's shape (so today's schema); None
-        when Spark reads it."""
+        when Spark reads it. latest: the latest version if just read from the log."""
         if self._snapshots is None:
             return None
         if point is None:
-            snapshot = self._snapshots.latest()
+            snapshot = self._snapshots.latest(latest)
         elif point.unit.lower() == "version":
             as_of(point)  # the version's text checked: the client's error, in its words
             snapshot = self._snapshots.at(int(point.value.strip()))
@@ -204,7 +207,7 @@ class SparkTable(BackendTable[Pending], DeltaColumns):
 
     def schema_for_request(self, ctx: Context, request: SchemaRequest) -> pa.Schema:
         """The schema at request.time_point (Delta keeps every version's)."""
-        layout = self._fresh_layout()
+        layout, _ = self._fresh_layout()
         if request.time_point is None:
             return layout.schema
         with self._client_errors("scan"):
