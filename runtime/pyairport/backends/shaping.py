@@ -88,17 +88,32 @@ def conform_insert(
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
-def conform_update(batch: pa.RecordBatch, schema: pa.Schema) -> dict[str, pa.Array]:
-    """The SET columns of an UPDATE batch (rowid already removed), cast to the table's types."""
-    fields = user_fields(schema)
-    values: dict[str, pa.Array] = {}
-    for name, column in zip(batch.schema.names, batch.columns, strict=True):
-        if name not in fields:
-            raise ValueError(f"column {name} not found in table schema")
-        if name in values:
-            raise ValueError(f"column {name} appears twice in the input")
-        values[name] = cast_column(name, column, fields[name], "UPDATE")
-    return values
+class UpdateColumns:
+    """The SET columns of a statement's UPDATE batches (rowid already removed), cast to the
+    table's types. The batches of one input share their columns, so the names are checked
+    against the table once, not per batch (this runs for every 2,048-row batch DuckDB sends)."""
+
+    def __init__(self, schema: pa.Schema) -> None:
+        self._fields = user_fields(schema)
+        self._input: pa.Schema | None = None
+        self._targets: list[tuple[str, pa.Field]] = []
+
+    def __call__(self, batch: pa.RecordBatch) -> dict[str, pa.Array]:
+        if self._input is None or not batch.schema.equals(self._input):
+            self._targets = self._check(batch.schema.names)
+            self._input = batch.schema
+        return {
+            name: cast_column(name, column, field, "UPDATE")
+            for (name, field), column in zip(self._targets, batch.columns, strict=True)
+        }
+
+    def _check(self, names: list[str]) -> list[tuple[str, pa.Field]]:
+        for index, name in enumerate(names):
+            if name not in self._fields:
+                raise ValueError(f"column {name} not found in table schema")
+            if name in names[:index]:
+                raise ValueError(f"column {name} appears twice in the input")
+        return [(name, self._fields[name]) for name in names]
 
 
 def rowids_of(column: pa.Array) -> np.ndarray:

@@ -34,8 +34,8 @@ from ... import filters
 from ..base import BackendTable
 from ..capabilities import ALL_CAPABILITIES, with_capabilities
 from ..shaping import (
+    UpdateColumns,
     conform_insert,
-    conform_update,
     returning_reader,
     returning_schema,
 )
@@ -423,9 +423,10 @@ class MemoryTable(BackendTable["_Pending"]):
         affected, returned = 0, []
         wanted = returning_schema(self.schema, opts)
         unread: list[tuple[np.ndarray, dict[str, pa.Array]]] = []
+        conform = UpdateColumns(self.schema)
         for ids, values in chunks:
             ctx.raise_if_done()
-            columns = conform_update(values, self.schema)
+            columns = conform(values)
             if wanted is None:  # nothing to read back per batch: looked up below, at once
                 unread.append((ids, columns))
                 continue

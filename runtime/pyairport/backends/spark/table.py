@@ -47,7 +47,7 @@ from airport_contracts import (
 
 from ... import filters
 from ..base import BackendTable
-from ..shaping import conform_insert, conform_update, returning_reader
+from ..shaping import UpdateColumns, conform_insert, returning_reader
 from . import direct
 from .ddl import DeltaColumns
 from .layout import ROWID, Layout, read_layout
@@ -364,9 +364,10 @@ class SparkTable(BackendTable[Pending], DeltaColumns):
         pending, immediate = self._stage(ctx)
         returning = opts is not None and opts.returning
         affected_rows, returned, staged = 0, [], []
+        conform = UpdateColumns(self.schema)
         for ids, values in chunks:
             ctx.raise_if_done()
-            columns = conform_update(values, self.schema)
+            columns = conform(values)
             pending.updates.append((ids, columns))
             staged.append(ids)
             if returning:  # RETURNING needs each batch's rows now; otherwise none are read
