@@ -364,6 +364,20 @@ def test_a_statement_counts_each_row_it_deletes_or_updates_across_its_batches() 
         ]
 
 
+def test_an_update_naming_a_column_the_table_lacks_or_twice_changes_nothing() -> None:
+    """Called directly (the dispatcher refuses such input first), the table refuses it too."""
+    table = memory_table("t", COLUMNS, rows=_names(2))
+    before = table.to_table()
+    rowids = pa.array([1, 2], pa.int64())
+    for values, message in (
+        (pa.table({"nope": ["a", "b"]}), "column nope not found in table schema"),
+        (pa.table([["a", "b"], ["c", "d"]], names=["name", "name"]), "column name appears twice"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            table.update_by_row_ids(Context.background(), rowids, _reader(values, 1), None)
+        assert table.to_table().equals(before)
+
+
 def test_an_out_of_order_commit_after_deletes_keeps_the_right_rows_dead() -> None:
     table = memory_table("t", COLUMNS, rows=_names(4))  # rowids 1..4
     early = Statement("early")
