@@ -7,6 +7,7 @@ and the final table with a dict that does the same thing row by row."""
 from __future__ import annotations
 
 import gc
+import json
 import math
 import random
 import threading
@@ -19,7 +20,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule
 
-from airport_contracts import Context, DMLOptions, DMLResult
+from airport_contracts import Context, DMLOptions, DMLResult, ScanOptions
 from pyairport.backends.memory import memory_table
 from pyairport.backends.memory import patch as memory_patch
 from pyairport.backends.memory import table as memory
@@ -376,6 +377,51 @@ def test_an_update_naming_a_column_the_table_lacks_or_twice_changes_nothing() ->
         with pytest.raises(ValueError, match=message):
             table.update_by_row_ids(Context.background(), rowids, _reader(values, 1), None)
         assert table.to_table().equals(before)
+
+
+def test_a_scan_joins_small_chunks_and_leaves_out_deleted_and_filtered_rows() -> None:
+    """DuckDB's 2,048-row INSERTs stay small chunks until the compactor merges them: a scan
+    sends runs of them as batches of at least half SCAN_BATCH_ROWS (a large chunk as it is),
+    the deletion mask and the pushed-down filter applied across the joined chunks."""
+    table = memory_table("t", COLUMNS)
+    sizes = [1000] * 20 + [40_000] + [1000] * 20  # 41 chunks, below the compactor's threshold
+    start = 0
+    for size in sizes:
+        rows = pa.table(
+            {"id": pa.array(range(start, start + size), pa.int64()), "name": ["n"] * size}
+        )
+        table.insert(Context.background(), _reader(rows, size), None)
+        start += size
+    dead = pa.array(range(1, start + 1, 7), pa.int64())  # rowids start at 1: id = rowid - 1
+    table.delete_by_row_ids(Context.background(), dead, None)
+    above = {
+        "filters": [
+            {
+                "expression_class": "BOUND_COMPARISON",
+                "type": "COMPARE_GREATERTHAN",
+                "left": {
+                    "expression_class": "BOUND_COLUMN_REF",
+                    "type": "BOUND_COLUMN_REF",
+                    "binding": {"table_index": 0, "column_index": 0},
+                },
+                "right": {
+                    "expression_class": "BOUND_CONSTANT",
+                    "type": "VALUE_CONSTANT",
+                    "value": {"type": {"id": "BIGINT"}, "is_null": False, "value": 500},
+                },
+            }
+        ],
+        "column_binding_names_by_index": ["id"],
+    }
+    batches = list(table.scan(Context.background(), ScanOptions(filter=json.dumps(above))))
+    kept = [i for i in range(start) if i > 500 and i % 7 != 0]
+    # the 20 small chunks before the large one as one batch, the large one, the 20 after it
+    assert [b.num_rows for b in batches] == [
+        sum(1 for i in kept if low <= i < high)
+        for low, high in ((0, 20_000), (20_000, 60_000), (60_000, 80_000))
+    ]
+    scanned = pa.Table.from_batches(batches).column("id").to_pylist()
+    assert scanned == kept
 
 
 def test_an_out_of_order_commit_after_deletes_keeps_the_right_rows_dead() -> None:

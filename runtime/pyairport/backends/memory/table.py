@@ -130,7 +130,7 @@ class MemoryTable(BackendTable["_Pending"]):
             # A scan never started keeps its mask held: the next DELETE marks a copy.
             try:
                 remaining = limit
-                for batch in data.to_batches(max_chunksize=SCAN_BATCH_ROWS):
+                for batch in _scan_sized(data.to_batches(max_chunksize=SCAN_BATCH_ROWS)):
                     ctx.raise_if_done()
                     kept = keep(batch)
                     if remaining is not None:
@@ -482,6 +482,28 @@ class MemoryTable(BackendTable["_Pending"]):
         return DMLResult(
             affected_rows=affected, returning_data=returning_reader(self.schema, returned, opts)
         )
+
+
+def _scan_sized(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The batches, runs of small ones joined up to half of SCAN_BATCH_ROWS: until the
+    compactor merges them, rows DuckDB inserted are 2,048-row chunks, and a message per
+    chunk costs a scan more than copying them into fewer (489 messages for 1M rows: 1.4-2x
+    the time of 16)."""
+    small: list[pa.RecordBatch] = []
+    rows = 0
+    for batch in batches:
+        if batch.num_rows < SCAN_BATCH_ROWS // 2:
+            small.append(batch)
+            rows += batch.num_rows
+            if rows < SCAN_BATCH_ROWS // 2:
+                continue
+            batch, small, rows = pa.concat_batches(small), [], 0
+        elif small:
+            yield pa.concat_batches(small)
+            small, rows = [], 0
+        yield batch
+    if small:
+        yield pa.concat_batches(small)
 
 
 def _joined_updates(
