@@ -8,9 +8,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from .storage import _Found, _Lookup, _merge_lookups, _replace, _rows_at
+from .storage import _Found, _Lookup, _merge_lookups, _replace, _rows_at, _with_values
 
 _RUN_MERGE_ROWS = 65_536  # patch runs are merged up to this size (a large UPDATE's run stays)
 
@@ -127,7 +126,7 @@ class _Patch:
                 hit = run.positions[at] == positions
                 if hit.any():
                     patched = run.values.take(pa.array(at[hit]))
-                    columns[name] = pc.replace_with_mask(columns[name], pa.array(hit), patched)
+                    columns[name] = _with_values(columns[name], np.flatnonzero(hit), patched)
         return pa.RecordBatch.from_arrays(
             [columns[n] for n in batch.schema.names], schema=batch.schema
         )

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 _MAX_CHUNKS = 256  # the compactor merges chunks once a table has this many
 _CHUNKS_BACKSTOP = 4096  # merged at commit beyond this: the compactor has not kept up
@@ -184,6 +185,26 @@ def _fewer_chunks(data: pa.Table) -> pa.Table:
     return pa.concat_tables([data.slice(0, kept), data.slice(kept).combine_chunks()])
 
 
+def _with_values(array: pa.Array, rows: np.ndarray, values: pa.Array) -> pa.Array:
+    """array with values[i] at rows[i] (a repeated row takes its last value). Rows in
+    ascending order (a patch run, DuckDB's order) are written between slices when they are
+    consecutive, else by a mask: both 3-4x faster than the take that puts values anywhere,
+    which Arrow's mask kernel leaves to nested, dictionary and extension types."""
+    if len(rows) and _ascending(rows):
+        first, last = int(rows[0]), int(rows[-1])
+        if last - first == len(rows) - 1:  # consecutive rows: the values between two slices
+            return pa.concat_arrays([array.slice(0, first), values, array.slice(last + 1)])
+        mask = np.zeros(len(array), dtype=bool)
+        mask[rows] = True
+        try:
+            return pc.replace_with_mask(array, pa.array(mask), values)
+        except pa.ArrowNotImplementedError:
+            pass
+    take = np.arange(len(array), dtype=np.int64)
+    take[rows] = len(array) + np.arange(len(rows))  # in order: the last value wins
+    return pa.concat_arrays([array, values]).take(pa.array(take))
+
+
 def _ascending(positions: np.ndarray) -> bool:
     """Whether positions strictly ascend (so name each row once)."""
     return len(positions) < 2 or bool(np.all(positions[1:] > positions[:-1]))
@@ -233,11 +254,10 @@ def _replace(data: pa.Table, found: _Found, columns: dict[str, pa.Array]) -> pa.
         )
         chunks = list(column.chunks)
         for c, group, local in zip(plan.chunks, plan.groups, plan.local, strict=True):
-            chunk = chunks[c]
-            take = np.arange(len(chunk), dtype=np.int64)
-            take[local] = len(chunk) + np.arange(len(group))  # in order: the last value wins
-            new_values = values.take(pa.array(value_rows[group]))
-            chunks[c] = pa.concat_arrays([chunk, new_values]).take(pa.array(take))
+            rows = value_rows[group]
+            # rows ascend when positions do: all of values, in order, need no take
+            taken = values if len(rows) == len(values) else values.take(pa.array(rows))
+            chunks[c] = _with_values(chunks[c], local, taken)
         data = data.set_column(
             index, data.schema.field(index), pa.chunked_array(chunks, type=column.type)
         )
