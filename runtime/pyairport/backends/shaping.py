@@ -9,7 +9,7 @@ with messages that name the column.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -151,6 +151,21 @@ def legacy_chunks(
         offset += batch.num_rows
     if offset != len(ids):
         raise RowCountMismatch(row_ids=len(ids), rows=offset)
+
+
+def full_width(batch: pa.RecordBatch, schema: pa.Schema, wanted: Container[str]) -> pa.RecordBatch:
+    """A batch as the served schema: the wanted columns, cast only where the type differs
+    (Spark's large strings, DataFusion's string views), the others null — a scan answers
+    with the table's full width, and sending columns the client did not ask for (every
+    column of a count(*)) costs their bytes."""
+    columns = []
+    for field in schema:
+        if field.name in wanted:
+            column = batch.column(field.name)
+            columns.append(column if column.type == field.type else column.cast(field.type))
+        else:
+            columns.append(pa.nulls(batch.num_rows, field.type))
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
 def returning_schema(schema: pa.Schema, opts: DMLOptions | None) -> pa.Schema | None:

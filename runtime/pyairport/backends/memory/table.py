@@ -36,6 +36,7 @@ from ..capabilities import ALL_CAPABILITIES, with_capabilities
 from ..shaping import (
     UpdateColumns,
     conform_insert,
+    full_width,
     returning_reader,
     returning_schema,
 )
@@ -122,6 +123,8 @@ class MemoryTable(BackendTable["_Pending"]):
         predicate = filters.parse(opts.filter, self.schema) if opts is not None else None
         expression = filters.arrow_expression(predicate) if predicate else None
         limit = opts.limit if opts is not None and opts.limit > 0 else None
+        asked = set(opts.columns) if opts is not None and opts.columns else None
+        wanted = (asked or set()) | {rowid_field().name}
         # Nothing that can raise between holding the mask and the generator releasing it.
         data, mask, live = self._reading()
         keep = _Keep(live, expression)
@@ -136,8 +139,8 @@ class MemoryTable(BackendTable["_Pending"]):
                     if remaining is not None:
                         kept = kept.slice(0, remaining)
                         remaining -= kept.num_rows
-                    if kept.num_rows:
-                        yield kept
+                    if kept.num_rows:  # full width; the columns not asked for null
+                        yield kept if asked is None else full_width(kept, self.schema, wanted)
                     if remaining == 0:
                         return
             finally:

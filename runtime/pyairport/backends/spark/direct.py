@@ -24,7 +24,8 @@ import pyarrow as pa
 from airport_contracts import Context
 
 from ... import filters
-from .scans import SCAN_BATCH_ROWS, full_width, log_version
+from ..shaping import full_width
+from .scans import SCAN_BATCH_ROWS, log_version
 
 log = logging.getLogger("pyairport.spark")
 

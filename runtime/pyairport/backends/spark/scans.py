@@ -17,6 +17,7 @@ import pyarrow as pa
 from airport_contracts import Context, TimePoint
 
 from ... import filters
+from ..shaping import full_width
 from .layout import ROWID, Layout
 from .sql import quote
 
@@ -50,20 +51,6 @@ def as_of(point: TimePoint | None) -> str:
             moment = moment.replace(tzinfo=UTC)
         return f" TIMESTAMP AS OF TIMESTAMP'{moment.astimezone(UTC).isoformat(' ')}'"
     raise TimePointError(f"unit {point.unit!r} is not one of version, timestamp"[:120])
-
-
-def full_width(batch: pa.RecordBatch, schema: pa.Schema, wanted: list[str]) -> pa.RecordBatch:
-    """A batch read (by Spark or delta-rs) as the served schema: a column cast only where its
-    type differs (Spark's large strings, DataFusion's string views), the columns not wanted
-    null."""
-    columns = []
-    for field in schema:
-        if field.name in wanted:
-            column = batch.column(field.name)
-            columns.append(column if column.type == field.type else column.cast(field.type))
-        else:
-            columns.append(pa.nulls(batch.num_rows, field.type))
-    return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
 def batches_of(read: pa.Table, schema: pa.Schema, wanted: list[str]) -> list[pa.RecordBatch]:
