@@ -7,7 +7,6 @@ and the final table with a dict that does the same thing row by row."""
 from __future__ import annotations
 
 import gc
-import json
 import math
 import random
 import threading
@@ -21,6 +20,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule
 
 from airport_contracts import Context, DMLOptions, DMLResult, ScanOptions
+from pyairport import filters
 from pyairport.backends.memory import memory_table
 from pyairport.backends.memory import patch as memory_patch
 from pyairport.backends.memory import table as memory
@@ -394,26 +394,8 @@ def test_a_scan_joins_small_chunks_and_leaves_out_deleted_and_filtered_rows() ->
         start += size
     dead = pa.array(range(1, start + 1, 7), pa.int64())  # rowids start at 1: id = rowid - 1
     table.delete_by_row_ids(Context.background(), dead, None)
-    above = {
-        "filters": [
-            {
-                "expression_class": "BOUND_COMPARISON",
-                "type": "COMPARE_GREATERTHAN",
-                "left": {
-                    "expression_class": "BOUND_COLUMN_REF",
-                    "type": "BOUND_COLUMN_REF",
-                    "binding": {"table_index": 0, "column_index": 0},
-                },
-                "right": {
-                    "expression_class": "BOUND_CONSTANT",
-                    "type": "VALUE_CONSTANT",
-                    "value": {"type": {"id": "BIGINT"}, "is_null": False, "value": 500},
-                },
-            }
-        ],
-        "column_binding_names_by_index": ["id"],
-    }
-    batches = list(table.scan(Context.background(), ScanOptions(filter=json.dumps(above))))
+    above = filters.to_json(filters.Compare("id", ">", 500), table.schema)  # DuckDB's JSON
+    batches = list(table.scan(Context.background(), ScanOptions(filter=above)))
     kept = [i for i in range(start) if i > 500 and i % 7 != 0]
     # the 20 small chunks before the large one as one batch, the large one, the 20 after it
     assert [b.num_rows for b in batches] == [
