@@ -255,7 +255,8 @@ def _replace(data: pa.Table, found: _Found, columns: dict[str, pa.Array]) -> pa.
         chunks = list(column.chunks)
         for c, group, local in zip(plan.chunks, plan.groups, plan.local, strict=True):
             rows = value_rows[group]
-            # rows ascend when positions do: all of values, in order, need no take
+            # a chunk holding every found row takes the values as they are (within a chunk
+            # the plan keeps the given order), so they need no take
             taken = values if len(rows) == len(values) else values.take(pa.array(rows))
             chunks[c] = _with_values(chunks[c], local, taken)
         data = data.set_column(
