@@ -163,6 +163,33 @@ def test_create_table_if_not_exists_and_or_replace(delta: tuple[AirportClient, A
     assert Action.CREATE_TABLE == "create_table"
 
 
+def test_struct_fields_with_characters_spark_types_leave_bare(
+    delta: tuple[AirportClient, Any, Path],
+) -> None:
+    """CREATE TABLE and ADD COLUMN spell nested field names quoted: `x:y` or `a-b` inside a
+    STRUCT (names Delta accepts without column mapping) would not parse bare."""
+    client, _, _ = delta
+    client.create_schema(S)
+    odd = pa.struct([("a-b", pa.int32()), ("x:y", pa.list_(pa.struct([("c.d", pa.string())])))])
+    client.create_table(S, "t", pa.schema([pa.field("id", pa.int64()), pa.field("odd", odd)]))
+    client.add_column(S, "t", pa.field("more", odd))
+    rows = pa.table(
+        {
+            "id": [1],
+            "odd": pa.array([{"a-b": 2, "x:y": [{"c.d": "e"}]}], odd),
+            "more": pa.array([None], odd),
+        }
+    )
+    client.insert(S, "t", rows)
+    assert (
+        client.scan(S, "t", ["id", "odd", "more"])
+        .read_all()
+        .select(["id", "odd", "more"])
+        .to_pylist()
+        == rows.to_pylist()
+    )
+
+
 def test_every_refusal_of_delta_is_its_row(delta: tuple[AirportClient, Any, Path]) -> None:
     """What a Delta schema or table refuses (a name taken or missing) is the action's error
     row, code and message, as on memory; nothing changes."""
