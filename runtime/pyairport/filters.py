@@ -385,8 +385,12 @@ def sql_text(predicate: Predicate) -> str:
                 column=lambda name: _SqlText(sql_identifier(name)),
                 literal=_sql_literal,
                 is_null=lambda c: _SqlText(f"({c.text} IS NULL)"),
+                # not `c IN (…)` bare: DataFusion rewrites `c NOT IN (a) OR c NOT IN (b)` to
+                # `c NOT IN ()`, true for a NULL c (three-valued SQL says NULL); the CASE keeps
+                # the NULL where SQL has it and the lists apart
                 is_in=lambda c, values: _SqlText(
-                    f"({c.text} IN ({', '.join(_sql_literal(v).text for v in values)}))"
+                    f"(CASE WHEN {c.text} IS NULL THEN NULL"
+                    f" ELSE {c.text} IN ({', '.join(_sql_literal(v).text for v in values)}) END)"
                 ),
                 both=lambda a, b: _SqlText(f"({a.text} AND {b.text})"),
                 either=lambda a, b: _SqlText(f"({a.text} OR {b.text})"),
