@@ -6,6 +6,8 @@ and the final table with a dict that does the same thing row by row."""
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import gc
 import math
 import random
@@ -423,6 +425,8 @@ def test_a_scan_joins_small_chunks_and_leaves_out_deleted_and_filtered_rows() ->
         pa.field("d", pa.dictionary(pa.int32(), pa.string())),
         pa.field("u", pa.uuid()),
         pa.field("t", pa.string()),
+        pa.field("du", pa.duration("us")),
+        pa.field("dec", pa.decimal64(12, 2)),
     ],
     ids=lambda f: str(f.type),
 )
@@ -431,14 +435,17 @@ def test_updated_values_of_every_type_read_back_before_and_after_compaction(
 ) -> None:
     """An UPDATE's values stay a patch over the columns until compaction writes them in: a
     RETURNING statement reads the patched rows back through it (Arrow's mask kernel has no
-    nested, dictionary or extension types: those take the general path), and writing the
-    patch in — consecutive rows, scattered rows — gives the same rows."""
+    nested, dictionary, extension, duration or 64-bit decimal types: those take the general
+    path), and writing the patch in — consecutive rows, scattered rows — gives the same
+    rows."""
     values = {
         "struct<a: int64>": [{"a": i} for i in range(6)],
         "list<item: int64>": [[i, i] for i in range(6)],
         "dictionary<values=string, indices=int32, ordered=0>": [f"v{i % 2}" for i in range(6)],
         "extension<arrow.uuid>": [bytes([i]) * 16 for i in range(6)],
         "string": [f"s{i}" for i in range(6)],
+        "duration[us]": [datetime.timedelta(seconds=i) for i in range(6)],
+        "decimal64(12, 2)": [decimal.Decimal(f"{i}.25") for i in range(6)],
     }[str(column.type)]
     schema = pa.schema([pa.field("id", pa.int64()), column])
     rows = pa.table({"rowid": pa.array(range(1, 7), pa.int64()), "id": range(6)})
