@@ -5,8 +5,9 @@ last). pyairport serves a memory table from its own process; the baseline is a b
 DoExchange loop that decodes every batch (and re-encodes it for RETURNING) in its own
 process. Before every timed statement, on either server, the memory table's compaction
 thread is waited for (untimed): what it does after a statement would otherwise run during
-the next measurement, pyairport's or the loop's, as the two share the cores. Prints rows/s for both and their ratio (pyairport / loop; target >= 0.7), and last
-the same INSERTs into tables that do no work: pyairport's own path without the table's.
+the next measurement, pyairport's or the loop's, as the two share the cores. Prints rows/s
+for both and their ratio (pyairport / loop; target >= 0.7), and last the same statements
+into tables that do no work: pyairport's own path without the table's.
 
     .venv/bin/python bench/duckdb_shaped.py [--rows N] [--repeats R]
 """

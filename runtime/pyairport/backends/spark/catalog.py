@@ -24,7 +24,14 @@ import pyarrow as pa
 from airport_contracts import Context
 
 from ..capabilities import ALL_CAPABILITIES, with_capabilities
-from .ddl import WORK_PREFIX, SparkCatalog, column_sql, move_folder, remove_folder
+from .ddl import (
+    WORK_PREFIX,
+    SparkCatalog,
+    column_sql,
+    move_folder,
+    properties_sql,
+    remove_folder,
+)
 from .layout import CREATED_TABLE_PROPERTIES, ROW_TRACKING, ROWID, Layout, NotDelta, read_layout
 from .session import is_connect
 from .sql import path_ident, quote
@@ -215,7 +222,7 @@ class SparkBackend:
         if self.session_catalog:
             self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote(schema_name)}")
         fields = ", ".join(column_sql(f) for f in [pa.field(ROWID, pa.int64()), *columns])
-        settings = ", ".join(f"'{k}' = '{v.replace(chr(39), '')}'" for k, v in properties.items())
+        settings = properties_sql(properties)
         self.spark.sql(f"CREATE TABLE {ident} ({fields}) USING delta TBLPROPERTIES ({settings})")
 
     # --- DDL (ddl.py): where schemas and tables live ---------------------------------------------

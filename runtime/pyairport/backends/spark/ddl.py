@@ -109,8 +109,9 @@ def column_sql(field: pa.Field) -> str:
     return f"{quote(field.name)} {spark_type(field.type)}" + ("" if field.nullable else " NOT NULL")
 
 
-def _settings(properties: dict[str, str]) -> str:
-    return ", ".join(f"'{k}' = '{v}'" for k, v in properties.items())
+def properties_sql(properties: dict[str, str]) -> str:
+    """Table properties as TBLPROPERTIES lists them (a quote in a value is dropped)."""
+    return ", ".join(f"'{k}' = '{v.replace(chr(39), '')}'" for k, v in properties.items())
 
 
 class SparkSchema(CatalogSchema):
@@ -149,7 +150,7 @@ class SparkSchema(CatalogSchema):
             _run(
                 backend.spark,
                 f"CREATE TABLE {ident} ({', '.join(column_sql(f) for f in fields)}) USING delta"
-                f" TBLPROPERTIES ({_settings({ROW_TRACKING: 'true', **CREATED_TABLE_PROPERTIES})})",
+                f" TBLPROPERTIES ({properties_sql({ROW_TRACKING: 'true', **CREATED_TABLE_PROPERTIES})})",
             )
             for index, check in enumerate(opts.check_constraints):
                 _run(
@@ -260,7 +261,9 @@ class DeltaColumns:
         if properties:
             missing = {k: v for k, v in properties.items() if self.layout.properties.get(k) != v}
             if missing:
-                _run(self.spark, f"ALTER TABLE {ident} SET TBLPROPERTIES ({_settings(missing)})")
+                _run(
+                    self.spark, f"ALTER TABLE {ident} SET TBLPROPERTIES ({properties_sql(missing)})"
+                )
         _run(self.spark, statement(ident))
         self._read_layout()
 
