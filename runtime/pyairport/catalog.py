@@ -78,6 +78,11 @@ class MutableCatalog:
     def name(self) -> str:
         return self._name
 
+    def rename(self, name: str) -> None:
+        """Serve the catalog as name (before the server serves it: the server routes by the
+        name the catalog had when added)."""
+        self._name = name
+
     def schemas(self, ctx: Context) -> list[CatalogSchema]:
         with self._lock:
             return list(self._schemas.values())

@@ -96,6 +96,12 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--port", type=int, default=8815, help="port (default 8815; 0 picks a free one)"
     )
+    serve.add_argument(
+        "--catalog-name",
+        default="",
+        help="the catalog's name, as DuckDB attaches it: ATTACH 'NAME' (TYPE airport, …)"
+        " (default \"\": ATTACH '')",
+    )
     serve.add_argument("--workers", type=int, default=32, help="gRPC worker threads (default 32)")
     serve.add_argument(
         "--max-message-mb", type=int, default=64, help="largest gRPC message in MiB (default 64)"
@@ -154,6 +160,7 @@ def _serve(args: argparse.Namespace) -> int:
     except Exception as exc:  # SparkSetupError and Spark start-up failures: one line
         print(f"pyairport: error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 1
+    catalog.rename(args.catalog_name)  # type: ignore[attr-defined]
     timeout = args.transaction_timeout or None
     transactions = None if args.no_transactions else MemoryTransactionManager(timeout=timeout)
     try:

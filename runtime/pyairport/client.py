@@ -60,6 +60,9 @@ RETURNING_TRUE = next(
     h.true_value for h in PROTOCOLS[Protocol.DOEXCHANGE].headers if h.role is HeaderRole.RETURNING
 )
 """The return-chunks value that asks for RETURNING rows."""
+CATALOG_HEADER = next(
+    h.name for h in PROTOCOLS[Protocol.DOACTION].headers if h.role is HeaderRole.CATALOG
+)
 
 _END = object()
 _OUTBOX_MESSAGES = 4  # serialized batches waiting for gRPC to send them
@@ -190,7 +193,10 @@ class AirportClient(DdlCalls):
         token: str | None = None,
         max_message_bytes: int = 64 * 1024 * 1024,
         tls_root_certificates: bytes | None = None,
+        catalog: str | None = None,
     ) -> None:
+        """catalog: the catalog of a server of several to address, sent as DuckDB 1.5 does
+        (the airport-catalog header on every call); None addresses the default catalog."""
         parsed = urlparse(location)
         if (
             parsed.scheme not in ("grpc", "grpc+tcp", "grpc+tls")
@@ -222,6 +228,7 @@ class AirportClient(DdlCalls):
             response_deserializer=flight_pb2.PutResult.FromString,
         )
         self._token = token
+        self._catalog = catalog
 
     def close(self) -> None:
         self._channel.close()
@@ -236,6 +243,8 @@ class AirportClient(DdlCalls):
         headers = dict(extra or {})
         if self._token:
             headers["authorization"] = f"Bearer {self._token}"
+        if self._catalog is not None:
+            headers.setdefault(CATALOG_HEADER, self._catalog)
         return sorted(headers.items())
 
     # --- DoExchange DML ------------------------------------------------------------------------

@@ -34,6 +34,33 @@ def duckdb_columns(schema: pa.Schema) -> list[str]:
     return [f.name for f in schema if not _hidden_by_duckdb(f)]
 
 
+def served_order(schema: pa.Schema) -> list[int]:
+    """The field order a table is served in: DuckDB's hidden rowid field last (deviation
+    rowid_served_last). The extension keys a column's Arrow field by its position in the
+    Arrow schema, but numbers DuckDB's columns without the hidden field: with that field
+    anywhere but last, every column after it is looked up one place off (struct and list
+    access, statistics)."""
+    hidden = [i for i, f in enumerate(schema) if _hidden_by_duckdb(f)]
+    return [i for i in range(len(schema)) if i not in hidden] + hidden
+
+
+def served_schema(schema: pa.Schema) -> pa.Schema:
+    """schema in the order it is served (served_order)."""
+    order = served_order(schema)
+    if order == list(range(len(schema))):
+        return schema
+    return pa.schema([schema.field(i) for i in order], metadata=schema.metadata)
+
+
+def served_reader(reader: pa.RecordBatchReader) -> pa.RecordBatchReader:
+    """reader's batches in the order they are served (served_order); zero-copy."""
+    order = served_order(reader.schema)
+    if order == list(range(len(reader.schema))):
+        return reader
+    schema = served_schema(reader.schema)
+    return pa.RecordBatchReader.from_batches(schema, (batch.select(order) for batch in reader))
+
+
 def names_for_ids(schema: pa.Schema, column_ids: Iterable[Any]) -> list[str]:
     """The column names DuckDB means by column_ids; ids out of range are dropped, as Go drops
     them, and the rowid id names the rowid column when the table has one."""

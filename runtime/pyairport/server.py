@@ -14,6 +14,7 @@ from airport_contracts import Catalog, TransactionManager
 
 from .allocator import keep_message_memory
 from .auth import BearerTokenInterceptor
+from .catalogs import Catalogs
 from .dispatch import Dispatcher
 from .transport import FlightService, add_to_server
 
@@ -43,7 +44,7 @@ class AirportServer:
 
     def __init__(
         self,
-        catalog: Catalog,
+        catalog: Catalog | None,
         transactions: TransactionManager | None = None,
         config: ServerConfig = ServerConfig(),
         extra_actions: dict[str, Callable[..., list[bytes]]] | None = None,
@@ -52,7 +53,9 @@ class AirportServer:
         self.config = config
         if config.keep_message_memory:
             keep_message_memory()  # before gRPC's threads take their malloc arenas
-        self.dispatcher = Dispatcher(catalog, transactions, config.max_row_ids)
+        self.catalogs = Catalogs()
+        if catalog is not None:
+            self.add_catalog(catalog, transactions)
         if config.auth_token:
             interceptors = (BearerTokenInterceptor(config.auth_token), *interceptors)
         options = [
@@ -82,9 +85,33 @@ class AirportServer:
         if not self.port:
             raise ListenError(f"cannot listen on {address}: address in use or not available")
         # Scan endpoints name this address (protocol §2.7), known once the port is bound.
-        self.dispatcher.location = self.location
-        service = FlightService(self.dispatcher, extra_actions)
+        self.catalogs.set_location(self.location)
+        service = FlightService(self.catalogs, extra_actions)
         add_to_server(service, self._server)
+
+    def add_catalog(
+        self, catalog: Catalog, transactions: TransactionManager | None = None
+    ) -> Dispatcher:
+        """Serve catalog (under its name()) beside the others, now or while serving, with
+        its own TransactionManager (airport-go's MultiCatalogServer.AddCatalog); a name
+        already served is a ValueError."""
+        dispatcher = Dispatcher(catalog, transactions, self.config.max_row_ids)
+        self.catalogs.add(catalog_name(catalog), dispatcher)
+        return dispatcher
+
+    def remove_catalog(self, name: str) -> None:
+        """Stop serving the catalog name (RemoveCatalog); calls under way finish on it."""
+        self.catalogs.remove(name)
+
+    @property
+    def dispatcher(self) -> Dispatcher:
+        """The dispatcher of a server of one catalog."""
+        names = self.catalogs.names()
+        if len(names) != 1:
+            raise LookupError(f"the server serves {len(names)} catalogs, not one")
+        found = self.catalogs.get(names[0])
+        assert found is not None
+        return found
 
     @property
     def location(self) -> str:
@@ -108,3 +135,9 @@ class AirportServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop(0)
+
+
+def catalog_name(catalog: Catalog) -> str:
+    """A catalog's name: name() where it has one (Go's NamedCatalog), else the default ""."""
+    name = getattr(catalog, "name", None)
+    return str(name()) if callable(name) else ""

@@ -25,6 +25,7 @@ from airport_contracts import (
 )
 from airport_contracts.vocabulary import Protocol
 
+from .catalogs import Catalogs, catalog_in_body, catalog_in_ticket
 from .dispatch import (
     Dispatcher,
     OutputBatch,
@@ -72,17 +73,18 @@ def _unexpected(grpc_context: grpc.ServicerContext, what: str, exc: BaseExceptio
 
 
 class FlightService(flight_pb2_grpc.FlightServiceServicer):
-    """Arrow Flight over grpcio: every RPC of the contract, handed to the dispatcher.
+    """Arrow Flight over grpcio: every RPC of the contract, handed to the dispatcher of the
+    catalog it is for (catalogs.py).
 
     extra_actions: DoAction types of the embedding application's own, served before the
     contract's: name → fn(ctx, body, headers) returning the Result bodies."""
 
     def __init__(
         self,
-        dispatcher: Dispatcher,
+        catalogs: Catalogs,
         extra_actions: dict[str, Callable[..., list[bytes]]] | None = None,
     ) -> None:
-        self.dispatcher = dispatcher
+        self.catalogs = catalogs
         self.extra_actions = dict(extra_actions or {})
 
     def _guard(self, grpc_context: grpc.ServicerContext, what: str, fn: Callable[[], T]) -> T:
@@ -103,7 +105,7 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
         events = self._guard(
             context,
             "DoExchange",
-            lambda: self.dispatcher.exchange(
+            lambda: self.catalogs.route(Protocol.DOEXCHANGE, headers).exchange(
                 ctx, request, FlightDataInput(client_messages(request_iterator, context))
             ),
         )
@@ -134,7 +136,7 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
             descriptor = stream.read_descriptor()
             if descriptor is None or descriptor.type != flight_pb2.FlightDescriptor.CMD:
                 raise MissingDescriptor()
-            return self.dispatcher.put(
+            return self.catalogs.route(Protocol.DOPUT, headers).put(
                 ctx, descriptor.cmd, transaction_id_from_headers(Protocol.DOPUT, headers), stream
             )
 
@@ -151,11 +153,13 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
             bodies = self._guard(context, request.type, lambda: extra(ctx, request.body, headers))
         else:
             tx_id = transaction_id_from_headers(Protocol.DOACTION, headers)
-            bodies = self._guard(
-                context,
-                request.type,
-                lambda: self.dispatcher.action(ctx, request.type, request.body, tx_id),
-            )
+
+            def act() -> list[bytes]:
+                named = catalog_in_body(request.body) if self.catalogs.several() else None
+                dispatcher = self.catalogs.route(Protocol.DOACTION, headers, named)
+                return dispatcher.action(ctx, request.type, request.body, tx_id)
+
+            bodies = self._guard(context, request.type, act)
         for body in bodies:
             yield flight_pb2.Result(body=body)
 
@@ -163,10 +167,16 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
         self, request: flight_pb2.Ticket, context: grpc.ServicerContext
     ) -> Iterator[bytes]:  # FlightData wire bytes (see add_to_server)
         ctx = call_context(context)
-        transaction_id = transaction_id_from_headers(Protocol.DOGET, call_headers(context))
+        headers = call_headers(context)
+        transaction_id = transaction_id_from_headers(Protocol.DOGET, headers)
         if transaction_id:
             ctx = with_transaction_id(ctx, transaction_id)
-        reader = self._guard(context, "DoGet", lambda: self.dispatcher.get(ctx, request.ticket))
+
+        def scan() -> Any:
+            named = catalog_in_ticket(request.ticket) if self.catalogs.several() else None
+            return self.catalogs.route(Protocol.DOGET, headers, named).get(ctx, request.ticket)
+
+        reader = self._guard(context, "DoGet", scan)
         yield encode_schema(reader.schema)
         while True:
             batch = self._guard(context, "DoGet", lambda: _next_batch(reader))
@@ -178,22 +188,28 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
         self, request: flight_pb2.FlightDescriptor, context: grpc.ServicerContext
     ) -> flight_pb2.FlightInfo:
         ctx = call_context(context)
+        headers = call_headers(context)
         return self._guard(
-            context, "GetFlightInfo", lambda: self.dispatcher.flight_info(ctx, request)
+            context,
+            "GetFlightInfo",
+            lambda: self.catalogs.route(Protocol.GETFLIGHTINFO, headers).flight_info(ctx, request),
         )
 
     def ListFlights(
         self, request: flight_pb2.Criteria, context: grpc.ServicerContext
     ) -> Iterator[flight_pb2.FlightInfo]:
         ctx = call_context(context)
+        headers = call_headers(context)
         yield from self._guard(
-            context, "ListFlights", lambda: list(self.dispatcher.list_flights(ctx))
+            context,
+            "ListFlights",
+            lambda: list(self.catalogs.route(Protocol.GETFLIGHTINFO, headers).list_flights(ctx)),
         )
 
     def ListActions(
         self, request: flight_pb2.Empty, context: grpc.ServicerContext
     ) -> Iterator[flight_pb2.ActionType]:
-        for name, description in sorted(self.dispatcher.action_descriptions().items()):
+        for name, description in sorted(Dispatcher.action_descriptions().items()):
             yield flight_pb2.ActionType(type=name, description=description)
 
 

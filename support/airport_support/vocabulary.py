@@ -16,6 +16,7 @@ class HeaderRole(enum.StrEnum):
     RETURNING = "returning"
     PATH = "path"
     TRANSACTION_ID = "transaction_id"
+    CATALOG = "catalog"
 
 
 class TableErrors(enum.StrEnum):

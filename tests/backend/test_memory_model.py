@@ -21,7 +21,16 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule
 
-from airport_contracts import Context, DMLOptions, DMLResult, ScanOptions
+from airport_contracts import (
+    AddColumnOptions,
+    Context,
+    DMLOptions,
+    DMLResult,
+    ScanOptions,
+    SchemaRequest,
+    TimePoint,
+    TimePointInvalid,
+)
 from pyairport import filters
 from pyairport.backends.memory import memory_table
 from pyairport.backends.memory import patch as memory_patch
@@ -730,3 +739,35 @@ def test_a_failed_insert_leaves_the_mask_as_it_was(monkeypatch: pytest.MonkeyPat
     table.insert(Context.background(), _reader(_names(2), 2), None)  # 11-14 were allocated
     _delete(table, 15)
     assert table.to_table().column("rowid").to_pylist() == [1, 2, *range(4, 11), 16]
+
+
+def _at(table: Any, version: int | str, unit: str = "version") -> list[Any]:
+    point = TimePoint(unit=unit, value=str(version))
+    rows = table.scan(Context.background(), ScanOptions(time_point=point)).read_all()
+    return rows.select([n for n in rows.column_names if n != "rowid"]).to_pylist()
+
+
+def test_time_travel_reads_each_kept_version() -> None:
+    """Version 0 is the table as created; each committed statement or column change is the
+    next, as Delta numbers its commits; deletes marked in place later are undone."""
+    table = memory_table("t", COLUMNS, rows=_names(3))
+    before = datetime.datetime.now(datetime.UTC)
+    _delete(table, 1)
+    table.add_column(Context.background(), pa.schema([("age", pa.int32())]), AddColumnOptions())
+    _delete(table, 2)
+    assert [len(_at(table, v)) for v in range(4)] == [3, 2, 2, 1]
+    assert "age" not in _at(table, 1)[0] and _at(table, 2)[0]["age"] is None
+    request = SchemaRequest(time_point=TimePoint(unit="version", value="1"))
+    assert table.schema_for_request(Context.background(), request).names == ["rowid", "id", "name"]
+    assert len(_at(table, before.isoformat(), "timestamp")) == 3
+    with pytest.raises(TimePointInvalid, match="version 9 does not exist"):
+        _at(table, 9)
+
+
+def test_time_travel_keeps_a_bounded_number_of_versions() -> None:
+    table = memory_table("t", COLUMNS, rows=_names(3), versions_kept=2)
+    _delete(table, 1)
+    _delete(table, 2)
+    assert len(_at(table, 2)) == 1 and len(_at(table, 1)) == 2
+    with pytest.raises(TimePointInvalid, match="version 0 is no longer kept"):
+        _at(table, 0)

@@ -105,7 +105,7 @@ def test_a_ddl_session_on_delta(delta: tuple[AirportClient, Any, Path]) -> None:
     client.remove_field(S, "orders", ["detail", "size"])
     client.remove_column(S, "orders", "price")
     (table,) = client.list_tables(S)
-    assert table.arrow_schema.names == ["rowid", "id", "product", "qty", "detail"]
+    assert table.arrow_schema.names == ["id", "product", "qty", "detail", "rowid"]
     assert table.arrow_schema.field("qty").type == pa.int64()
     assert table.arrow_schema.field("detail").type == pa.struct([("colour", pa.string())])
     # plain Spark reads what the server wrote, and the server serves what Spark sees
@@ -146,7 +146,36 @@ def test_delta_refusals_are_one_line(delta: tuple[AirportClient, Any, Path]) -> 
     with pytest.raises(RemoteError, match='column "nope" not found'):
         client.rename_column(S, "t", "nope", "x")
     (table,) = client.list_tables(S)
-    assert table.arrow_schema.names == ["rowid", "id", "s"]
+    assert table.arrow_schema.names == ["id", "s", "rowid"]  # rowid_served_last
+
+
+@pytest.mark.parametrize(
+    ("column", "named"),
+    [
+        (pa.field("v", pa.uint8()), "unsigned integer type (uint8)"),
+        (pa.field("v", pa.timestamp("ns")), "TIMESTAMP_NS would lose its nanoseconds"),
+        (pa.field("v", pa.time64("us")), "no time64[us] column type"),
+        (pa.field("v", pa.month_day_nano_interval()), "no INTERVAL column type"),
+        (pa.field("v", pa.uuid()), "extension type arrow.uuid"),
+        (pa.field("v", pa.struct([("u", pa.uint32())])), "unsigned integer type (uint32)"),
+    ],
+)
+def test_a_type_delta_cannot_hold_exactly_is_refused_in_one_line(
+    delta: tuple[AirportClient, Any, Path], column: pa.Field, named: str
+) -> None:
+    """Never stored as something else (a TIMESTAMP_NS truncated to microseconds), never
+    Spark's error text: one line naming the type and what to use; nothing is created."""
+    client, _, lake = delta
+    client.create_schema(S)
+    with pytest.raises(RemoteError) as refused:
+        client.create_table(S, "t", pa.schema([pa.field("id", pa.int64()), column]))
+    assert refused.value.message.startswith("failed to create table: Delta ")
+    assert named in refused.value.message and "\n" not in refused.value.message
+    assert "UNSUPPORTED_DATA_TYPE" not in refused.value.message
+    assert client.list_tables(S) == [] and not (lake / S / "t").exists()
+    client.create_table(S, "t", pa.schema([pa.field("id", pa.int64())]))
+    with pytest.raises(RemoteError, match=f"failed to add column: Delta .*{named[:12]}"):
+        client.add_column(S, "t", column)
 
 
 def test_create_table_if_not_exists_and_or_replace(delta: tuple[AirportClient, Any, Path]) -> None:
@@ -158,7 +187,7 @@ def test_create_table_if_not_exists_and_or_replace(delta: tuple[AirportClient, A
     client.create_table(S, "t", pa.schema([pa.field("x", pa.int8())]), on_conflict="ignore")
     assert client.scan(S, "t", ["id"]).read_all().num_rows == 1
     replaced = client.create_table(S, "t", pa.schema([pa.field("x", pa.int8())]), "replace")
-    assert replaced is not None and replaced.arrow_schema.names == ["rowid", "x"]
+    assert replaced is not None and replaced.arrow_schema.names == ["x", "rowid"]
     assert spark.sql(f"SELECT * FROM delta.`{lake / S / 't'}`").count() == 0
     assert Action.CREATE_TABLE == "create_table"
 
@@ -239,7 +268,7 @@ def test_every_refusal_of_delta_is_its_row(delta: tuple[AirportClient, Any, Path
             row.message.format(**params),
         ), row_id
     (table,) = client.list_tables(S)
-    assert table.arrow_schema.names == ["rowid", *ORDERS.names]
+    assert table.arrow_schema.names == [*ORDERS.names, "rowid"]
     assert sorted(p.name for p in (lake / S).iterdir()) == ["t"]
 
 

@@ -82,6 +82,7 @@ EXPECTED: dict[str, dict[str, tuple[str, str]]] = {
     },
     "attach_catalog": {
         "version_info": ("catalog_versioned", "is_fixed=false and a change counter"),
+        "schemas": ("rowid_served_last", "the tables' FlightInfo schemas have the rowid last"),
     },
     "catalog_version": {
         "version": ("catalog_versioned", "is_fixed=false and a change counter"),

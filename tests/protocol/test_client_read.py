@@ -30,7 +30,7 @@ def test_the_catalog_lists_schemas_and_tables(any_srv: Running) -> None:
     (users_table,) = any_srv.client.list_tables("dml_schema")
     assert (users_table.schema_name, users_table.name) == ("dml_schema", "users")
     assert users_table.comment == "users served through the legacy UPDATE/DELETE interfaces"
-    assert users_table.arrow_schema.names == ["rowid", "id", "name", "email"]
+    assert users_table.arrow_schema.names == ["id", "name", "email", "rowid"]  # rowid_served_last
     assert users_table.arrow_schema.field("rowid").metadata == {b"is_rowid": b"true"}
     assert users_table.rowid_column == "rowid"
     assert [t.name for t in schemas["demo_schema"].tables] == ["readonly"]
@@ -45,7 +45,7 @@ def test_written_rows_read_back(any_srv: Running) -> None:
     everything = client.scan("batch_schema", "users")
     assert isinstance(everything, pa.RecordBatchReader)
     table = everything.read_all()
-    assert table.schema.names == ["rowid", "id", "name", "email"]
+    assert table.schema.names == ["id", "name", "email", "rowid"]
     assert sorted(table.column("name").to_pylist()) == ["Ann", "Bo", "Cy", "Di", "Ed"]
 
     # UPDATE by the rowids a filtered scan found, then read the change back

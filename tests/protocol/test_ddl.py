@@ -60,7 +60,7 @@ def test_a_ddl_session(srv: Running) -> None:
     assert created.arrow_schema.field("id").nullable is False
     client.insert(S, "t", pa.table({"id": [1, 2], "name": ["a", "b"]}))
     after = client.add_column(S, "t", pa.field("score", pa.float64()))
-    assert after is not None and after.arrow_schema.names[-1] == "score"
+    assert after is not None and after.arrow_schema.names[-2:] == ["score", "rowid"]
     assert client.scan(S, "t", ["id", "score"]).read_all().to_pylist() == [
         {"id": 1, "score": None},
         {"id": 2, "score": None},
@@ -75,7 +75,7 @@ def test_a_ddl_session(srv: Running) -> None:
     client.drop_not_null(S, "t", "label")
     client.remove_column(S, "t", "score")
     (table,) = client.list_tables(S)
-    assert table.arrow_schema.names == ["rowid", "id", "label", "tags"]
+    assert table.arrow_schema.names == ["id", "label", "tags", "rowid"]
     assert table.arrow_schema.field("tags").type == pa.struct([("b", pa.int32())])
     assert table.arrow_schema.field("label").metadata == {b"default": b"'none'"}
     rows = client.scan(S, "t", ["id", "label"]).read_all().to_pylist()
@@ -128,9 +128,9 @@ def test_if_exists_and_if_not_exists_change_nothing(lake: Running) -> None:
     client.add_column(S, "t", pa.field("id", pa.int64()), if_not_exists=True)
     client.remove_column(S, "t", "nope", if_exists=True)
     (table,) = client.list_tables(S)
-    assert table.arrow_schema.names == ["rowid", *COLUMNS.names]
+    assert table.arrow_schema.names == [*COLUMNS.names, "rowid"]
     replaced = client.create_table(S, "t", pa.schema([pa.field("x", pa.int8())]), "replace")
-    assert replaced is not None and replaced.arrow_schema.names == ["rowid", "x"]
+    assert replaced is not None and replaced.arrow_schema.names == ["x", "rowid"]
 
 
 # --- every error row of the DDL actions -----------------------------------------------------

@@ -246,6 +246,7 @@ def _exchange_rows() -> list[ErrorRow]:
 
 # "any" rows that only the DoPut/DoAction paths raise (their tests live with those protocols).
 _OTHER_PROTOCOLS = {
+    "catalog_not_found",  # routing, tested in tests/protocol/test_catalogs.py
     "invalid_payload",
     "transaction_not_active",
     "transaction_not_found",

@@ -89,7 +89,7 @@ def test_duckdb_session_end_to_end(any_srv: Running) -> None:
     } or set(tables) >= {("dml_schema", "users")}
     info = tables.get(("dml_schema", "users")) or tables[(b"dml_schema", b"users")]  # type: ignore[index]
     schema = pa.ipc.read_schema(pa.py_buffer(info.schema))
-    assert schema.names == ["rowid", "id", "name", "email"] and schema.field("rowid").metadata == {
+    assert schema.names == ["id", "name", "email", "rowid"] and schema.field("rowid").metadata == {
         b"is_rowid": b"true"
     }
     assert msgpack.unpackb(info.app_metadata)["type"] == "table"
@@ -194,7 +194,7 @@ def test_endpoint_ticket_maps_column_ids_and_filters(srv: Running) -> None:
 def test_plain_flight_clients_get_flight_info_and_list_flights(srv: Running) -> None:
     with contextlib.closing(flight.connect(srv.server.location)) as client:
         info = client.get_flight_info(flight.FlightDescriptor.for_path("batch_schema", "users"))
-        assert info.schema.names == ["rowid", "id", "name", "email"] and info.total_records == -1
+        assert info.schema.names == ["id", "name", "email", "rowid"] and info.total_records == -1
         assert info.endpoints[0].ticket.ticket == b'{"schema":"batch_schema","table":"users"}'
         assert sorted(tuple(f.descriptor.path) for f in client.list_flights()) == [
             (b"batch_schema", b"users"),
@@ -310,6 +310,21 @@ class _Versioned:
         return self._at(options.time_point if options else None).to_reader()
 
 
+class _Today(_Versioned):
+    """A table that keeps no past (not a DynamicSchemaTable)."""
+
+    schema_for_request = None  # type: ignore[assignment]
+
+    def name(self) -> str:
+        return "today"
+
+
+def _today_error(call: Callable[[Running], RemoteError]) -> RemoteError:
+    catalog = MutableCatalog("", [CatalogSchema("s", tables=[_Today()])])  # type: ignore[list-item]
+    with serving(catalog) as running:
+        return call(running)
+
+
 def _versioned_error() -> RemoteError:
     catalog = MutableCatalog("", [CatalogSchema("s", tables=[_Versioned()])])  # type: ignore[list-item]
     with serving(catalog) as running:
@@ -323,7 +338,7 @@ def test_time_travel_as_duckdb_asks_for_it() -> None:
     endpoints with at_unit/at_value (the point goes into the ticket), then DoGet."""
     catalog = MutableCatalog("", [CatalogSchema("s", tables=[_Versioned()])])  # type: ignore[list-item]
     with serving(catalog) as running:
-        for version, names in (("0", ["rowid", "id"]), ("1", ["rowid", "id", "name"])):
+        for version, names in (("0", ["id", "rowid"]), ("1", ["id", "name", "rowid"])):
             (body,) = running.client.action("flight_info", _at(_path("s", "versioned"), version))
             info = flight_pb2.FlightInfo()
             info.ParseFromString(body)
@@ -349,16 +364,16 @@ def test_time_travel_as_duckdb_asks_for_it() -> None:
         (body,) = running.client.action("flight_info", _at(_path("s", "versioned")))
         info = flight_pb2.FlightInfo()
         info.ParseFromString(body)
-        assert pa.ipc.read_schema(pa.py_buffer(info.schema)).names == ["rowid", "id", "name"]
+        assert pa.ipc.read_schema(pa.py_buffer(info.schema)).names == ["id", "name", "rowid"]
 
 
 def test_a_table_without_the_past_refuses_a_time_point_in_a_ticket(srv: Running) -> None:
     """Never today's rows for the past's (deviation time_point_refused_when_unsupported)."""
-    ticket = b'{"schema":"dml_schema","table":"users","time_point_unit":"version","time_point_value":"0"}'
-    error = _get(srv, ticket)
+    ticket = b'{"schema":"s","table":"today","time_point_unit":"version","time_point_value":"0"}'
+    error = _today_error(lambda running: _get(running, ticket))
     assert_error_row(
         "time_travel_unsupported",
-        {"schema": "dml_schema", "table": "users"},
+        {"schema": "s", "table": "today"},
         error.code,
         error.message,
     )
@@ -432,10 +447,12 @@ TRIGGERS: dict[str, tuple[Callable[[Running], RemoteError], dict[str, Any]]] = {
         {"path": "[a b c]"},
     ),
     "time_travel_unsupported": (
-        lambda s: _error(
-            lambda: s.client.action("flight_info", _at(_path("dml_schema", "users"), "1"))
+        lambda s: _today_error(
+            lambda running: _error(
+                lambda: running.client.action("flight_info", _at(_path("s", "today"), "1"))
+            )
         ),
-        {"schema": "dml_schema", "table": "users"},
+        {"schema": "s", "table": "today"},
     ),
     "time_point_invalid": (lambda s: _versioned_error(), {"error": "there is no version 7"}),
 }

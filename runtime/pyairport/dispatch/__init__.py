@@ -18,7 +18,7 @@ from .events import (
     StaticInput,
     final_metadata,
 )
-from .headers import parse_exchange_headers, transaction_id_from_headers
+from .headers import catalog_from_headers, parse_exchange_headers, transaction_id_from_headers
 
 __all__ = [
     "Dispatcher",
@@ -32,4 +32,5 @@ __all__ = [
     "final_metadata",
     "parse_exchange_headers",
     "transaction_id_from_headers",
+    "catalog_from_headers",
 ]

@@ -44,7 +44,7 @@ from airport_contracts.vocabulary import Action
 from airport_support.rows import ActionRow
 
 from ..catalog import MutableCatalog
-from ..column_ids import names_for_ids
+from ..column_ids import names_for_ids, served_schema
 from ..ipc import serialize_schema
 from .flight_infos import FlightInfos
 from .tables import SCAN_LOOKUP, Tables
@@ -235,6 +235,6 @@ class CatalogActions:
         if point is not None:
             if not implements(table, "DynamicSchemaTable"):
                 raise TimeTravelUnsupported(schema=schema_name, table=table_name)
-            info.schema = serialize_schema(schema_at(ctx, table, point))
+            info.schema = serialize_schema(served_schema(schema_at(ctx, table, point)))
         info.flight_descriptor.CopyFrom(descriptor)
         return info.SerializeToString()

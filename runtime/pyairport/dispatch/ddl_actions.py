@@ -11,6 +11,7 @@ each (BINDERS), checked complete at import like every other part of the contract
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -158,10 +159,29 @@ def _rename_column(request: Any) -> Bound:
     )
 
 
+_PLAIN_CAST = re.compile(
+    r'\s*(?:TRY_)?CAST\s*\(\s*("(?:[^"]|"")+"|[^\s()"]+)\s+AS\s+.+\)\s*', re.IGNORECASE | re.DOTALL
+)
+
+
+def conversion_expression(expression: str, column: str) -> str:
+    """The USING expression a type change asks for, or "" for a plain conversion of the
+    column's values to the new type. DuckDB sends `CAST(col AS type)` when the statement has
+    no USING (`ALTER t ALTER col TYPE BIGINT`), which is that plain conversion; the column
+    alone means the same."""
+    match = _PLAIN_CAST.fullmatch(expression)
+    operand = match.group(1) if match else expression.strip()
+    if operand.startswith('"') and operand.endswith('"'):
+        operand = operand[1:-1].replace('""', '"')
+    return "" if operand == column else expression
+
+
 def _change_column_type(request: Any) -> Bound:
     column = _ipc_schema(request.column_schema, InvalidColumnSchema)
     opts = ChangeColumnTypeOptions(ignore_not_found=request.ignore_not_found)
-    return Bound((column, request.expression, opts))
+    name = column.field(0).name if len(column) else ""
+    expression = conversion_expression(request.expression, name)
+    return Bound((column, expression, opts))
 
 
 def _column_option(options: type) -> Callable[[Any], Bound]:

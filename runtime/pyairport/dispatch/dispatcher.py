@@ -182,7 +182,8 @@ class Dispatcher(OperationStubs[ExchangeCall, PutCall, ActionCall]):
         """Serve one ListFlights: every table's FlightInfo."""
         return self.scans.list_flights(ctx)
 
-    def action_descriptions(self) -> dict[str, str]:
+    @staticmethod
+    def action_descriptions() -> dict[str, str]:
         """Every DoAction type served, with its description (ListActions)."""
         served = {name: row.doc for name, row in ACTIONS.items()}
         served.update({name: row.doc for name, row in DDL_ACTIONS.items()})

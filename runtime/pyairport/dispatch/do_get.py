@@ -23,6 +23,7 @@ from airport_contracts import (
     implements,
 )
 
+from ..column_ids import served_reader
 from .catalog_actions import check_catalog, time_point
 from .flight_infos import FlightInfos
 from .tables import SCAN_LOOKUP, Tables
@@ -67,14 +68,14 @@ class Scans:
         except Exception as exc:
             raise ScanFailed(error=exc) from exc
         if point is not None:  # the past's schema may differ from today's (Go skips the check)
-            return reader
+            return served_reader(reader)
         expected = table.arrow_schema(None)
         if len(reader.schema) != len(expected) or not all(
             reader.schema.field(i).equals(expected.field(i), check_metadata=True)
             for i in range(len(expected))
         ):
             raise ScanSchemaMismatch(table_fields=len(expected), reader_fields=len(reader.schema))
-        return reader
+        return served_reader(reader)
 
     def flight_info(
         self, ctx: Context, descriptor: flight_pb2.FlightDescriptor

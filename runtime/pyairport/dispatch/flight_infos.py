@@ -6,6 +6,7 @@ from __future__ import annotations
 from airport_contracts import Table, TableAppMetadata, TicketData, flight_pb2
 
 from ..catalog import MutableCatalog
+from ..column_ids import served_schema
 from ..ipc import serialize_schema
 
 
@@ -37,7 +38,7 @@ class FlightInfos:
             extra_data=None,
         )
         return flight_pb2.FlightInfo(
-            schema=serialize_schema(table.arrow_schema(None)),
+            schema=serialize_schema(served_schema(table.arrow_schema(None))),
             flight_descriptor=flight_pb2.FlightDescriptor(
                 type=flight_pb2.FlightDescriptor.PATH, path=[schema_name, table.name()]
             ),

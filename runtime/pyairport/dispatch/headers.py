@@ -26,6 +26,8 @@ def parse_exchange_headers(metadata: Mapping[str, str] | None) -> ExchangeReques
         value = metadata.get(header.name)
         if header.role is HeaderRole.TRANSACTION_ID:
             transaction_id = transaction_id or value or ""
+        elif header.role is HeaderRole.CATALOG:
+            continue  # the call was routed by it (catalogs.py)
         elif header.role is HeaderRole.RETURNING:
             returning = value == header.true_value
         elif value is None:
@@ -54,3 +56,11 @@ def transaction_id_from_headers(protocol: str, metadata: Mapping[str, str]) -> s
         if header.role is HeaderRole.TRANSACTION_ID and metadata.get(header.name):
             return metadata[header.name]
     return ""
+
+
+def catalog_from_headers(protocol: str, metadata: Mapping[str, str]) -> str | None:
+    """The catalog the call's header names, or None without one."""
+    for header in PROTOCOLS[protocol].headers:
+        if header.role is HeaderRole.CATALOG and header.name in metadata:
+            return metadata[header.name]
+    return None

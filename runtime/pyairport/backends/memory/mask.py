@@ -41,6 +41,9 @@ class _DeletionMask:
         self.live, self.buffer = _extended(np.empty(0, dtype=bool), None, live)
         self.dead = dead  # False entries in live: compaction and num_rows need no count
         self.readers = 0
+        # the positions each DELETE marked in place, in order: a kept version (history.py)
+        # undoes the marks made after it instead of holding a copy of live
+        self.marked: list[np.ndarray] = []
 
     def append_live(self, rows: int) -> None:
         self.live, self.buffer = _extended(self.live, self.buffer, np.ones(rows, dtype=bool))
@@ -49,6 +52,8 @@ class _DeletionMask:
         """This mask, or a copy while a scan reads it, with the rows at positions (`rows`
         live ones, possibly repeated) marked dead."""
         mask = _DeletionMask(self.live, self.dead) if self.readers else self
+        if mask is self:
+            self.marked.append(np.array(positions, dtype=np.int64))
         mask.live[positions] = False
         mask.dead += rows
         return mask

@@ -25,8 +25,11 @@ from airport_contracts import (
     RenameColumnOptions,
     RenameFieldOptions,
     ScanOptions,
+    SchemaRequest,
     SetDefaultOptions,
     SetNotNullOptions,
+    TimePoint,
+    TimePointInvalid,
     rowid_field,
 )
 
@@ -40,8 +43,10 @@ from ..shaping import (
     returning_reader,
     returning_schema,
 )
+from ..time_points import TimePointError
 from . import ddl
 from .compaction import COMPACTOR
+from .history import DEFAULT_VERSIONS_KEPT, History, Version
 from .mask import _DeletionMask, _live, _remove
 from .patch import _Committed, _group_updates, _materialize, _Patch, _Update
 from .storage import (
@@ -87,10 +92,12 @@ class MemoryTable(BackendTable["_Pending"]):
         comment: str = "",
         rows: pa.Table | None = None,
         id_from_rowid: str | None = None,
+        versions_kept: int = DEFAULT_VERSIONS_KEPT,
     ) -> None:
         """columns: the user-visible columns (a rowid column is added first).
         rows: initial rows with those columns, or with a rowid column to keep their rowids.
-        id_from_rowid: a column that gets the new rowid when an INSERT leaves it null."""
+        id_from_rowid: a column that gets the new rowid when an INSERT leaves it null.
+        versions_kept: how many of its latest versions the table keeps for time travel."""
         self._name = name
         self._comment = comment
         self._id_from_rowid = id_from_rowid
@@ -111,22 +118,34 @@ class MemoryTable(BackendTable["_Pending"]):
         # a compaction of an older _data is still good for its rows while this stays
         self._rewrites = 0
         self._next_rowid = 1
+        self._history = History(versions_kept)
+        self._history_started = False  # the seed rows are part of version 0
         if rows is not None and rows.num_rows:
             self._seed(rows)
+        with self._lock:
+            self._record_version()  # version 0: the table as created
+            self._history_started = True
 
     # --- Table ------------------------------------------------------------------------------
 
     def scan(self, ctx: Context, opts: ScanOptions | None = None) -> pa.RecordBatchReader:
         """The committed rows, batch by batch: deleted rows and the rows DuckDB's pushed-down
-        filter rejects are dropped per batch, so a scan never copies the table."""
+        filter rejects are dropped per batch, so a scan never copies the table. With a time
+        point, the rows (and columns) of the version it names (history.py)."""
         ctx.raise_if_done()
-        predicate = filters.parse(opts.filter, self.schema) if opts is not None else None
+        point = opts.time_point if opts is not None else None
+        if point is not None:
+            version = self._version_at(point)
+            schema, data, mask, live = version.schema, version.rows(), None, None
+        else:
+            # Nothing that can raise between holding the mask and the generator releasing it.
+            schema = self.schema
+            data, mask, live = self._reading()
+        predicate = filters.parse(opts.filter, schema) if opts is not None else None
         expression = filters.arrow_expression(predicate) if predicate else None
         limit = opts.limit if opts is not None and opts.limit > 0 else None
         asked = set(opts.columns) if opts is not None and opts.columns else None
         wanted = (asked or set()) | {rowid_field().name}
-        # Nothing that can raise between holding the mask and the generator releasing it.
-        data, mask, live = self._reading()
         keep = _Keep(live, expression)
 
         def batches() -> Iterator[pa.RecordBatch]:
@@ -140,13 +159,32 @@ class MemoryTable(BackendTable["_Pending"]):
                         kept = kept.slice(0, remaining)
                         remaining -= kept.num_rows
                     if kept.num_rows:  # full width; the columns not asked for null
-                        yield kept if asked is None else full_width(kept, self.schema, wanted)
+                        yield kept if asked is None else full_width(kept, schema, wanted)
                     if remaining == 0:
                         return
             finally:
                 self._done_reading(mask)
 
-        return pa.RecordBatchReader.from_batches(self.schema, batches())
+        return pa.RecordBatchReader.from_batches(schema, batches())
+
+    # --- DynamicSchemaTable: time travel (history.py) ------------------------------------------
+
+    def schema_for_request(self, ctx: Context, request: SchemaRequest) -> pa.Schema:
+        """The schema at request.time_point: the kept version's."""
+        if request.time_point is None:
+            return self.schema
+        return self._version_at(request.time_point).schema
+
+    def _version_at(self, point: TimePoint) -> Version:
+        with self._lock:
+            try:
+                return self._history.at(point)
+            except TimePointError as exc:
+                raise TimePointInvalid(error=str(exc)) from None
+
+    def _record_version(self) -> None:
+        """The committed state is a new version (call with the lock held)."""
+        self._history.record(self.schema, self._data, self._patch, self._mask)
 
     def rename(self, name: str) -> None:
         """The schema renames its tables (rename_table)."""
@@ -215,6 +253,7 @@ class MemoryTable(BackendTable["_Pending"]):
             self._rewrites += 1
             self._mask, self._rowids, self._rowid_buffer = None, None, None
             self._version += 1
+            self._record_version()
 
     @property
     def num_rows(self) -> int:
@@ -308,6 +347,8 @@ class MemoryTable(BackendTable["_Pending"]):
                 if mask is not None and extent is not None:  # an INSERT may have extended it
                     mask.live, mask.buffer = extent
                 raise
+            if self._history_started:
+                self._record_version()
             if self._compaction_pays():
                 COMPACTOR.ask(self)
 

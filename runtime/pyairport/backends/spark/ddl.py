@@ -81,10 +81,47 @@ def _run(spark: Any, statement: str) -> None:
 
 
 def spark_type(data_type: pa.DataType) -> str:
-    """The Spark SQL type of an Arrow type, as DDL spells it."""
+    """The Spark SQL type of an Arrow type, as DDL spells it; Unimplemented, naming the type
+    and what to use instead, for a type a Delta column cannot hold exactly (refused, never
+    stored as something else)."""
     from pyspark.sql.pandas.types import from_arrow_type
 
+    _refuse_unstorable(data_type)
     return _ddl_type(from_arrow_type(data_type))
+
+
+def _refuse_unstorable(data_type: pa.DataType) -> None:
+    """Unimplemented for a type Delta would not store exactly, nested ones included."""
+    if isinstance(data_type, pa.BaseExtensionType):
+        raise Unimplemented(
+            f"Delta has no column type for the Arrow extension type {data_type.extension_name}"
+            " (DuckDB sends one with arrow_lossless_conversion = true: turn it off, or use"
+            " VARCHAR for UUID, BOOLEAN for bool8)"
+        )
+    if pa.types.is_unsigned_integer(data_type):
+        raise Unimplemented(
+            f"Delta has no unsigned integer type ({data_type}): use a signed type one size"
+            " wider (SMALLINT, INTEGER, BIGINT) or DECIMAL(20, 0)"
+        )
+    if pa.types.is_timestamp(data_type) and data_type.unit == "ns":
+        raise Unimplemented(
+            "Delta stores timestamps in microseconds, so TIMESTAMP_NS would lose its"
+            " nanoseconds: use TIMESTAMP, or BIGINT nanoseconds"
+        )
+    if pa.types.is_time(data_type) or pa.types.is_duration(data_type):
+        raise Unimplemented(f"Delta has no {data_type} column type: use BIGINT or VARCHAR")
+    if pa.types.is_interval(data_type):
+        raise Unimplemented("Delta has no INTERVAL column type: use VARCHAR or BIGINT")
+    if pa.types.is_float16(data_type):
+        raise Unimplemented("Delta has no half-precision float: use FLOAT")
+    if pa.types.is_decimal(data_type) and data_type.precision > 38:
+        raise Unimplemented(
+            f"Delta decimals hold at most 38 digits ({data_type}): use DECIMAL(38, s) or VARCHAR"
+        )
+    if pa.types.is_fixed_size_binary(data_type):
+        raise Unimplemented(f"Delta has no {data_type} column type: use BLOB")
+    for index in range(data_type.num_fields):
+        _refuse_unstorable(data_type.field(index).type)
 
 
 def _ddl_type(data_type: Any) -> str:

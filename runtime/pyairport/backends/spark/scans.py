@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from airport_contracts import Context, TimePoint
 
 from ... import filters
 from ..shaping import full_width
+from ..time_points import parsed
 from .layout import ROWID, Layout
 from .sql import quote
 
@@ -25,32 +25,14 @@ SCAN_BATCH_ROWS = 65_536
 SCAN_RANGE_ROWIDS = 1 << 20  # rowids per Spark query of a streamed scan
 
 
-class TimePointError(ValueError):
-    """A time point the table cannot be read at (its unit or value): the client's error."""
-
-
 def as_of(point: TimePoint | None) -> str:
-    """The `VERSION AS OF` / `TIMESTAMP AS OF` clause for a time point ("" for now). Units
-    are compared without case; values are re-rendered, never pasted."""
+    """The `VERSION AS OF` / `TIMESTAMP AS OF` clause for a time point ("" for now)."""
     if point is None:
         return ""
-    unit = point.unit.lower()
-    if unit == "version":
-        text = point.value.strip()
-        if not text.isdigit():
-            raise TimePointError(
-                f"version must be a non-negative integer, got {point.value!r}"[:120]
-            )
-        return f" VERSION AS OF {int(text)}"
-    if unit in ("timestamp", "timestamp_ns"):
-        try:
-            moment = datetime.fromisoformat(point.value.strip())
-        except ValueError:
-            raise TimePointError(f"not a timestamp: {point.value!r}"[:120]) from None
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=UTC)
-        return f" TIMESTAMP AS OF TIMESTAMP'{moment.astimezone(UTC).isoformat(' ')}'"
-    raise TimePointError(f"unit {point.unit!r} is not one of version, timestamp"[:120])
+    at = parsed(point)
+    if isinstance(at, int):
+        return f" VERSION AS OF {at}"
+    return f" TIMESTAMP AS OF TIMESTAMP'{at.isoformat(' ')}'"
 
 
 def batches_of(read: pa.Table, schema: pa.Schema, wanted: list[str]) -> list[pa.RecordBatch]:

@@ -48,10 +48,11 @@ from airport_contracts import (
 from ... import filters
 from ..base import BackendTable
 from ..shaping import UpdateColumns, conform_insert, returning_reader
+from ..time_points import TimePointError
 from . import direct
 from .ddl import DeltaColumns
 from .layout import ROWID, Layout, read_layout
-from .scans import Scanner, TimePointError, as_of, log_version
+from .scans import Scanner, as_of, log_version
 from .sql import affected, client_cause, one_line, quote, sql_literal
 from .staging import (
     STAGE_FILE_ROWS,

@@ -1,0 +1,93 @@
+"""The versions a memory table keeps for time travel (`AT (VERSION => n)`, `AT (TIMESTAMP =>
+…)`): version 0 is the table as created, and every committed statement or column change
+makes the next one, as Delta numbers its commits.
+
+A version holds the storage as it was, not a copy: the columns and the patch are immutable,
+and of the deletion mask, which DELETEs mark in place, it keeps how far the mask's log of
+marks went (mask.py), undoing the later ones when it is read. So recording a version costs
+nothing per row, and a DELETE stays O(rows deleted). Only the last `keep` versions are held;
+older ones are released for memory's sake and asking for one is refused, naming the oldest
+still kept."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import numpy as np
+import pyarrow as pa
+
+from airport_contracts import TimePoint
+
+from ..time_points import TimePointError, parsed
+from .mask import _DeletionMask
+from .patch import _materialize, _Patch
+
+DEFAULT_VERSIONS_KEPT = 32
+
+
+@dataclass(frozen=True)
+class Version:
+    number: int
+    committed_at: datetime
+    schema: pa.Schema
+    data: pa.Table
+    patch: _Patch
+    mask: _DeletionMask | None
+    marks: int  # how many of the mask's marks were made by this version
+
+    def rows(self) -> pa.Table:
+        """The version's rows (deleted ones left out)."""
+        data = _materialize(self.data, self.patch) if self.patch.columns else self.data
+        if self.mask is None:
+            return data
+        live = np.array(self.mask.live[: data.num_rows])
+        for positions in self.mask.marked[self.marks :]:
+            live[positions[positions < data.num_rows]] = True
+        return data.filter(pa.array(live))
+
+
+class History:
+    """The kept versions, newest last. Called with the table's lock held."""
+
+    def __init__(self, keep: int = DEFAULT_VERSIONS_KEPT) -> None:
+        if keep < 1:
+            raise ValueError("a memory table keeps at least its current version")
+        self._kept: deque[Version] = deque()
+        self._keep = keep
+        self._next = 0
+
+    def record(
+        self, schema: pa.Schema, data: pa.Table, patch: _Patch, mask: _DeletionMask | None
+    ) -> None:
+        marks = 0 if mask is None else len(mask.marked)
+        self._kept.append(Version(self._next, datetime.now(UTC), schema, data, patch, mask, marks))
+        self._next += 1
+        while len(self._kept) > self._keep:
+            self._kept.popleft()
+
+    def at(self, point: TimePoint) -> Version:
+        """The version a time point names: by number, or the last committed at or before
+        the instant. TimePointError when there is none (or no longer)."""
+        at = parsed(point)
+        oldest = self._kept[0]
+        if isinstance(at, int):
+            if at >= self._next:
+                raise TimePointError(f"version {at} does not exist (latest: {self._next - 1})")
+            if at < oldest.number:
+                raise TimePointError(
+                    f"version {at} is no longer kept (oldest kept: {oldest.number})"
+                )
+            return self._kept[at - oldest.number]
+        if at < oldest.committed_at:
+            raise TimePointError(
+                f"no version kept at {at.isoformat()} (oldest kept:"
+                f" {oldest.committed_at.isoformat()})"
+            )
+        found = oldest
+        for version in self._kept:
+            if version.committed_at > at:
+                break
+            found = version
+        return found

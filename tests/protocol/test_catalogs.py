@@ -1,0 +1,93 @@
+"""Several catalogs on one server (catalogs.py): routed by the airport-catalog header, else by
+the catalog a body or ticket names, else to the default catalog ""; a catalog nobody serves
+is NOT_FOUND naming it; a server of one catalog answers as a single airport-go server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import msgpack
+import pyarrow as pa
+import pytest
+
+from airport_contracts import flight_pb2
+from pyairport.client import AirportClient, RemoteError
+from pyairport.demo import memory_demo_catalog
+from pyairport.server import AirportServer, ServerConfig
+
+from .conftest import assert_error_row
+
+ROWS = pa.table({"id": pa.array([5], pa.int64()), "name": ["Ann"], "email": ["a@x"]})
+
+
+@pytest.fixture
+def two() -> Iterator[AirportServer]:
+    """Catalogs "" and "sales", each the demo catalog of its own."""
+    server = AirportServer(memory_demo_catalog(), None, ServerConfig(port=0))
+    server.add_catalog(memory_demo_catalog("sales"))
+    server.start()
+    yield server
+    server.stop(0)
+
+
+def _names(client: AirportClient) -> list[str]:
+    return sorted(str(n) for n in client.scan("dml_schema", "users", ["name"]).read_all()["name"])
+
+
+def test_the_header_routes_every_rpc(two: AirportServer) -> None:
+    with (
+        AirportClient(two.location, catalog="sales") as sales,
+        AirportClient(two.location) as default,
+    ):
+        sales.insert("dml_schema", "users", ROWS)
+        assert _names(sales) == ["Ann"]
+        assert _names(default) == []  # the default catalog is untouched
+        listed = sales.stub.ListFlights(flight_pb2.Criteria(), metadata=sales.metadata())
+        assert len(list(listed)) == 3
+        assert {s.name for s in sales.list_schemas("sales")} >= {"dml_schema"}
+
+
+def test_a_body_names_the_catalog_without_the_header(two: AirportServer) -> None:
+    """DuckDB 1.4 names the catalog only in its bodies (list_schemas, catalog_version,
+    create_transaction, DDL): they reach the catalog they name."""
+    with AirportClient(two.location) as client:
+        tables = client.list_tables("dml_schema", catalog_name="sales")
+        assert {t.name for t in tables} == {"users"}
+        assert client.catalog_version("sales") >= 1
+
+
+def test_an_unknown_catalog_is_not_found_naming_it(two: AirportServer) -> None:
+    with AirportClient(two.location) as client:
+        with pytest.raises(RemoteError) as raised:
+            client.list_schemas("nope")
+        assert_error_row(
+            "catalog_not_found", {"catalog": '"nope"'}, raised.value.code, raised.value.message
+        )
+    with AirportClient(two.location, catalog="x") as client:
+        with pytest.raises(RemoteError) as raised:
+            client.insert("dml_schema", "users", ROWS)
+        assert_error_row(
+            "catalog_not_found", {"catalog": '"x"'}, raised.value.code, raised.value.message
+        )
+
+
+def test_a_catalog_removed_while_serving_is_not_found(two: AirportServer) -> None:
+    with AirportClient(two.location) as client:
+        two.add_catalog(memory_demo_catalog("hr"))
+        two.remove_catalog("sales")
+        with pytest.raises(RemoteError, match='catalog not found: "sales"'):
+            client.list_schemas("sales")
+        assert client.action("catalog_version", msgpack.packb({"catalog_name": ""}))
+
+
+def test_a_server_of_one_named_catalog_answers_as_a_single_go_server() -> None:
+    """With one catalog every call reaches it, with or without a header (DuckDB 1.4 sends
+    none), and a body naming another catalog is `catalog name mismatch`, as airport-go's
+    single server answers."""
+    with AirportServer(memory_demo_catalog("test1"), None, ServerConfig(port=0)) as server:
+        with AirportClient(server.location) as client:
+            assert {s.name for s in client.list_schemas("test1")} >= {"dml_schema"}
+            client.insert("dml_schema", "users", ROWS)
+            with pytest.raises(RemoteError) as raised:
+                client.list_schemas("")
+            assert raised.value.message == 'catalog name mismatch: expected "test1", got ""'
