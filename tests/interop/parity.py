@@ -74,11 +74,44 @@ EXPECTED: dict[str, dict[str, tuple[str, str]]] = {
         "insert": ("transaction_validated", "NOT_FOUND up front vs Go failing at commit"),
         "table": ("transaction_validated", "Go's rows were written before its commit failed"),
     },
+    "ddl_session": {
+        "add column if not exists": ("rowid_served_last", "the rowid last in the answered schema"),
+        "add column": ("rowid_served_last", "the rowid last in the answered schema"),
+        "add field": ("rowid_served_last", "the rowid last in the answered schema"),
+        "change type": ("rowid_served_last", "the rowid last in the answered schema"),
+        "create table if not exists": (
+            "rowid_served_last",
+            "the rowid last in the answered schema",
+        ),
+        "create table": ("rowid_served_last", "the rowid last in the answered schema"),
+        "remove column": ("rowid_served_last", "the rowid last in the answered schema"),
+        "remove field": ("rowid_served_last", "the rowid last in the answered schema"),
+        "remove missing column if exists": (
+            "rowid_served_last",
+            "the rowid last in the answered schema",
+        ),
+        "rename column": ("rowid_served_last", "the rowid last in the answered schema"),
+        "rename field": ("rowid_served_last", "the rowid last in the answered schema"),
+        "rename table": ("rowid_served_last", "the rowid last in the answered schema"),
+        "set default": (
+            "alter_answers_flight_info",
+            "a FlightInfo (rowid last) where Go answers nothing",
+        ),
+        "set not null": (
+            "alter_answers_flight_info",
+            "a FlightInfo (rowid last) where Go answers nothing",
+        ),
+        "drop not null": (
+            "alter_answers_flight_info",
+            "a FlightInfo (rowid last) where Go answers nothing",
+        ),
+    },
     "scan_tickets_and_rows": {
         "ticket": (
             "column_ids_as_duckdb_counts",
             "Go's ticket names id, the column before the name DuckDB asked for",
         ),
+        "columns": ("rowid_served_last", "DoGet's schema has the rowid last"),
     },
     "attach_catalog": {
         "version_info": ("catalog_versioned", "is_fixed=false and a change counter"),
@@ -89,6 +122,7 @@ EXPECTED: dict[str, dict[str, tuple[str, str]]] = {
     },
     "plain_flight_calls": {
         "listed": ("list_flights_per_table", "one FlightInfo per table vs one catalog blob"),
+        "info": ("rowid_served_last", "the FlightInfo schema has the rowid last"),
     },
     "spec002_protocols": {
         "put": ("spec002_protocols_served", "DoPut INSERT served; Go: UNIMPLEMENTED"),
