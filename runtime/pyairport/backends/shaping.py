@@ -27,6 +27,8 @@ from airport_contracts import (
 from airport_contracts.dispatch import RULE_ERRORS
 from airport_contracts.vocabulary import Rule
 
+from .arrow_convert import convert
+
 
 def user_fields(schema: pa.Schema) -> dict[str, pa.Field]:
     """The table's columns except the rowid column, if it has one."""
@@ -43,7 +45,7 @@ def cast_column(
 ) -> pa.Array:
     if not column.type.equals(target.type):
         try:
-            column = column.cast(target.type)
+            column = convert(column, target.type)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
             raise ValueError(
                 f"column {name}: cannot store {column.type} as {target.type}: {exc}"
@@ -154,15 +156,16 @@ def legacy_chunks(
 
 
 def full_width(batch: pa.RecordBatch, schema: pa.Schema, wanted: Container[str]) -> pa.RecordBatch:
-    """A batch as the served schema: the wanted columns, cast only where the type differs
-    (Spark's large strings, DataFusion's string views), the others null — a scan answers
+    """A batch as the served schema: the wanted columns, converted only where the type
+    differs (Spark's large strings, DataFusion's string views, the types Delta stores as
+    others: arrow_convert.py), the others null — a scan answers
     with the table's full width, and sending columns the client did not ask for (every
     column of a count(*)) costs their bytes."""
     columns = []
     for field in schema:
         if field.name in wanted:
             column = batch.column(field.name)
-            columns.append(column if column.type == field.type else column.cast(field.type))
+            columns.append(column if column.type == field.type else convert(column, field.type))
         else:
             columns.append(pa.nulls(batch.num_rows, field.type))
     return pa.RecordBatch.from_arrays(columns, schema=schema)
@@ -186,7 +189,10 @@ def returning_reader(
     out = [
         b
         if b.schema.equals(projected)  # the table gathered only these (memory's does)
-        else pa.RecordBatch.from_arrays([b.column(n) for n in projected.names], schema=projected)
+        else pa.RecordBatch.from_arrays(
+            [convert(b.column(n), projected.field(n).type) for n in projected.names],
+            schema=projected,
+        )
         for b in batches
     ]
     return pa.RecordBatchReader.from_batches(projected, out)

@@ -48,6 +48,14 @@ from airport_contracts import (
 from ...catalog import CatalogSchema, MutableCatalog
 from .layout import CREATED_TABLE_PROPERTIES, ROW_TRACKING, ROWID, Layout
 from .sql import one_line, quote
+from .stored_types import (
+    SERVED_TYPES,
+    for_schema,
+    property_value,
+    served_types,
+    stored_field,
+    stored_type,
+)
 
 if TYPE_CHECKING:
     from .catalog import SparkBackend
@@ -143,12 +151,24 @@ def _ddl_type(data_type: Any) -> str:
 
 
 def column_sql(field: pa.Field) -> str:
-    return f"{quote(field.name)} {spark_type(field.type)}" + ("" if field.nullable else " NOT NULL")
+    """A column's DDL, of the type Delta stores it as (stored_types.py)."""
+    stored = stored_field(field)
+    return f"{quote(stored.name)} {spark_type(stored.type)}" + (
+        "" if stored.nullable else " NOT NULL"
+    )
 
 
 def properties_sql(properties: dict[str, str]) -> str:
     """Table properties as TBLPROPERTIES lists them (a quote in a value is dropped)."""
     return ", ".join(f"'{k}' = '{v.replace(chr(39), '')}'" for k, v in properties.items())
+
+
+def _created_properties(fields: list[pa.Field]) -> dict[str, str]:
+    properties = {ROW_TRACKING: "true", **CREATED_TABLE_PROPERTIES}
+    types = for_schema(pa.schema(fields))
+    if types:
+        properties[SERVED_TYPES] = property_value(types)
+    return properties
 
 
 class SparkSchema(CatalogSchema):
@@ -187,7 +207,7 @@ class SparkSchema(CatalogSchema):
             _run(
                 backend.spark,
                 f"CREATE TABLE {ident} ({', '.join(column_sql(f) for f in fields)}) USING delta"
-                f" TBLPROPERTIES ({properties_sql({ROW_TRACKING: 'true', **CREATED_TABLE_PROPERTIES})})",
+                f" TBLPROPERTIES ({properties_sql(_created_properties(fields))})",
             )
             for index, check in enumerate(opts.check_constraints):
                 _run(
@@ -290,6 +310,20 @@ class DeltaColumns:
         field: pa.Field = schema.field(index)
         return field
 
+    def _served_types_with(
+        self,
+        add: dict[str, str] | None = None,
+        remove: str | None = None,
+        rename: tuple[str, str] | None = None,
+    ) -> dict[str, str]:
+        """The served_types property after a column change (nothing when it stays as is)."""
+        before = served_types(self.layout.properties)
+        after = {**before, **(add or {})}
+        after.pop(remove or "", None)
+        if rename and rename[0] in after:
+            after[rename[1]] = after.pop(rename[0])
+        return {} if after == before else {SERVED_TYPES: property_value(after)}
+
     def _alter(
         self, statement: Callable[[str], str], properties: dict[str, str] | None = None
     ) -> None:
@@ -311,7 +345,10 @@ class DeltaColumns:
                 if opts.if_column_not_exists:
                     return
                 raise AlreadyExists(f"column {field.name!r} already exists")
-            self._alter(lambda t: f"ALTER TABLE {t} ADD COLUMNS ({column_sql(field)})")
+            self._alter(
+                lambda t: f"ALTER TABLE {t} ADD COLUMNS ({column_sql(field)})",
+                properties=self._served_types_with(add=for_schema(pa.schema([field]))),
+            )
 
     def remove_column(self, ctx: Context, name: str, opts: RemoveColumnOptions) -> None:
         with _missing_ok(opts):
@@ -319,7 +356,8 @@ class DeltaColumns:
                 return
             self._user_field(name)
             self._alter(
-                lambda t: f"ALTER TABLE {t} DROP COLUMN {quote(name)}", properties=COLUMN_MAPPING
+                lambda t: f"ALTER TABLE {t} DROP COLUMN {quote(name)}",
+                properties={**COLUMN_MAPPING, **self._served_types_with(remove=name)},
             )
 
     def rename_column(
@@ -331,7 +369,10 @@ class DeltaColumns:
                 raise AlreadyExists(f"column {new_name!r} already exists")
             self._alter(
                 lambda t: f"ALTER TABLE {t} RENAME COLUMN {quote(old_name)} TO {quote(new_name)}",
-                properties=COLUMN_MAPPING,
+                properties={
+                    **COLUMN_MAPPING,
+                    **self._served_types_with(rename=(old_name, new_name)),
+                },
             )
 
     def change_column_type(
@@ -346,6 +387,11 @@ class DeltaColumns:
             self._user_field(field.name)
             if expression and expression != field.name:
                 raise Unimplemented("Delta changes a column's type by widening, not USING")
+            if field.name in served_types(self.layout.properties) or stored_type(field.type):
+                raise Unimplemented(
+                    f"Delta stores {field.name!r} or {field.type} as another type"
+                    " (stored_types), whose type is not changed"
+                )
             self._alter(
                 lambda t: (
                     f"ALTER TABLE {t} ALTER COLUMN {quote(field.name)} TYPE {spark_type(field.type)}"

@@ -20,6 +20,7 @@ import pyarrow as pa
 from airport_contracts import rowid_field
 
 from .sql import plain_type
+from .stored_types import served, served_types
 
 ROWID = "rowid"
 ROW_TRACKING = "delta.enableRowTracking"
@@ -40,6 +41,7 @@ class Layout:
     location: Path | None  # its folder when on this machine's file system
     rowids: str | None  # "column", "tracked" or None
     schema: pa.Schema  # as served: the rowid field (if any) first, then the user's columns
+    # (in the types they came as: stored_types.py)
     stored: pa.Schema  # the columns the table stores and an INSERT writes (no tracked rowid)
     partitions: tuple[str, ...]
     computed: frozenset[str]  # generated, identity and defaulted columns
@@ -109,14 +111,16 @@ def layout_of(
         rowids = "tracked"
     else:
         rowids = None
-    served = [rowid_field(), *user] if rowids else user
+    types = served_types(properties)
+    as_served = [served(f, types) for f in user]  # the types DuckDB sent (stored_types.py)
+    served_fields = [rowid_field(), *as_served] if rowids else as_served
     stored = [rowid_field(), *user] if rowids == "column" else user
     return Layout(
         properties=properties,
         ident=ident,
         location=location,
         rowids=rowids,
-        schema=pa.schema(served),
+        schema=pa.schema(served_fields),
         stored=pa.schema(stored),
         partitions=partitions,
         computed=computed,

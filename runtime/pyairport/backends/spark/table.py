@@ -46,8 +46,9 @@ from airport_contracts import (
 )
 
 from ... import filters
+from ..arrow_convert import convert
 from ..base import BackendTable
-from ..shaping import UpdateColumns, conform_insert, returning_reader
+from ..shaping import UpdateColumns, conform_insert, full_width, returning_reader
 from ..time_points import TimePointError
 from . import direct
 from .ddl import DeltaColumns
@@ -62,6 +63,7 @@ from .staging import (
     overlay,
     update_frame,
 )
+from .stored_types import served_types
 
 if TYPE_CHECKING:
     from .catalog import SparkBackend
@@ -178,7 +180,10 @@ class SparkTable(BackendTable[Pending], DeltaColumns):
                 for n in schema.names
                 if opts is None or not opts.columns or n in opts.columns or n == ROWID
             ]
-            predicate = filters.parse(opts.filter, schema) if opts is not None else None
+            # Not pushed down: columns stored as another type (stored_types.py); DuckDB
+            # filters them itself.
+            pushable = pa.schema([f for f in schema if f.name not in self._retyped])
+            predicate = filters.parse(opts.filter, pushable) if opts is not None else None
             if snapshot is not None and not (layout.rowids == "tracked" and ROWID in wanted):
                 return direct.read(ctx, snapshot, schema, wanted, predicate, limit)
             return self._scanner.scan(
@@ -215,6 +220,11 @@ class SparkTable(BackendTable[Pending], DeltaColumns):
             if self._direct_snapshot(layout, request.time_point) is not None:
                 return layout.schema  # the version has today's shape
             return self._scanner.schema_at(layout, as_of(request.time_point))
+
+    @property
+    def _retyped(self) -> set[str]:
+        """The columns the table stores as another type than it serves."""
+        return set(served_types(self.layout.properties))
 
     def _peek_next_rowid(self) -> int | None:
         with self._lock:
@@ -319,7 +329,9 @@ class SparkTable(BackendTable[Pending], DeltaColumns):
         if not len(ids):
             return self.schema.empty_table()
         frame = self._with_rowids(ids, clause).select(*[quote(n) for n in self.schema.names])
-        return frame.toArrow().cast(self.schema)
+        read = frame.toArrow()
+        served = [full_width(b, self.schema, self.schema.names) for b in read.to_batches()]
+        return pa.Table.from_batches(served, schema=self.schema)
 
     # --- the operations the capability mixins expose ------------------------------------------
 
@@ -490,7 +502,7 @@ class SparkTable(BackendTable[Pending], DeltaColumns):
     # --- UPDATE and DELETE ----------------------------------------------------------------------
 
     def _apply_updates(self, updates: list[tuple[np.ndarray, dict[str, pa.Array]]]) -> int:
-        changes = update_frame(updates, self.schema, ROWID)
+        changes = as_stored(update_frame(updates, self.schema, ROWID), self.layout.stored)
         if self.layout.rowids == "tracked":
             return self._merge_by_values(changes, "update")
         statement = self._update_statement(changes)
@@ -595,8 +607,10 @@ class SparkTable(BackendTable[Pending], DeltaColumns):
             _same(self.layout.stored.field(n).type, f"t.{quote(n)}", f"s.{quote('__key_' + n)}")
             for n in columns
         )
+        stored = self.layout.stored
         source = pa.table(
-            {"__key_" + n: key.column(n) for n in columns} | {ROWID: current.column(ROWID)}
+            {"__key_" + n: convert(key.column(n), stored.field(n).type) for n in columns}
+            | {ROWID: current.column(ROWID)}
         )
         matches = self._count_matches(source, on, clause)
         if matches != current.num_rows:
@@ -629,3 +643,13 @@ def _same(data_type: pa.DataType, left: str, right: str) -> str:
     if pa.types.is_map(data_type):
         return f"map_entries({left}) <=> map_entries({right})"
     return f"{left} <=> {right}"
+
+
+def as_stored(changes: pa.Table, stored: pa.Schema) -> pa.Table:
+    """An UPDATE's values (the served types) in the types the table stores them as."""
+    for index, name in enumerate(changes.column_names):
+        at = stored.get_field_index(name)
+        if at >= 0 and not changes.column(index).type.equals(stored.field(at).type):
+            field = pa.field(name, stored.field(at).type)
+            changes = changes.set_column(index, field, convert(changes.column(index), field.type))
+    return changes
