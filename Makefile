@@ -111,14 +111,14 @@ prereqs:
 	fi; \
 	if [ -n "$$missing" ]; then echo "make test: missing on this machine:$$missing (see README, Prerequisites)"; exit 1; fi
 
-test: prereqs check typecheck lint jars $(if $(wildcard $(DUCKDB_AIRPORT)/build.sh),$(DUCKDB_EXTENSION))
+test: prereqs check typecheck lint jars $(if $(wildcard $(DUCKDB_AIRPORT)/build.sh),$(DUCKDB_EXTENSION) $(DUCKDB_EXTENSION_MAIN))
 	$(if $(wildcard $(DUCKDB_AIRPORT)/build.sh),PYAIRPORT_REQUIRE_DUCKDB=1) $(BIN)/pytest -q
 	$(MAKE) -s test-python
 
-# DuckDB's own Airport suite (test/sql/*.test), memory and Spark, DuckDB 1.4 and 1.5: not yet
-# part of `make test` (see tests/duckdb/test_airport_suite.py).
+# DuckDB's own Airport suite (test/sql/*.test) alone, memory and Spark, DuckDB 1.4 and 1.5
+# (`make test` runs it too).
 test-airport-suite: $(STAMP) jars $(DUCKDB_EXTENSION) $(DUCKDB_EXTENSION_MAIN)
-	PYAIRPORT_AIRPORT_SUITE=1 $(BIN)/pytest -q -p no:cacheprovider tests/duckdb/test_airport_suite.py
+	PYAIRPORT_REQUIRE_DUCKDB=1 $(BIN)/pytest -q -p no:cacheprovider tests/duckdb/test_airport_suite.py
 
 test-python: $(foreach version,$(PYTHONS),test-python-$(version))
 

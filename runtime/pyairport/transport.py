@@ -96,6 +96,12 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
             _unexpected(grpc_context, what, exc)
         raise AssertionError("unreachable: abort raises")
 
+    def Handshake(
+        self, request_iterator: Iterator[flight_pb2.HandshakeRequest], context: grpc.ServicerContext
+    ) -> Iterator[flight_pb2.HandshakeResponse]:
+        """OK with no answer, as airport-go's: a bearer token is checked on every call."""
+        return iter(())
+
     def DoExchange(
         self, request_iterator: Iterator[flight_pb2.FlightData], context: grpc.ServicerContext
     ) -> Iterator[bytes]:  # FlightData wire bytes (see add_to_server)

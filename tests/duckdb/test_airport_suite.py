@@ -25,25 +25,25 @@ from airport_contracts import Context
 from pyairport.backends.memory.transactions import MemoryTransactionManager
 from pyairport.server import AirportServer, ServerConfig
 
+from .extension import REQUIRED
 from .sqllogic.clients import CLIENTS, Client, suite_files, suite_names
 
-SUITE = "PYAIRPORT_AIRPORT_SUITE"
-pytestmark = [
-    pytest.mark.duckdb,
-    pytest.mark.airport_suite,
-    pytest.mark.skipif(
-        not os.environ.get(SUITE),
-        reason="DuckDB's own suite runs with `make test-airport-suite` (it is not yet part of"
-        " `make test`: its failures are not all fixed)",
-    ),
-]
+pytestmark = [pytest.mark.duckdb, pytest.mark.airport_suite]
 
 RUNNER = Path(__file__).parent / "sqllogic" / "runner.py"
 
 # Files that cannot pass here, and why. Nothing else is skipped.
 # (backend, file) that do not pass yet, and why (strict: one that starts passing fails the run
 # until it is taken off this list).
-NOT_YET: dict[tuple[str, str], str] = {}
+FUNCTIONS = (
+    "needs the test server's functions (test1.utils.test_uppercase, test_echo,"
+    " test_table_in_out, …) and its static_data tables: pyairport serves no functions yet"
+    " (issue 38); every other record of the file passes"
+)
+NOT_YET: dict[tuple[str, str], str] = {
+    ("memory", "airport.test"): FUNCTIONS,
+    ("spark", "airport.test"): FUNCTIONS,
+}
 
 CANNOT_PASS = {
     "airport-parquet-scan.test": "reads a remote parquet file (the NYC taxi data) over the"
@@ -115,9 +115,13 @@ def suite_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _client(client: Client) -> Client:
+    """client, when it can run here; else a failure where the DuckDB tier is required (make
+    test), a skip saying why elsewhere."""
     why = client.missing()
     if why:
-        pytest.fail(f"the DuckDB client {client.name} cannot run: {why}", pytrace=False)
+        if os.environ.get(REQUIRED):
+            pytest.fail(f"the DuckDB client {client.name} cannot run: {why}", pytrace=False)
+        pytest.skip(f"the DuckDB client {client.name} cannot run: {why}")
     return client
 
 

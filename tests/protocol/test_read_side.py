@@ -552,3 +552,9 @@ def test_column_ids_count_the_columns_duckdb_sees(fields: list[pa.Field]) -> Non
         # the Python client numbers them the same way
         read = srv.client.scan("s", "shaped", ["email", "id"]).read_all()
         assert read.to_pylist() == [{"email": "a@x", "id": 1}, {"email": "b@x", "id": 15}]
+
+
+def test_handshake_answers_ok_with_nothing_as_go_does(srv: Running) -> None:
+    """airport-go's Handshake returns at once; a bearer token is checked on every call."""
+    request = flight_pb2.HandshakeRequest(protocol_version=0, payload=b"")
+    assert list(srv.client.stub.Handshake(iter([request]))) == []
