@@ -118,7 +118,10 @@ test: prereqs check typecheck lint jars $(if $(wildcard $(DUCKDB_AIRPORT)/build.
 # DuckDB's own Airport suite (test/sql/*.test) alone, memory and Spark, DuckDB 1.4 and 1.5
 # (`make test` runs it too).
 test-airport-suite: $(STAMP) jars $(DUCKDB_EXTENSION) $(DUCKDB_EXTENSION_MAIN)
-	PYAIRPORT_REQUIRE_DUCKDB=1 $(BIN)/pytest -q -p no:cacheprovider tests/duckdb/test_airport_suite.py
+	rm -f .cache/airport-suite.jsonl
+	AIRPORT_SUITE_RESULTS=$(abspath .cache/airport-suite.jsonl) PYAIRPORT_REQUIRE_DUCKDB=1 \
+		$(BIN)/pytest -q -p no:cacheprovider tests/duckdb/test_airport_suite.py; status=$$?; \
+		$(PY) tests/duckdb/sqllogic/figures.py .cache/airport-suite.jsonl; exit $$status
 
 test-python: $(foreach version,$(PYTHONS),test-python-$(version))
 

@@ -98,6 +98,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--catalog-name",
+        "--catalog",
+        dest="catalog_name",
         default="",
         help="the catalog's name, as DuckDB attaches it: ATTACH 'NAME' (TYPE airport, …)"
         " (default \"\": ATTACH '')",

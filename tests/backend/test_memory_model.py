@@ -771,3 +771,18 @@ def test_time_travel_keeps_a_bounded_number_of_versions() -> None:
     assert len(_at(table, 2)) == 1 and len(_at(table, 1)) == 2
     with pytest.raises(TimePointInvalid, match="version 0 is no longer kept"):
         _at(table, 0)
+
+
+def test_time_travel_holds_few_copies_of_the_storage() -> None:
+    """Versions on storages a compaction or column change replaced are released beyond the
+    last three storages: the history never holds more than a few copies of the table."""
+    table = memory_table("t", COLUMNS, rows=_names(10))
+    for n in range(6):  # each column change writes the columns anew
+        table.add_column(
+            Context.background(), pa.schema([(f"c{n}", pa.int8())]), AddColumnOptions()
+        )
+    kept = [v.generation for v in table._history._kept]
+    assert len(set(kept)) <= 3 and len(kept) < 7
+    _at(table, 6)
+    with pytest.raises(TimePointInvalid, match="no longer kept"):
+        _at(table, 0)

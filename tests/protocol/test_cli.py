@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from pyairport.client import AirportClient
+from pyairport.client import AirportClient, RemoteError
 
 PYAIRPORT = [sys.executable, "-m", "pyairport"]
 
@@ -50,6 +50,19 @@ def test_serve_answers_and_stops_cleanly_on_sigterm() -> None:
     assert process.returncode == 0, err
     assert "shutting down" in out
     assert "Traceback" not in err
+
+
+def test_the_catalog_name_is_what_duckdb_attaches() -> None:
+    """`serve --catalog-name test1`: DuckDB's ATTACH 'test1' lists it; ATTACH '' does not."""
+    process, location = _start("--catalog-name", "test1")
+    try:
+        with AirportClient(location) as client:
+            assert {s.name for s in client.list_schemas("test1")} >= {"dml_schema"}
+            with pytest.raises(RemoteError, match='expected "test1", got ""'):
+                client.list_schemas("")
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=20)
 
 
 def test_sigint_also_stops_it() -> None:

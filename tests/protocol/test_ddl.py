@@ -405,3 +405,24 @@ def test_create_schema_answers_its_contents(srv: Running) -> None:
     tables = msgpack.unpackb(zstandard.ZstdDecompressor().decompress(data, max_output_size=length))
     assert tables == []
     assert contents.sha256 == hashlib.sha256(contents.serialized).hexdigest()
+
+
+@pytest.mark.parametrize(
+    ("expression", "plain"),
+    [
+        ("CAST(age AS BIGINT)", True),  # DuckDB's ALTER age TYPE BIGINT
+        ('CAST("age" AS DECIMAL(10, 2))', True),
+        ("TRY_CAST(age AS INTEGER)", True),
+        ("age", True),
+        ("", True),
+        ("CAST(age + 1 AS BIGINT)", False),
+        ("CAST(other AS BIGINT)", False),
+        ("age * 2", False),
+    ],
+)
+def test_a_type_change_names_a_plain_conversion_as_duckdb_sends_it(
+    expression: str, plain: bool
+) -> None:
+    from pyairport.dispatch.ddl_actions import conversion_expression
+
+    assert (conversion_expression(expression, "age") == "") is plain

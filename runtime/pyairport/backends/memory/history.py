@@ -5,9 +5,12 @@ makes the next one, as Delta numbers its commits.
 A version holds the storage as it was, not a copy: the columns and the patch are immutable,
 and of the deletion mask, which DELETEs mark in place, it keeps how far the mask's log of
 marks went (mask.py), undoing the later ones when it is read. So recording a version costs
-nothing per row, and a DELETE stays O(rows deleted). Only the last `keep` versions are held;
-older ones are released for memory's sake and asking for one is refused, naming the oldest
-still kept."""
+nothing per row, and a DELETE stays O(rows deleted). Only the last `keep` versions are held,
+and of them only those on the last GENERATIONS storages (a compaction, a column change or a
+patch written in makes the columns anew, where an INSERT appends to them; a version on an
+older storage keeps that one alive): older ones are
+released for memory's sake, so a table's history holds at most a few copies of it, and asking
+for one is refused, naming the oldest still kept."""
 
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ from .mask import _DeletionMask
 from .patch import _materialize, _Patch
 
 DEFAULT_VERSIONS_KEPT = 32
+GENERATIONS = 3  # storages (column sets) the kept versions may hold, the current one included
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,7 @@ class Version:
     patch: _Patch
     mask: _DeletionMask | None
     marks: int  # how many of the mask's marks were made by this version
+    generation: int  # the table's storage generation (rewrites so far): appends share it
 
     def rows(self) -> pa.Table:
         """The version's rows (deleted ones left out)."""
@@ -59,12 +64,18 @@ class History:
         self._next = 0
 
     def record(
-        self, schema: pa.Schema, data: pa.Table, patch: _Patch, mask: _DeletionMask | None
+        self,
+        schema: pa.Schema,
+        data: pa.Table,
+        patch: _Patch,
+        mask: _DeletionMask | None,
+        generation: int,
     ) -> None:
         marks = 0 if mask is None else len(mask.marked)
-        self._kept.append(Version(self._next, datetime.now(UTC), schema, data, patch, mask, marks))
+        now = datetime.now(UTC)
+        self._kept.append(Version(self._next, now, schema, data, patch, mask, marks, generation))
         self._next += 1
-        while len(self._kept) > self._keep:
+        while len(self._kept) > self._keep or len({v.generation for v in self._kept}) > GENERATIONS:
             self._kept.popleft()
 
     def at(self, point: TimePoint) -> Version:

@@ -184,7 +184,7 @@ class MemoryTable(BackendTable["_Pending"]):
 
     def _record_version(self) -> None:
         """The committed state is a new version (call with the lock held)."""
-        self._history.record(self.schema, self._data, self._patch, self._mask)
+        self._history.record(self.schema, self._data, self._patch, self._mask, self._rewrites)
 
     def rename(self, name: str) -> None:
         """The schema renames its tables (rename_table)."""
