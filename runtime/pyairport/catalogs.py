@@ -10,13 +10,15 @@ catalog_not_found_named).
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import threading
 from collections.abc import Mapping
 
 import msgpack
 
-from airport_contracts import CatalogNotFound
+from airport_contracts import CatalogNotFound, InvalidPayload, TicketData
+from airport_contracts.dispatch import ACTIONS, DDL_ACTIONS, OPERATIONS
+from airport_contracts.vocabulary import Protocol
 
 from .dispatch import Dispatcher, catalog_from_headers
 from .dispatch.catalog_actions import go_quote
@@ -81,26 +83,42 @@ class Catalogs:
             return len(self._dispatchers) > 1
 
 
-def catalog_in_body(body: bytes) -> str | None:
-    """The catalog an action's msgpack body names (`catalog_name`, or the ALTER actions'
-    `catalog`), or None."""
+def _catalog_fields() -> dict[str, str]:
+    """Action type → the body field that names its catalog, as the contract words it: a DDL
+    row's catalog_field (`catalog_name`, or the ALTER actions' `catalog`), and the read-side
+    and transaction requests' `catalog_name` field."""
+    fields = {name: row.catalog_field for name, row in DDL_ACTIONS.items()}
+    requests = {name: row.request for name, row in ACTIONS.items()}
+    requests |= {
+        row.name: row.request for row in OPERATIONS.values() if row.protocol == Protocol.DOACTION
+    }
+    for name, request in requests.items():
+        if request is not None and "catalog_name" in {f.name for f in dataclasses.fields(request)}:
+            fields[name] = "catalog_name"
+    return fields
+
+
+CATALOG_FIELDS = _catalog_fields()
+
+
+def catalog_in_body(action_type: str, body: bytes) -> str | None:
+    """The catalog an action's msgpack body names, or None (an action without such a field,
+    or a body that does not decode: the action's own decoding says what is wrong)."""
+    field = CATALOG_FIELDS.get(action_type)
+    if field is None:
+        return None
     try:
         request = msgpack.unpackb(body, raw=False, strict_map_key=False)
-    except Exception:  # not a msgpack map: the action's own decoding says what is wrong
+    except Exception:
         return None
-    if not isinstance(request, dict):
-        return None
-    for key in ("catalog_name", "catalog"):
-        if isinstance(request.get(key), str):
-            return str(request[key])
-    return None
+    named = request.get(field) if isinstance(request, dict) else None
+    return named if isinstance(named, str) else None
 
 
 def catalog_in_ticket(ticket: bytes) -> str | None:
-    """The catalog a DoGet ticket names, or None."""
+    """The catalog a DoGet ticket names (absent: the default), or None when it does not
+    decode (DoGet's own parsing says why)."""
     try:
-        data = json.loads(ticket)
-    except (ValueError, UnicodeDecodeError):
+        return TicketData.from_json(ticket).catalog
+    except InvalidPayload:
         return None
-    catalog = data.get("catalog") if isinstance(data, dict) else None
-    return catalog if isinstance(catalog, str) else None

@@ -161,7 +161,8 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
             tx_id = transaction_id_from_headers(Protocol.DOACTION, headers)
 
             def act() -> list[bytes]:
-                named = catalog_in_body(request.body) if self.catalogs.several() else None
+                several = self.catalogs.several()
+                named = catalog_in_body(request.type, request.body) if several else None
                 dispatcher = self.catalogs.route(Protocol.DOACTION, headers, named)
                 return dispatcher.action(ctx, request.type, request.body, tx_id)
 

@@ -387,7 +387,7 @@ class DeltaColumns:
             self._user_field(field.name)
             if expression and expression != field.name:
                 raise Unimplemented("Delta changes a column's type by widening, not USING")
-            if field.name in served_types(self.layout.properties) or stored_type(field.type):
+            if field.name in self.layout.retyped or stored_type(field.type):
                 raise Unimplemented(
                     f"Delta stores {field.name!r} or {field.type} as another type"
                     " (stored_types), whose type is not changed"

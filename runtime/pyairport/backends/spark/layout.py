@@ -47,6 +47,7 @@ class Layout:
     computed: frozenset[str]  # generated, identity and defaulted columns
     features: frozenset[str]
     properties: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+    retyped: frozenset[str] = frozenset()  # columns stored as another type than served
     description: str = ""  # the table's comment
 
     @property
@@ -121,6 +122,7 @@ def layout_of(
         location=location,
         rowids=rowids,
         schema=pa.schema(served_fields),
+        retyped=frozenset(f.name for f, kept in zip(as_served, user, strict=True) if f != kept),
         stored=pa.schema(stored),
         partitions=partitions,
         computed=computed,

@@ -63,7 +63,6 @@ from .staging import (
     overlay,
     update_frame,
 )
-from .stored_types import served_types
 
 if TYPE_CHECKING:
     from .catalog import SparkBackend
@@ -182,7 +181,7 @@ class SparkTable(BackendTable[Pending], DeltaColumns):
             ]
             # Not pushed down: columns stored as another type (stored_types.py); DuckDB
             # filters them itself.
-            pushable = pa.schema([f for f in schema if f.name not in self._retyped])
+            pushable = pa.schema([f for f in schema if f.name not in layout.retyped])
             predicate = filters.parse(opts.filter, pushable) if opts is not None else None
             if snapshot is not None and not (layout.rowids == "tracked" and ROWID in wanted):
                 return direct.read(ctx, snapshot, schema, wanted, predicate, limit)
@@ -220,11 +219,6 @@ class SparkTable(BackendTable[Pending], DeltaColumns):
             if self._direct_snapshot(layout, request.time_point) is not None:
                 return layout.schema  # the version has today's shape
             return self._scanner.schema_at(layout, as_of(request.time_point))
-
-    @property
-    def _retyped(self) -> set[str]:
-        """The columns the table stores as another type than it serves."""
-        return set(served_types(self.layout.properties))
 
     def _peek_next_rowid(self) -> int | None:
         with self._lock:
