@@ -20,12 +20,17 @@ def spark_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def spark_backend(spark_warehouse: Path) -> Iterator[Any]:
     """The run's SparkBackend: local[2] Spark with Delta on a fresh warehouse. Starting Spark
-    costs seconds, so every Spark test shares it."""
+    costs seconds, so every Spark test shares it. The whole run's Delta tables pass through
+    its one JVM (DuckDB's suite alone makes hundreds): Spark's default 1 GiB heap fills up."""
     from pyairport.backends.spark import SparkBackend
     from pyairport.backends.spark.session import spark_session
 
     session = spark_session(
-        master="local[2]", warehouse=spark_warehouse, jars_dir=JARS, app_name="pyairport-tests"
+        master="local[2]",
+        warehouse=spark_warehouse,
+        jars_dir=JARS,
+        app_name="pyairport-tests",
+        conf={"spark.driver.memory": "4g"},
     )
     yield SparkBackend(session, spark_warehouse)
     session.stop()

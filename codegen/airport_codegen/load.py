@@ -30,6 +30,8 @@ from .model import (
     EnumValue,
     ErrorRow,
     Field,
+    FunctionKind,
+    Functions,
     GoHome,
     Header,
     Helper,
@@ -216,6 +218,7 @@ def build_contract(data: Any) -> Contract:
         deviations=tuple(_deviation(n) for n in root.nodes("deviations", required=True)),
         actions=tuple(_action(n) for n in root.nodes("actions", required=True)),
         ddl_actions=tuple(_ddl_action(n) for n in root.nodes("ddl_actions", required=True)),
+        functions=_functions(root.node("functions")),
         recorded=tuple(_recorded(n) for n in root.nodes("recorded_differences", required=True)),
     )
     matrix = root.node("compatibility_matrix")
@@ -235,6 +238,43 @@ def build_contract(data: Any) -> Contract:
 
 
 # --- sections -----------------------------------------------------------------------------
+
+
+def _functions(n: _Node | None) -> Functions:
+    assert n is not None
+    kinds = []
+    for k in n.nodes("kinds", required=True):
+        kinds.append(
+            FunctionKind(
+                kind=k.string("kind"),
+                doc=k.string("doc"),
+                interface=k.string("interface"),
+                listed_by=k.string("listed_by"),
+                catalog_type=k.string("catalog_type"),
+                action_name=k.string("action_name", ""),
+                exchange_operations=k.strs("exchange_operations"),
+                no_return_chunks=k.string("no_return_chunks", ""),
+                not_found=k.string("not_found"),
+                list_failed=k.string("list_failed"),
+                flight_info_list_failed=k.string("flight_info_list_failed", ""),
+                failed=k.string("failed"),
+            )
+        )
+        k.done()
+    functions = Functions(
+        parameter_name=n.string("parameter_name"),
+        result_field=n.string("result_field"),
+        table_input_metadata=n.string("table_input_metadata"),
+        any_type_metadata=n.string("any_type_metadata"),
+        named_parameter_metadata=n.string("named_parameter_metadata"),
+        chunk_continues=n.string("chunk_continues"),
+        chunk_finished=n.string("chunk_finished"),
+        doc=n.string("doc"),
+        sources=n.strs("sources", required=True),
+        kinds=tuple(kinds),
+    )
+    n.done()
+    return functions
 
 
 def _spec(n: _Node) -> Spec:
@@ -511,8 +551,6 @@ def _protocol(n: _Node) -> ProtocolDef:
         go=_go(n),
         no_metadata=n.string("no_metadata", ""),
         unknown_operation=n.string("unknown_operation", ""),
-        function_operations=n.strs("function_operations"),
-        function_operation_error=n.string("function_operation_error", ""),
         unknown_action=n.string("unknown_action", ""),
         table_errors=table_errors,
         no_manager=n.string("no_manager", ""),
@@ -726,6 +764,21 @@ def _check_references(c: Contract) -> None:
             raise ContractError(f"{path}: unknown {kind} '{value}'")
 
     check_sources(c.rowid.sources, "rowid.sources")
+    if c.functions is not None:
+        check_sources(c.functions.sources, "functions.sources")
+        schema_methods = {m.name for i in c.interfaces if i.name == "Schema" for m in i.methods}
+        for index, function_kind in enumerate(c.functions.kinds):
+            path = f"functions.kinds[{index}]"
+            ref("interface", function_kind.interface, interfaces, f"{path}.interface")
+            ref("Schema method", function_kind.listed_by, schema_methods, f"{path}.listed_by")
+            for key in (
+                "no_return_chunks",
+                "not_found",
+                "list_failed",
+                "flight_info_list_failed",
+                "failed",
+            ):
+                ref("error", getattr(function_kind, key), error_ids, f"{path}.{key}")
     for i, t in enumerate(c.types):
         check_sources(t.sources, f"types[{i}].sources")
         _unique(((f.name, f"types[{i}].fields[{j}].name") for j, f in enumerate(t.fields)), "field")
@@ -837,7 +890,6 @@ def _check_references(c: Contract) -> None:
         for key, value in (
             ("no_metadata", protocol.no_metadata),
             ("unknown_operation", protocol.unknown_operation),
-            ("function_operation_error", protocol.function_operation_error),
             ("unknown_action", protocol.unknown_action),
             ("no_manager", protocol.no_manager),
         ):

@@ -27,6 +27,8 @@ PRIMITIVES: dict[str, tuple[str, str]] = {
 ARROW_TYPES: dict[str, tuple[str, str]] = {
     "RecordBatchReader": ("pa.RecordBatchReader", "array.RecordReader"),
     "RecordBatch": ("pa.RecordBatch", "arrow.RecordBatch"),
+    "Array": ("pa.Array", "arrow.Array"),
+    "DataType": ("pa.DataType", "arrow.DataType"),
     "ArrowSchema": ("pa.Schema", "*arrow.Schema"),
     "Int64Array": ("pa.Int64Array", "[]int64"),
     "Context": ("Context", "context.Context"),
@@ -260,8 +262,6 @@ class ProtocolDef:
     go: GoHome = GoHome()
     no_metadata: str = ""
     unknown_operation: str = ""
-    function_operations: tuple[str, ...] = ()
-    function_operation_error: str = ""
     unknown_action: str = ""
     table_errors: str = "wrap"  # wrap | pass_contract_errors
     no_manager: str = ""
@@ -367,6 +367,40 @@ class Rowid:
 
 
 @dataclass(frozen=True)
+class FunctionKind:
+    """One of airport-go's three function interfaces as the wire serves it (protocol §6)."""
+
+    kind: str
+    doc: str
+    interface: str
+    listed_by: str  # the Schema method listing them (Go name)
+    catalog_type: str  # app_metadata "type" of its catalog entry
+    action_name: str  # app_metadata "action_name"; "" means the function's own name
+    exchange_operations: tuple[str, ...]  # airport-operation values that call it
+    no_return_chunks: str
+    not_found: str
+    list_failed: str
+    flight_info_list_failed: str
+    failed: str
+
+
+@dataclass(frozen=True)
+class Functions:
+    """How functions appear on the wire: catalog entries, markers, the kinds."""
+
+    parameter_name: str  # a format with {index} (1-based): the catalog's parameter fields
+    result_field: str
+    table_input_metadata: str
+    any_type_metadata: str
+    named_parameter_metadata: str
+    chunk_continues: str
+    chunk_finished: str
+    doc: str
+    sources: tuple[str, ...]
+    kinds: tuple[FunctionKind, ...]
+
+
+@dataclass(frozen=True)
 class Spec:
     id: str
     file: str
@@ -396,6 +430,7 @@ class Contract:
     deviations: tuple[Deviation, ...]
     actions: tuple[ReadAction, ...] = ()
     ddl_actions: tuple[DdlAction, ...] = ()
+    functions: Functions | None = None
     recorded: tuple[RecordedDifference, ...] = ()
     content_hash: str = field(default="", compare=False)
 
@@ -416,9 +451,11 @@ class Contract:
             ids |= {d.bad_payload, d.unsupported, d.failed} | {e for _, e in d.required}
             ids |= {e for _, e in d.sentinels}
         for p in self.protocols:
-            ids |= {p.no_manager, p.no_metadata, p.unknown_operation}
-            ids |= {p.function_operation_error, p.unknown_action}
+            ids |= {p.no_manager, p.no_metadata, p.unknown_operation, p.unknown_action}
             ids |= {h.missing for h in p.headers} | {h.invalid for h in p.headers}
+        for k in self.functions.kinds if self.functions else ():
+            ids |= {k.no_return_chunks, k.not_found, k.list_failed, k.flight_info_list_failed}
+            ids |= {k.failed}
         return sorted(self.error(i).cls for i in ids if i)
 
     def struct_field_types(self) -> set[str]:
@@ -457,6 +494,10 @@ class Contract:
         """The single DML method of a capability interface."""
         (method,) = self.interface(interface_name).methods
         return method
+
+    def schema_method_python(self, go_name: str) -> str:
+        """The Python name of a method of the Schema interface."""
+        return next(m.python for m in self.interface("Schema").methods if m.name == go_name)
 
     def protocol(self, protocol_id: str) -> ProtocolDef:
         return next(p for p in self.protocols if p.id == protocol_id)

@@ -5,16 +5,28 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 
-from airport_contracts import Context, Table
+from airport_contracts import (
+    Context,
+    ScalarFunction,
+    Table,
+    TableFunction,
+    TableFunctionInOut,
+)
+
+from .functions import PythonScalarFunction, PythonTableFunction, PythonTableFunctionInOut
+
+Function = ScalarFunction | TableFunction | TableFunctionInOut
 
 
 class CatalogSchema:
-    """A named group of tables; tables can be added and dropped while serving."""
+    """A named group of tables and functions; both can be added and dropped while serving."""
 
     def __init__(self, name: str, comment: str = "", tables: Iterable[Table] = ()) -> None:
         self._name = name
         self._comment = comment
         self._tables: dict[str, Table] = {t.name(): t for t in tables}
+        # by kind (the FUNCTION_KINDS keys), then name
+        self._functions: dict[str, dict[str, Function]] = {"scalar": {}, "table": {}, "in_out": {}}
         self._lock = threading.Lock()
         self.on_change: Callable[[], None] = lambda: None  # set by the MutableCatalog holding it
 
@@ -41,6 +53,52 @@ class CatalogSchema:
         with self._lock:
             self._tables.pop(name, None)
         self.on_change()
+
+    # --- functions (the contract's Schema.ScalarFunctions, TableFunctions, TableFunctionsInOut)
+
+    def scalar_functions(self, ctx: Context) -> list[ScalarFunction]:
+        return self._listed("scalar")  # type: ignore[return-value]
+
+    def table_functions(self, ctx: Context) -> list[TableFunction]:
+        return self._listed("table")  # type: ignore[return-value]
+
+    def table_functions_in_out(self, ctx: Context) -> list[TableFunctionInOut]:
+        return self._listed("in_out")  # type: ignore[return-value]
+
+    def _listed(self, kind: str) -> list[Function]:
+        with self._lock:
+            return list(self._functions[kind].values())
+
+    def add_function(self, function: Function, kind: str | None = None) -> None:
+        """Serve function, made by pyairport.functions' decorators; another implementation
+        of the contract's interfaces says its kind: "scalar", "table" or "in_out"."""
+        kind = kind or _kind_of(function)
+        if kind not in self._functions:
+            raise ValueError(f"kind must be one of {', '.join(self._functions)}, not {kind!r}")
+        with self._lock:
+            for functions in self._functions.values():
+                functions.pop(function.name(), None)  # one function per name, as Go looks up
+            self._functions[kind][function.name()] = function
+        self.on_change()
+
+    def drop_function(self, name: str) -> None:
+        with self._lock:
+            for functions in self._functions.values():
+                functions.pop(name, None)
+        self.on_change()
+
+
+def _kind_of(function: object) -> str:
+    for cls, kind in (
+        (PythonScalarFunction, "scalar"),
+        (PythonTableFunction, "table"),
+        (PythonTableFunctionInOut, "in_out"),
+    ):
+        if isinstance(function, cls):
+            return kind
+    raise TypeError(
+        f"{function!r} is not a pyairport function: pass kind='scalar', 'table' or 'in_out'"
+    )
 
 
 class MutableCatalog:

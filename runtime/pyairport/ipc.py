@@ -61,12 +61,12 @@ def batch_message(batch: pa.RecordBatch, app_metadata: bytes = b"") -> flight_pb
 _DATA_HEADER, _APP_METADATA, _DATA_BODY = b"\x12", b"\x1a", b"\xc2\x3e"  # fields 2, 3, 1000
 
 
-def encode_schema(schema: pa.Schema) -> bytes:
-    return _flight_data(_message_parts(schema.serialize())[0])
+def encode_schema(schema: pa.Schema, app_metadata: bytes = b"") -> bytes:
+    return _flight_data(_message_parts(schema.serialize())[0], app_metadata=app_metadata)
 
 
-def encode_batch(batch: pa.RecordBatch) -> bytes:
-    return _flight_data(*_message_parts(batch.serialize()))
+def encode_batch(batch: pa.RecordBatch, app_metadata: bytes = b"") -> bytes:
+    return _flight_data(*_message_parts(batch.serialize()), app_metadata=app_metadata)
 
 
 def encode_app_metadata(app_metadata: bytes) -> bytes:
@@ -111,8 +111,9 @@ class FlightDataInput:
     """The client side of DoExchange/DoPut as an ExchangeInput: descriptor, schema, batches.
 
     Messages without a data_header (a descriptor-only first message, app_metadata-only
-    messages) carry no data and are skipped. A dictionary batch or a second schema is a
-    StreamError: Airport DML never sends them.
+    messages) carry no data and are skipped; the app_metadata of those before the schema is
+    kept in leading_metadata (an in-out function call's arguments travel so). A dictionary
+    batch or a second schema is a StreamError: Airport never sends them.
     """
 
     def __init__(self, messages: Iterator[flight_pb2.FlightData]) -> None:
@@ -120,6 +121,7 @@ class FlightDataInput:
         self._schema: pa.Schema | None = None
         self._schema_read = False
         self.descriptor: flight_pb2.FlightDescriptor | None = None
+        self.leading_metadata: list[bytes] = []
         self._pending: flight_pb2.FlightData | None = None
 
     def _next_message(self) -> pa.ipc.Message | None:
@@ -131,6 +133,8 @@ class FlightDataInput:
                 self.descriptor = data.flight_descriptor
             if data.data_header:
                 return read_message(data)
+            if data.app_metadata and self._schema is None:
+                self.leading_metadata.append(data.app_metadata)
         return None
 
     def read_descriptor(self) -> flight_pb2.FlightDescriptor | None:
@@ -144,6 +148,8 @@ class FlightDataInput:
                 self.descriptor = first.flight_descriptor
             if first.data_header:
                 self._pending = first  # decoded by read_schema, where decoding errors are reported
+            elif first.app_metadata:
+                self.leading_metadata.append(first.app_metadata)
         return self.descriptor
 
     def read_schema(self) -> pa.Schema | None:

@@ -121,9 +121,9 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
                 if event is None:
                     return
                 if isinstance(event, OutputSchema):
-                    yield encode_schema(event.schema)
+                    yield encode_schema(event.schema, event.app_metadata)
                 elif isinstance(event, OutputBatch):
-                    yield encode_batch(event.batch)
+                    yield encode_batch(event.batch, event.app_metadata)
                 elif isinstance(event, OutputFinal):
                     yield encode_app_metadata(event.app_metadata)
         finally:

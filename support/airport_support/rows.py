@@ -42,13 +42,43 @@ class ProtocolRow:
     no_manager: ErrorFactory | None
     no_metadata: ErrorFactory | None
     unknown_operation: ErrorFactory | None
-    function_operations: tuple[str, ...]
-    function_operation_error: ErrorFactory | None
     unknown_action: ErrorFactory | None
 
     def header(self, role: HeaderRole) -> tuple[str, ...]:
         """The names of this protocol's headers of a role, in the order they are read."""
         return tuple(h.name for h in self.headers if h.role == role)
+
+
+@dataclass(frozen=True)
+class FunctionKindRow:
+    """One function interface as the wire serves it (protocol §6): how the catalog lists it,
+    which DoExchange operations call it and the errors of a call."""
+
+    kind: str
+    doc: str
+    interface: str
+    listed_by: str  # the Schema method (Python name) listing them
+    catalog_type: str
+    action_name: str  # "" means the function's own name
+    exchange_operations: tuple[str, ...]
+    no_return_chunks: ErrorFactory | None
+    not_found: ErrorFactory
+    list_failed: ErrorFactory
+    flight_info_list_failed: ErrorFactory | None
+    failed: ErrorFactory
+
+
+@dataclass(frozen=True)
+class FunctionWire:
+    """The names functions use on the wire (protocol §6)."""
+
+    parameter_name: str  # format with {index}, 1-based
+    result_field: str
+    table_input_metadata: str
+    any_type_metadata: str
+    named_parameter_metadata: str
+    chunk_continues: bytes
+    chunk_finished: bytes
 
 
 @dataclass(frozen=True)
@@ -134,6 +164,7 @@ class ErrorRow:
     protocols: tuple[str, ...]
     condition: str
     deviation: str
+    sources: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

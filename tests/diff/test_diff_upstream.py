@@ -44,6 +44,7 @@ def _trimmed_contract_data() -> dict:
     data["operations"], data["protocols"], data["validation_rules"] = [], [], []
     data["actions"], data["recorded_differences"], data["ddl_actions"] = [], [], []
     data["compatibility_matrix"]["rows"] = []
+    data["functions"]["kinds"] = []
     return data
 
 

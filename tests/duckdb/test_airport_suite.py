@@ -28,27 +28,14 @@ from pyairport.server import AirportServer, ServerConfig
 
 from .extension import REQUIRED
 from .sqllogic.clients import CLIENTS, Client, suite_files, suite_names
+from .sqllogic.queryfarm_fixtures import add_test_server_fixtures
 
 pytestmark = [pytest.mark.duckdb, pytest.mark.airport_suite]
 
 RUNNER = Path(__file__).parent / "sqllogic" / "runner.py"
 
-# Files that cannot pass here, and why. Nothing else is skipped.
-# (backend, file) that do not pass yet, and why (strict: one that starts passing fails the run
-# until it is taken off this list).
-# Records that do not pass yet, by file, and why: the test asserts that exactly these fail
-# (one that starts passing fails the run until it is taken off the list).
-FUNCTION_RECORDS = (456, 469, 479, 484, 493, 498, 504, 509, 518, 523, 526, 531, 537, 544, 552)
-FUNCTION_RECORDS += (557, 562, 571, 585, 600, 720)
-NOT_YET: dict[str, tuple[str, frozenset[int]]] = {
-    "airport.test": (
-        "the test server's functions (test1.utils.test_uppercase, test_echo, test_table_in_out,"
-        " …) need pyairport to serve functions (issue 38), and its static_data tables come"
-        " with them",
-        frozenset((*FUNCTION_RECORDS, 794, 797)),
-    ),
-}
-
+# Files that cannot pass here, and why. Nothing else is skipped; every record of every other
+# file must pass.
 CANNOT_PASS = {
     "airport-parquet-scan.test": "reads a remote parquet file (the NYC taxi data) over the"
     " network, which this machine does not reach",
@@ -133,9 +120,19 @@ def suite_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def memory_suite(suite_dir: Path) -> Iterator[SuiteRun]:
-    from pyairport.backends.memory.ddl import MemoryCatalog
+    from pyairport.backends.memory import memory_table
+    from pyairport.backends.memory.ddl import MemoryCatalog, MemorySchema
 
-    run = SuiteRun(MemoryCatalog, suite_dir)
+    def database(name: str) -> Any:
+        catalog = MemoryCatalog(name)
+        add_test_server_fixtures(
+            catalog,
+            MemorySchema,
+            lambda schema, table, rows: memory_table(table, rows.schema, (), rows=rows),
+        )
+        return catalog
+
+    run = SuiteRun(database, suite_dir)
     yield run
     run.close()
 
@@ -146,6 +143,7 @@ def spark_suite(
 ) -> Iterator[SuiteRun]:
     """On the run's one Spark session; each catalog a fresh warehouse folder."""
     from pyairport.backends.spark import SparkBackend
+    from pyairport.backends.spark.ddl import SparkSchema
 
     opened: list[Any] = []
 
@@ -153,6 +151,11 @@ def spark_suite(
         backend = SparkBackend(spark_backend.spark, tmp_path_factory.mktemp("suite-lake"))
         opened.append(backend)
         backend.catalog.rename(name)
+        add_test_server_fixtures(
+            backend.catalog,
+            lambda schema: SparkSchema(schema, backend),
+            lambda schema, table, rows: backend.table(schema, table, rows.schema, (), rows=rows),
+        )
         return backend.catalog
 
     run = SuiteRun(lake, suite_dir)
@@ -213,16 +216,11 @@ def test_airport_suite_file(backend: str, name: str, request: pytest.FixtureRequ
     run: SuiteRun = request.getfixturevalue(f"{backend}_suite")
     results = [run.result(client, name) for client in clients]
     _record(backend, name, clients, results)
-    why, expected = NOT_YET.get(name, ("", frozenset()))
-    report = []
-    for client, result in zip(clients, results, strict=True):
-        failed = [f for f in result["failures"] if f["line"] not in expected]
-        report += [
-            f"{client.name} line {f['line']}: {f.get('sql', '')!r}\n    {f['why']}" for f in failed
-        ]
-        passing = expected - {f["line"] for f in result["failures"]}
-        if passing:
-            report.append(f"{client.name}: lines {sorted(passing)} pass now: off NOT_YET ({why})")
+    report = [
+        f"{client.name} line {f['line']}: {f.get('sql', '')!r}\n    {f['why']}"
+        for client, result in zip(clients, results, strict=True)
+        for f in result["failures"]
+    ]
     assert not report, f"{name}:\n" + "\n".join(report)
 
 

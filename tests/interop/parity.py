@@ -64,9 +64,6 @@ EXPECTED: dict[str, dict[str, tuple[str, str]]] = {
     "transaction_rolls_back_a_failed_statement": {
         "update": ("null_rowid_rejected", "INVALID_ARGUMENT vs Go's INTERNAL"),
     },
-    "functions_are_not_tables": {
-        "scalar": ("functions_not_served", "UNIMPLEMENTED vs Go's function lookup"),
-    },
     "transaction_header_x_transaction_id": {
         "status": ("transaction_header_aliases", "Go ignores x-transaction-id: tx stays active"),
     },

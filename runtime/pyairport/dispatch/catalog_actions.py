@@ -47,6 +47,7 @@ from ..catalog import MutableCatalog
 from ..column_ids import names_for_ids, served_schema
 from ..ipc import serialize_schema
 from .flight_infos import FlightInfos
+from .functions import Functions
 from .tables import SCAN_LOOKUP, Tables
 
 DEFAULT_SCHEMA = "main"  # Go: catalog.DefaultSchemaName
@@ -115,16 +116,21 @@ class CatalogActions:
     """The read side's actions over one catalog, for one server address (location:
     grpc://host:port, or "" to let clients reuse their connection)."""
 
-    def __init__(self, tables: Tables, infos: FlightInfos, location: str = "") -> None:
+    def __init__(self, tables: Tables, infos: FlightInfos, functions: Functions) -> None:
         self.tables = tables
         self.infos = infos
-        self.location = location
+        self.functions = functions
+
+    @property
+    def location(self) -> str:
+        return self.functions.location
 
     SERVED: ClassVar[dict[str, str]] = {
         Action.LIST_SCHEMAS: "list_schemas",
         Action.CATALOG_VERSION: "catalog_version",
         Action.ENDPOINTS: "endpoints",
         Action.FLIGHT_INFO: "flight_info",
+        Action.TABLE_FUNCTION_FLIGHT_INFO: "table_function_flight_info",
     }
     """The method serving each read-side action of the contract."""
 
@@ -167,6 +173,7 @@ class CatalogActions:
                 self.infos.for_table(schema.name(), table, with_catalog=True).SerializeToString()
                 for table in schema.tables(ctx)
             ]
+            infos += [i.SerializeToString() for i in self.functions.catalog_infos(ctx, schema)]
             serialized = compressed(_pack(infos, bin_type=True))
             entries.append(
                 {
@@ -195,12 +202,23 @@ class CatalogActions:
         if descriptor.type != flight_pb2.FlightDescriptor.PATH or len(descriptor.path) != 2:
             raise EndpointsDescriptorNotPath()
         schema_name, table_name = descriptor.path
+        point = time_point(parameters.at_unit, parameters.at_value)
+        if parameters.table_function_parameters:
+            ticket = self.functions.ticket(
+                ctx,
+                schema_name,
+                table_name,
+                parameters.table_function_parameters,
+                parameters.column_ids,
+                parameters.json_filters.encode(),
+                point,
+            )
+            return self._endpoint(ticket)
         try:
             schema = self.catalog.schema(ctx, schema_name)
         except Exception:
             raise ScanSchemaNotFound(schema=schema_name) from None
         table = schema.table(ctx, table_name) if schema is not None else None
-        point = time_point(parameters.at_unit, parameters.at_value)
         columns: list[str] = []
         if table is not None:
             # DuckDB numbers the columns of the schema it bound: the past's, with a time point
@@ -214,11 +232,17 @@ class CatalogActions:
             columns=columns,
             filters=parameters.json_filters.encode(),
         )
+        return self._endpoint(ticket)
+
+    def _endpoint(self, ticket: TicketData) -> bytes:
         endpoint = flight_pb2.FlightEndpoint(
             ticket=flight_pb2.Ticket(ticket=ticket.to_json()),
             location=[flight_pb2.Location(uri=self.location or REUSE_CONNECTION)],
         )
         return _pack([endpoint.SerializeToString()])
+
+    def table_function_flight_info(self, ctx: Context, body: bytes) -> bytes:
+        return self.functions.flight_info(ctx, body)
 
     def flight_info(self, ctx: Context, body: bytes) -> bytes:
         """DuckDB's time travel (`AT (VERSION => …)`) asks for the table's FlightInfo at a

@@ -39,6 +39,8 @@ from .do_get import Scans
 from .do_put import json_command, run_put
 from .events import ActionCall, ExchangeCall, ExchangeEvent, ExchangeInput, ExchangeRequest, PutCall
 from .flight_infos import FlightInfos
+from .functions import Functions
+from .headers import FUNCTION_OPERATIONS
 from .tables import Tables
 from .transactions import TRANSACTION_ACTIONS, abort_transaction
 from .validation import ContractNotImplemented
@@ -94,9 +96,10 @@ class Dispatcher(OperationStubs[ExchangeCall, PutCall, ActionCall]):
         self.transactions = transactions
         self.tables = Tables(catalog, max_row_ids)
         infos = FlightInfos(catalog)  # type: ignore[arg-type]
-        self.read_actions = CatalogActions(self.tables, infos)
+        self.functions = Functions(catalog)
+        self.read_actions = CatalogActions(self.tables, infos, self.functions)
         self.ddl_actions = DdlActions(self.tables, infos)
-        self.scans = Scans(self.tables, infos)
+        self.scans = Scans(self.tables, infos, self.functions)
         self.by_wire_name = {(row.protocol, row.name): row for row in operations.values()}
 
     @property
@@ -106,14 +109,18 @@ class Dispatcher(OperationStubs[ExchangeCall, PutCall, ActionCall]):
 
     @location.setter
     def location(self, value: str) -> None:
-        self.read_actions.location = value
+        self.functions.location = value
 
     # --- entry points, one per RPC ---------------------------------------------------------
 
     def exchange(
         self, ctx: Context, request: ExchangeRequest, stream: ExchangeInput
     ) -> Generator[ExchangeEvent, None, None]:
-        """Serve one DoExchange DML request; iterate the result to drive it."""
+        """Serve one DoExchange request (DML or a function call); iterate the result to drive
+        it."""
+        kind = FUNCTION_OPERATIONS.get(request.operation)
+        if kind is not None:
+            return self.functions.exchange(ctx, kind, request, stream)
         row = self.by_wire_name.get((Protocol.DOEXCHANGE, request.operation))
         if row is None:
             unknown = PROTOCOLS[Protocol.DOEXCHANGE].unknown_operation

@@ -26,6 +26,7 @@ from airport_contracts import (
 from ..column_ids import served_reader
 from .catalog_actions import check_catalog, time_point
 from .flight_infos import FlightInfos
+from .functions import Functions
 from .tables import SCAN_LOOKUP, Tables
 
 
@@ -35,9 +36,10 @@ def parse_ticket(data: bytes) -> TicketData:
         ticket = TicketData.from_json(data)
     except InvalidPayload as exc:
         raise InvalidTicket(reason=exc.problem) from None
-    for key in ("schema", "table"):
-        if not getattr(ticket, key):
-            raise InvalidTicket(reason=f"missing {key}")
+    if not ticket.schema:
+        raise InvalidTicket(reason="missing schema")
+    if not ticket.table and not ticket.table_function:
+        raise InvalidTicket(reason="missing table")
     if bool(ticket.time_point_unit) != bool(ticket.time_point_value):
         raise InvalidTicket(reason="time_point_unit and time_point_value go together")
     return ticket
@@ -46,15 +48,21 @@ def parse_ticket(data: bytes) -> TicketData:
 class Scans:
     """DoGet and the FlightInfo RPCs over one catalog."""
 
-    def __init__(self, tables: Tables, infos: FlightInfos) -> None:
+    def __init__(self, tables: Tables, infos: FlightInfos, functions: Functions) -> None:
         self.tables = tables
         self.infos = infos
+        self.functions = functions
 
     def scan(self, ctx: Context, ticket_bytes: bytes) -> pa.RecordBatchReader:
         ticket = parse_ticket(ticket_bytes)
         check_catalog(self.infos.catalog, ticket.catalog)
-        table = self.tables.table(ctx, ticket.schema, ticket.table, SCAN_LOOKUP)
         point = time_point(ticket.time_point_unit, ticket.time_point_value)
+        if ticket.table_function and not ticket.table:
+            options = ScanOptions(
+                columns=list(ticket.columns), filter=ticket.filters or None, time_point=point
+            )
+            return self.functions.scan(ctx, ticket, options)
+        table = self.tables.table(ctx, ticket.schema, ticket.table, SCAN_LOOKUP)
         if point is not None and not implements(table, "DynamicSchemaTable"):
             # deviation time_point_refused_when_unsupported: never today's rows for the past's
             raise TimeTravelUnsupported(schema=ticket.schema, table=ticket.table)

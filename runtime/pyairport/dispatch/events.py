@@ -81,13 +81,16 @@ class OutputSchema:
     """The output schema message: sent before any input batch is processed."""
 
     schema: pa.Schema
+    app_metadata: bytes = b""
 
 
 @dataclass(frozen=True)
 class OutputBatch:
-    """One RETURNING batch; with RETURNING there is exactly one per input batch."""
+    """One answer batch: with RETURNING exactly one per input batch; an in-out function's
+    carry its chunk markers (protocol §6.5)."""
 
     batch: pa.RecordBatch
+    app_metadata: bytes = b""
 
 
 @dataclass(frozen=True)

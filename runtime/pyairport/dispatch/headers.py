@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from airport_contracts.dispatch import OPERATIONS, PROTOCOLS
+from airport_contracts.dispatch import FUNCTION_KINDS, OPERATIONS, PROTOCOLS
 from airport_contracts.vocabulary import Protocol
 from airport_support.vocabulary import HeaderRole
 
@@ -12,6 +12,10 @@ from .events import ExchangeRequest
 
 _EXCHANGE = PROTOCOLS[Protocol.DOEXCHANGE]
 _EXCHANGE_OPERATIONS = {row.name for row in OPERATIONS.values() if row.protocol == _EXCHANGE.id}
+FUNCTION_OPERATIONS = {
+    operation: kind for kind in FUNCTION_KINDS.values() for operation in kind.exchange_operations
+}
+"""The DoExchange operations that call a function, and the kind of function they call."""
 
 
 def parse_exchange_headers(metadata: Mapping[str, str] | None) -> ExchangeRequest:
@@ -41,10 +45,12 @@ def parse_exchange_headers(metadata: Mapping[str, str] | None) -> ExchangeReques
                 assert header.invalid is not None
                 raise header.invalid(path=value)
             path = (parts[0], parts[1])
-    if operation not in _EXCHANGE_OPERATIONS:
-        if operation in _EXCHANGE.function_operations:
-            assert _EXCHANGE.function_operation_error is not None
-            raise _EXCHANGE.function_operation_error(operation=operation)
+    kind = FUNCTION_OPERATIONS.get(operation)
+    if kind is not None:
+        if not returning:  # a function always answers (protocol §6.3)
+            assert kind.no_return_chunks is not None
+            raise kind.no_return_chunks()
+    elif operation not in _EXCHANGE_OPERATIONS:
         assert _EXCHANGE.unknown_operation is not None
         raise _EXCHANGE.unknown_operation(operation=operation)
     return ExchangeRequest(operation, path[0], path[1], returning, transaction_id)
