@@ -4,6 +4,7 @@ pyairport and airport-go.
 - dml_schema.users   INSERT + legacy UPDATE/DELETE (UpdatableTable, DeletableTable)
 - batch_schema.users INSERT + batch UPDATE/DELETE (UpdatableBatchTable, DeletableBatchTable)
 - demo_schema.readonly  no DML at all (three rows to read)
+- demo_schema's functions: email_domain (scalar), series (table), shouted (in-out)
 Columns: rowid (int64, is_rowid), id int64, name utf8, email utf8. An INSERT whose id is
 null gets the new rowid as its id.
 """
@@ -17,9 +18,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airport_contracts import Table
+from airport_contracts import Context, Table
 
 from .catalog import CatalogSchema, MutableCatalog
+from .demo_functions import DEMO_FUNCTIONS
 
 if TYPE_CHECKING:
     from .backends.spark import SparkBackend
@@ -75,7 +77,15 @@ def demo_catalog(
     for schema_name, table_name, comment, capabilities, rows in DEMO_TABLES:
         schema = catalog.add_schema(schema_class(schema_name))
         schema.add(make_table(schema_name, table_name, USERS_COLUMNS, capabilities, comment, rows))
+    add_demo_functions(catalog)
     return catalog
+
+
+def add_demo_functions(catalog: MutableCatalog) -> None:
+    schema = catalog.schema(Context.background(), "demo_schema")
+    assert schema is not None
+    for function in DEMO_FUNCTIONS:
+        schema.add_function(function)
 
 
 def memory_demo_catalog(name: str = "") -> MutableCatalog:
@@ -109,6 +119,7 @@ def spark_demo_catalog(backend: SparkBackend) -> MutableCatalog:
         return backend.table(schema, table, columns, caps, comment, rows, id_from_rowid="id")
 
     demo_catalog(make)
+    add_demo_functions(backend.catalog)
     return backend.catalog
 
 

@@ -18,6 +18,7 @@ callable of the arguments (an in-out function's also of the rows' schema).
 from __future__ import annotations
 
 import inspect
+import itertools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
@@ -169,8 +170,7 @@ class PythonTableFunctionInOut(_Function):
 
     def parameter_schema(self) -> pa.Schema:
         fields = list(super().parameter_schema())
-        rows = Parameter(pa.string(), name="rows")
-        return pa.schema([*fields, _field(rows, len(fields), table_input=True)])
+        return pa.schema([*fields, _field(Parameter(), len(fields), table_input=True)])
 
     def signature(self) -> FunctionSignature:
         return FunctionSignature(parameters=[*(p.type for p in self.parameters), pa.string()])
@@ -195,12 +195,16 @@ class PythonTableFunctionInOut(_Function):
 
 def as_reader(schema: pa.Schema, result: Any) -> pa.RecordBatchReader:
     """What a table function returned, as a reader of schema: a reader, a batch, a table, or
-    an iterable of batches and tables."""
+    an iterable of batches and tables. A generator runs to its first batch here, so that what
+    it raises before any row fails the call before it answers."""
     if isinstance(result, pa.RecordBatchReader):
         return result
     if isinstance(result, (pa.RecordBatch, pa.Table)):
         result = [result]
-    return pa.RecordBatchReader.from_batches(schema, _batches(result))
+    batches = _batches(result)
+    first = next(batches, None)
+    rest = batches if first is None else itertools.chain([first], batches)
+    return pa.RecordBatchReader.from_batches(schema, rest)
 
 
 def _batches(items: Iterable[Any]) -> Iterator[pa.RecordBatch]:

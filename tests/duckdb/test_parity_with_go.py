@@ -57,6 +57,17 @@ SESSIONS: dict[str, tuple[str, ...]] = {
         "DELETE FROM lake.demo_schema.readonly",
         "SELECT * FROM lake.demo_schema.readonly ORDER BY id",
     ),
+    "functions of each kind": (
+        "SELECT lake.demo_schema.email_domain(email) FROM lake.demo_schema.readonly",
+        "SELECT lake.demo_schema.email_domain('x@d' || (i % 3)) AS d, count(*)"
+        " FROM range(100000) t(i) GROUP BY d",
+        "SELECT n FROM lake.demo_schema.series(1, 70000) WHERE n % 10000 = 0",
+        "SELECT count(*), sum(n) FROM lake.demo_schema.series(-3, 3)",
+        "SELECT * FROM lake.demo_schema.shouted((SELECT name, email FROM lake.demo_schema.readonly))",
+        "SELECT count(*) FROM lake.demo_schema.shouted((SELECT 'a' || i FROM range(5000) t(i)))",
+        "SELECT * FROM lake.demo_schema.series(1, 20000000)",
+        "SELECT * FROM lake.demo_schema.series(NULL, 3)",
+    ),
     "scans with filters": (
         "INSERT INTO lake.dml_schema.users SELECT i, 'n' || (i % 10), "
         "CASE WHEN i % 3 = 0 THEN NULL ELSE 'e' || i END FROM range(1, 1001) t(i)",

@@ -1,6 +1,6 @@
 // airport-go-server serves pyairport's demo catalog (protocol.md §4.0) with airport-go's own
 // server: dml_schema.users (legacy UPDATE/DELETE), batch_schema.users (batch UPDATE/DELETE)
-// and demo_schema.readonly (no DML), plus an in-memory transaction manager, in a catalog
+// and demo_schema.readonly (no DML) with one function of each kind (internal/functions), plus an in-memory transaction manager, in a catalog
 // that creates, alters and drops schemas and tables (internal/ddl). The interop
 // tests run the same scenarios against it and against pyairport and compare the answers.
 //
@@ -23,6 +23,7 @@ import (
 	"github.com/hugr-lab/airport-go/catalog"
 
 	"pyairport.dev/interop/internal/ddl"
+	"pyairport.dev/interop/internal/functions"
 	"pyairport.dev/interop/internal/users"
 )
 
@@ -53,6 +54,9 @@ func demoCatalog() (catalog.Catalog, error) {
 		Table(users.NewBatch("users", "users served through the batch UPDATE/DELETE interfaces")).
 		Schema("demo_schema").
 		Table(readonly).
+		ScalarFunc(functions.EmailDomain{}).
+		TableFunc(functions.Series{}).
+		TableFuncInOut(functions.Shouted{}).
 		Build()
 	if err != nil {
 		return nil, err
