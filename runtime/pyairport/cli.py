@@ -260,6 +260,7 @@ def _catalog(args: argparse.Namespace) -> tuple[object, Callable[[], None]]:
         enable_row_tracking=args.enable_row_tracking,
     )
     catalog = spark_demo_catalog(backend) if args.demo else backend.catalog
+    backend.serve_lake_functions()
 
     def close() -> None:
         backend.close()

@@ -103,6 +103,7 @@ def lake_server(spark: Any, lake: Path) -> Iterator[str]:
     from pyairport.backends.spark import SparkBackend
 
     backend = SparkBackend(spark, lake)
+    backend.serve_lake_functions()
     server = AirportServer(backend.catalog, MemoryTransactionManager(), ServerConfig(port=0))
     server.start()
     try:

@@ -67,3 +67,55 @@ def test_a_lake_spark_wrote_at_a_duckdb_prompt(
     ).collect() == [(2, 20.0), (3, 60.0), (4, 80.0)]
     assert spark.sql(f"SELECT count(*) FROM delta.`{lake / 'sales' / 'orders'}`").first()[0] == 4
     assert (lake / "sales" / "orders_by_region" / "region=ap").is_dir()
+
+
+def test_a_tables_history_and_changes_from_the_lakes_functions(
+    spark_backend: Any, tmp_path: Path, open_session: OpenSession
+) -> None:
+    """history and table_changes (lake_functions.py) after three DuckDB statements on a table
+    plain Spark made, with its change data feed on (and row tracking, for UPDATE and
+    DELETE); a table without the feed is refused, naming the property."""
+    spark = spark_backend.spark
+    lake = tmp_path / "lake"
+    events = lake / "sales" / "events"
+    spark.sql(
+        f"CREATE TABLE delta.`{events}` (id BIGINT, name STRING) USING delta TBLPROPERTIES"
+        " ('delta.enableChangeDataFeed' = 'true', 'delta.enableRowTracking' = 'true')"
+    )
+    make_table(spark, lake, "orders")
+    with lake_server(spark, lake) as location:
+        duck = open_session(location)
+        duck.run("INSERT INTO lake.sales.events VALUES (1, 'ann'), (2, 'bo')")
+        duck.run("UPDATE lake.sales.events SET name = 'BO' WHERE id = 2")
+        duck.run("DELETE FROM lake.sales.events WHERE id = 1")
+        history = duck.run(
+            "SELECT version, operation, operation_metrics IS NOT NULL"
+            " FROM lake.delta.history('sales.events') ORDER BY version"
+        )
+        assert [h[0] for h in history] == list(range(len(history))) and len(history) >= 4
+        # pyairport applies a statement's changes by rowid as one MERGE
+        assert [h[1] for h in history][-3:] == ["WRITE", "MERGE", "MERGE"]
+        first = history[-3][0]
+        assert duck.run(
+            "SELECT id, name, _change_type, _commit_version - $1"
+            " FROM lake.delta.table_changes('sales.events', $1)"
+            " ORDER BY _commit_version, id, _change_type",
+            first,
+        ) == [
+            (1, "ann", "insert", 0),
+            (2, "bo", "insert", 0),
+            (2, "BO", "update_postimage", 1),
+            (2, "bo", "update_preimage", 1),
+            (1, "ann", "delete", 2),
+        ]
+        assert duck.run(
+            "SELECT id, _change_type FROM lake.delta.table_changes('sales.events', $1,"
+            " to_version := $1) ORDER BY id",
+            first + 2,
+        ) == [(1, "delete")]
+        error = duck.fails("SELECT * FROM lake.delta.table_changes('sales.orders', 0)")
+        assert "sales.orders does not record its changes" in error
+        assert "delta.enableChangeDataFeed = true" in error
+        assert "no Delta table 'sales.nope'" in duck.fails(
+            "SELECT * FROM lake.delta.history('sales.nope')"
+        )

@@ -49,6 +49,11 @@ CAPABILITIES_BY_ROWIDS: dict[str | None, tuple[str, ...]] = {
 }
 
 
+LAKE_FUNCTIONS_SCHEMA = "delta"
+"""Where `pyairport serve` puts the lake's functions (DuckDB 1.4 and 1.5 do not find table
+functions in an Airport catalog's schema main: "Table Function with name … does not exist")."""
+
+
 class SparkBackend:
     """Delta tables of one warehouse folder, or of the session's catalog."""
 
@@ -81,6 +86,15 @@ class SparkBackend:
 
     def close(self) -> None:
         shutil.rmtree(self.staging, ignore_errors=True)
+
+    def serve_lake_functions(self, schema_name: str = LAKE_FUNCTIONS_SCHEMA) -> None:
+        """Serve the lake's table functions (history, table_changes: lake_functions.py) in
+        schema_name of the catalog."""
+        from .lake_functions import LakeFunctions
+
+        schema = self.catalog.schema_for(schema_name)
+        for function in LakeFunctions(self).all():
+            schema.add_function(function)
 
     # --- discovery ----------------------------------------------------------------------------
 

@@ -1,0 +1,132 @@
+"""The lake's own table functions on a Spark backend, as Spark SQL names them: a Delta table's
+commits (`DESCRIBE HISTORY`) and its changed rows between two versions (`table_changes`, from
+Delta's change data feed). A table is named as the catalog serves it, 'schema.table':
+
+    SELECT version, operation FROM lake.delta.history('sales.orders');
+    SELECT * FROM lake.delta.table_changes('sales.orders', 2);            -- version 2 to now
+    SELECT * FROM lake.delta.table_changes('sales.orders', 2, to_version := 5);
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from airport_contracts import Context
+
+from ...functions import Parameter, PythonTableFunction, table_function
+from ..shaping import full_width
+from .layout import ROWID
+from .scans import SCAN_BATCH_ROWS
+
+if TYPE_CHECKING:
+    from .catalog import SparkBackend
+    from .table import SparkTable
+
+CHANGE_DATA_FEED = "delta.enableChangeDataFeed"
+
+HISTORY = pa.schema(
+    [
+        ("version", pa.int64()),
+        ("timestamp", pa.timestamp("us", tz="UTC")),
+        ("operation", pa.string()),
+        ("operation_parameters", pa.map_(pa.string(), pa.string())),
+        ("operation_metrics", pa.map_(pa.string(), pa.string())),
+        ("engine_info", pa.string()),
+    ]
+)
+_HISTORY_COLUMNS = (
+    "version",
+    "timestamp",
+    "operation",
+    "operationParameters",
+    "operationMetrics",
+    "engineInfo",
+)
+
+CHANGE_COLUMNS = pa.schema(
+    [
+        ("_change_type", pa.string()),
+        ("_commit_version", pa.int64()),
+        ("_commit_timestamp", pa.timestamp("us", tz="UTC")),
+    ]
+)
+
+
+class LakeFunctions:
+    """history and table_changes over the Delta tables of backend's catalog."""
+
+    def __init__(self, backend: SparkBackend) -> None:
+        self.backend = backend
+        self.history = table_function(
+            name="history",
+            params=[Parameter(pa.string(), "table")],
+            schema=HISTORY,
+            comment="a Delta table's commits: version, time, operation and its metrics",
+        )(self._history)
+        self.table_changes = table_function(
+            name="table_changes",
+            params=[
+                Parameter(pa.string(), "table"),
+                Parameter(pa.int64(), "from_version"),
+                Parameter(pa.int64(), "to_version", named=True),
+            ],
+            schema=self._changes_schema,
+            comment="a Delta table's changed rows from one version to another (or to now),"
+            " from its change data feed",
+        )(self._table_changes)
+
+    def all(self) -> tuple[PythonTableFunction, ...]:
+        return (self.history, self.table_changes)
+
+    def _table(self, function: str, name: str | None) -> SparkTable:
+        from .table import SparkTable
+
+        schema_name, _, table_name = (name or "").partition(".")
+        ctx = Context.background()
+        schema = self.backend.catalog.schema(ctx, schema_name) if table_name else None
+        table = schema.table(ctx, table_name) if schema is not None else None
+        if not isinstance(table, SparkTable):
+            raise ValueError(f"{function}: no Delta table {name!r} (name it as schema.table)")
+        return table
+
+    def _history(self, name: str | None) -> pa.Table:
+        table = self._table("history", name)
+        frame = self.backend.spark.sql(f"DESCRIBE HISTORY {table.fqn}")
+        read = frame.select(*_HISTORY_COLUMNS).orderBy("version").toArrow()
+        return read.rename_columns(HISTORY.names).cast(HISTORY)
+
+    def _changes_schema(
+        self, name: str | None, from_version: int | None, to_version: int | None
+    ) -> pa.Schema:
+        table = self._table("table_changes", name)
+        if table.layout.properties.get(CHANGE_DATA_FEED, "").lower() != "true":
+            raise ValueError(
+                f"table_changes: {name} does not record its changes: set its property"
+                f" {CHANGE_DATA_FEED} = true (changes are recorded from then on)"
+            )
+        if from_version is None or from_version < 0:
+            raise ValueError("table_changes: from_version must be a version (0 or more)")
+        if to_version is not None and to_version < from_version:
+            raise ValueError("table_changes: to_version is before from_version")
+        user = [f for f in table.schema if f.name != ROWID]
+        return pa.schema([*user, *CHANGE_COLUMNS])
+
+    def _table_changes(
+        self, name: str | None, from_version: int | None, to_version: int | None
+    ) -> Iterator[pa.RecordBatch]:
+        schema = self._changes_schema(name, from_version, to_version)
+        table = self._table("table_changes", name)
+        reader: Any = self.backend.spark.read.format("delta").option("readChangeFeed", "true")
+        reader = reader.option("startingVersion", from_version)
+        if to_version is not None:
+            reader = reader.option("endingVersion", to_version)
+        location = table.layout.location
+        frame = reader.load(str(location)) if location is not None else reader.table(table.fqn)
+        if ROWID in frame.columns:
+            frame = frame.drop(ROWID)
+        read = frame.orderBy("_commit_version").toArrow()
+        for batch in read.to_batches(SCAN_BATCH_ROWS):
+            yield full_width(batch, schema, schema.names)
