@@ -17,6 +17,7 @@ callable of the arguments (an in-out function's also of the rows' schema).
 
 from __future__ import annotations
 
+import functools
 import inspect
 import itertools
 from collections.abc import Callable, Iterable, Iterator
@@ -79,7 +80,7 @@ class _Function:
         name: str | None,
         params: Iterable[ParameterSpec],
         comment: str | None,
-        stability: str | None,
+        stability: str | None = None,
     ) -> None:
         if stability is not None and stability not in STABILITIES:
             raise ValueError(f"stability must be one of {', '.join(STABILITIES)}")
@@ -226,13 +227,14 @@ def scalar_function(
     stability: str | None = None,
 ) -> Callable[[Callable[..., Any]], PythonScalarFunction]:
     """Make fn a scalar function: fn(*arrays) -> array, one value per row."""
-
-    def make(fn: Callable[..., Any]) -> PythonScalarFunction:
-        return PythonScalarFunction(
-            fn, returns, name=name, params=params, comment=comment, stability=stability
-        )
-
-    return make
+    return functools.partial(
+        PythonScalarFunction,
+        returns=returns,
+        name=name,
+        params=params,
+        comment=comment,
+        stability=stability,
+    )
 
 
 def table_function(
@@ -245,13 +247,9 @@ def table_function(
     """Make fn a table function: fn(*values) returns or yields record batches of schema (or
     of schema(*values)). With a parameter named options, fn also gets the call's
     ScanOptions (columns and filters as hints)."""
-
-    def make(fn: Callable[..., Any]) -> PythonTableFunction:
-        return PythonTableFunction(
-            fn, schema, name=name, params=params, comment=comment, stability=None
-        )
-
-    return make
+    return functools.partial(
+        PythonTableFunction, schema=schema, name=name, params=params, comment=comment
+    )
 
 
 def table_function_in_out(
@@ -264,10 +262,6 @@ def table_function_in_out(
     """Make fn an in-out table function: fn(*values, rows) gets the client's rows as an
     iterator of record batches and returns or yields record batches of schema (or of
     schema(*values, rows_schema)). Rows yielded after the input ends are sent too."""
-
-    def make(fn: Callable[..., Any]) -> PythonTableFunctionInOut:
-        return PythonTableFunctionInOut(
-            fn, schema, name=name, params=params, comment=comment, stability=None
-        )
-
-    return make
+    return functools.partial(
+        PythonTableFunctionInOut, schema=schema, name=name, params=params, comment=comment
+    )

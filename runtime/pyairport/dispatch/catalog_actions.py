@@ -46,13 +46,12 @@ from airport_support.rows import ActionRow
 from ..catalog import MutableCatalog
 from ..column_ids import names_for_ids, served_schema
 from ..ipc import serialize_schema
-from .flight_infos import FlightInfos
+from .flight_infos import REUSE_CONNECTION, FlightInfos
 from .functions import Functions
 from .tables import SCAN_LOOKUP, Tables
 
 DEFAULT_SCHEMA = "main"  # Go: catalog.DefaultSchemaName
 EMPTY_SHA256 = "0" * 64
-REUSE_CONNECTION = "arrow-flight-reuse-connection://?"
 
 
 def go_quote(value: str) -> str:

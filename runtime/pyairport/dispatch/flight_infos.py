@@ -9,6 +9,9 @@ from ..catalog import MutableCatalog
 from ..column_ids import served_schema
 from ..ipc import serialize_schema
 
+REUSE_CONNECTION = "arrow-flight-reuse-connection://?"
+"""The location that tells a client to reuse its connection (no address configured)."""
+
 
 class FlightInfos:
     def __init__(self, catalog: MutableCatalog) -> None:

@@ -42,12 +42,12 @@ from airport_support.rows import FunctionKindRow
 from ..column_ids import names_for_ids
 from ..ipc import serialize_schema
 from .events import ExchangeEvent, ExchangeInput, ExchangeRequest, OutputBatch, OutputSchema
+from .flight_infos import REUSE_CONNECTION
 from .function_rows import in_out_answers
 
 log = logging.getLogger("pyairport.functions")
 
 SCALAR, TABLE, IN_OUT = FUNCTION_KINDS["scalar"], FUNCTION_KINDS["table"], FUNCTION_KINDS["in_out"]
-REUSE_CONNECTION = "arrow-flight-reuse-connection://?"  # as catalog_actions' (no import cycle)
 
 
 def describe(exc: BaseException) -> str:
@@ -132,14 +132,16 @@ class Functions:
     # --- lookup -----------------------------------------------------------------------------
 
     def lookup(
-        self,
-        ctx: Context,
-        kind: FunctionKindRow,
-        schema_name: str,
-        function_name: str,
-        list_failed: Any = None,
+        self, ctx: Context, kind: FunctionKindRow, schema_name: str, function_name: str
     ) -> Any:
         """The function of kind named function_name in schema_name, or the kind's errors."""
+        schema = self._schema(ctx, schema_name)
+        found = self._find(ctx, schema, kind, function_name, kind.list_failed)
+        if found is None:
+            raise kind.not_found(schema=schema_name, function=function_name)
+        return found
+
+    def _schema(self, ctx: Context, schema_name: str) -> Any:
         try:
             schema = self.catalog.schema(ctx, schema_name)
         except AirportError:
@@ -148,10 +150,7 @@ class Functions:
             raise FunctionSchemaLookupFailed(error=describe(exc)) from exc
         if schema is None:
             raise FunctionSchemaNotFound(schema=schema_name)
-        found = self._find(ctx, schema, kind, function_name, list_failed or kind.list_failed)
-        if found is None:
-            raise kind.not_found(schema=schema_name, function=function_name)
-        return found
+        return schema
 
     @staticmethod
     def _find(ctx: Context, schema: Any, kind: FunctionKindRow, name: str, failed: Any) -> Any:
@@ -354,14 +353,7 @@ class Functions:
         """A table function or, for table_function_flight_info, an in-out one (Go looks in
         both there, table functions first)."""
         kinds = (TABLE, IN_OUT) if for_flight_info else (TABLE,)
-        try:
-            schema = self.catalog.schema(ctx, schema_name)
-        except AirportError:
-            raise
-        except Exception as exc:
-            raise FunctionSchemaLookupFailed(error=describe(exc)) from exc
-        if schema is None:
-            raise FunctionSchemaNotFound(schema=schema_name)
+        schema = self._schema(ctx, schema_name)
         for kind in kinds:
             failed = kind.flight_info_list_failed if for_flight_info else kind.list_failed
             found = self._find(ctx, schema, kind, name, failed)
