@@ -149,18 +149,19 @@ def fresh_lake(tmp_path: Path) -> Path:
 def test_serving_writes_nothing_into_the_lake(spark_backend: Any, lake: Path) -> None:
     before = _files(lake)
     with serving_lake(spark_backend.spark, lake) as client:
-        schemas = client.list_schemas()
-        for table in schemas[0].tables:
+        schemas = {s.name: s for s in client.list_schemas()}
+        for table in schemas["sales"].tables:
             client.scan("sales", table.name).read_all()
     assert _files(lake) == before
-    assert [s.name for s in schemas] == ["sales"]
-    assert sorted(t.name for t in schemas[0].tables) == sorted(SHAPES)
+    assert sorted(schemas) == ["delta", "sales"]  # delta: the lake's functions, no tables
+    assert schemas["delta"].tables == ()
+    assert sorted(t.name for t in schemas["sales"].tables) == sorted(SHAPES)
 
 
 def test_each_table_scans_exactly_as_spark_reads_it(spark_backend: Any, lake: Path) -> None:
     spark = spark_backend.spark
     with serving_lake(spark, lake) as client:
-        tables = {t.name: t for t in client.list_schemas()[0].tables}
+        tables = {t.name: t for t in client.list_tables("sales")}
         for name in SHAPES:
             ident = f"delta.`{lake / 'sales' / name}`"
             assert served_rows(client.scan("sales", name).read_all()) == spark_rows(spark, ident)
@@ -655,7 +656,7 @@ def test_the_column_types_duckdb_sends(spark_backend: Any, fresh_lake: Path) -> 
         " X'00ff', named_struct('x', 1, 'y', 'a'), array('p', 'q'), map('k', 7))"
     )
     with serving_lake(spark, fresh_lake) as client:
-        (table,) = client.list_schemas()[0].tables
+        (table,) = client.list_tables("sales")
         assert served_rows(client.scan("sales", "typed").read_all()) == spark_rows(spark, ident)
         row = pa.table(
             {

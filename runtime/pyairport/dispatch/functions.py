@@ -155,7 +155,7 @@ class Functions:
     @staticmethod
     def _find(ctx: Context, schema: Any, kind: FunctionKindRow, name: str, failed: Any) -> Any:
         try:
-            functions = getattr(schema, kind.listed_by)(ctx)
+            functions = _listed(ctx, schema, kind)
         except AirportError:
             raise
         except Exception as exc:
@@ -169,7 +169,7 @@ class Functions:
         scalar functions, in-out functions."""
         infos = []
         for kind in (TABLE, SCALAR, IN_OUT):
-            for function in getattr(schema, kind.listed_by)(ctx):
+            for function in _listed(ctx, schema, kind):
                 infos.append(self.catalog_info(schema.name(), function, kind))
         return infos
 
@@ -425,6 +425,13 @@ class Functions:
         if not reader.schema.equals(declared):
             raise FunctionSchemaMismatch(declared=len(declared), reader_fields=len(reader.schema))
         return _failing_as(reader, lambda exc: TABLE.failed(error=describe(exc)))
+
+
+def _listed(ctx: Context, schema: Any, kind: FunctionKindRow) -> list[Any]:
+    """The schema's functions of kind; a schema written before functions were in the contract
+    (without the listing method) has none."""
+    listing = getattr(schema, kind.listed_by, None)
+    return list(listing(ctx)) if listing is not None else []
 
 
 def _path(schema_name: str, name: str) -> flight_pb2.FlightDescriptor:
