@@ -15,6 +15,8 @@ import grpc
 
 from airport_contracts import Unauthenticated
 
+AUTHORIZATION_HEADER = "authorization"  # Go: flight.HeaderAuthorization
+
 
 class BearerTokenInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # not subscriptable at run time
     def __init__(self, token: str) -> None:
@@ -24,7 +26,7 @@ class BearerTokenInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg] 
 
     def _authorized(self, details: grpc.HandlerCallDetails) -> bool:
         for key, value in details.invocation_metadata or ():
-            if key.lower() == "authorization":
+            if key.lower() == AUTHORIZATION_HEADER:
                 given = value.encode() if isinstance(value, str) else bytes(value)
                 return hmac.compare_digest(given, self._expected)
         return False

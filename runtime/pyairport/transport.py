@@ -17,20 +17,24 @@ import grpc
 from airport_contracts import (
     AirportError,
     Canceled,
+    Context,
     MissingDescriptor,
     StatusCode,
     flight_pb2,
     flight_pb2_grpc,
+    with_context_meta,
     with_transaction_id,
 )
 from airport_contracts.vocabulary import Protocol
 
+from .auth import AUTHORIZATION_HEADER
 from .catalogs import Catalogs, catalog_in_body, catalog_in_ticket
 from .dispatch import (
     Dispatcher,
     OutputBatch,
     OutputFinal,
     OutputSchema,
+    context_meta,
     parse_exchange_headers,
     transaction_id_from_headers,
 )
@@ -61,6 +65,25 @@ def client_messages(
         raise Canceled() from None
     if not grpc_context.is_active():
         raise Canceled()
+
+
+_PROTOCOL_OF = {
+    "DoExchange": Protocol.DOEXCHANGE,
+    "DoPut": Protocol.DOPUT,
+    "DoAction": Protocol.DOACTION,
+    "DoGet": Protocol.DOGET,
+    "GetFlightInfo": Protocol.GETFLIGHTINFO,
+    "ListFlights": Protocol.GETFLIGHTINFO,
+}
+
+
+def _call(grpc_context: grpc.ServicerContext, rpc: str) -> tuple[Context, dict[str, str]]:
+    """The call's Context, carrying its ContextMeta (trace id, session, …), and its headers;
+    logged with the trace id DuckDB gives each query."""
+    headers = call_headers(grpc_context)
+    meta = context_meta(_PROTOCOL_OF[rpc], headers, AUTHORIZATION_HEADER)
+    log.debug("%s trace=%s session=%s", rpc, meta.trace_id or "-", meta.session_id or "-")
+    return with_context_meta(call_context(grpc_context), meta), headers
 
 
 def _abort(grpc_context: grpc.ServicerContext, error: AirportError) -> None:
@@ -105,8 +128,7 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
     def DoExchange(
         self, request_iterator: Iterator[flight_pb2.FlightData], context: grpc.ServicerContext
     ) -> Iterator[bytes]:  # FlightData wire bytes (see add_to_server)
-        ctx = call_context(context)
-        headers = call_headers(context)
+        ctx, headers = _call(context, "DoExchange")
         request = self._guard(context, "DoExchange", lambda: parse_exchange_headers(headers))
         events = self._guard(
             context,
@@ -134,8 +156,7 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
     def DoPut(
         self, request_iterator: Iterator[flight_pb2.FlightData], context: grpc.ServicerContext
     ) -> Iterator[flight_pb2.PutResult]:
-        ctx = call_context(context)
-        headers = call_headers(context)
+        ctx, headers = _call(context, "DoPut")
         stream = FlightDataInput(client_messages(request_iterator, context))
 
         def put() -> bytes:
@@ -152,8 +173,7 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
     def DoAction(
         self, request: flight_pb2.Action, context: grpc.ServicerContext
     ) -> Iterator[flight_pb2.Result]:
-        ctx = call_context(context)
-        headers = call_headers(context)
+        ctx, headers = _call(context, "DoAction")
         extra = self.extra_actions.get(request.type)
         if extra is not None:
             bodies = self._guard(context, request.type, lambda: extra(ctx, request.body, headers))
@@ -173,8 +193,7 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
     def DoGet(
         self, request: flight_pb2.Ticket, context: grpc.ServicerContext
     ) -> Iterator[bytes]:  # FlightData wire bytes (see add_to_server)
-        ctx = call_context(context)
-        headers = call_headers(context)
+        ctx, headers = _call(context, "DoGet")
         transaction_id = transaction_id_from_headers(Protocol.DOGET, headers)
         if transaction_id:
             ctx = with_transaction_id(ctx, transaction_id)
@@ -194,8 +213,7 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
     def GetFlightInfo(
         self, request: flight_pb2.FlightDescriptor, context: grpc.ServicerContext
     ) -> flight_pb2.FlightInfo:
-        ctx = call_context(context)
-        headers = call_headers(context)
+        ctx, headers = _call(context, "GetFlightInfo")
         return self._guard(
             context,
             "GetFlightInfo",
@@ -205,8 +223,7 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
     def ListFlights(
         self, request: flight_pb2.Criteria, context: grpc.ServicerContext
     ) -> Iterator[flight_pb2.FlightInfo]:
-        ctx = call_context(context)
-        headers = call_headers(context)
+        ctx, headers = _call(context, "ListFlights")
         yield from self._guard(
             context,
             "ListFlights",

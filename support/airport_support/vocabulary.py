@@ -17,6 +17,8 @@ class HeaderRole(enum.StrEnum):
     PATH = "path"
     TRANSACTION_ID = "transaction_id"
     CATALOG = "catalog"
+    TRACE_ID = "trace_id"  # the call's ContextMeta (Go: EnrichContextMetadata)
+    SESSION_ID = "session_id"
 
 
 class TableErrors(enum.StrEnum):

@@ -18,7 +18,12 @@ from .events import (
     StaticInput,
     final_metadata,
 )
-from .headers import catalog_from_headers, parse_exchange_headers, transaction_id_from_headers
+from .headers import (
+    catalog_from_headers,
+    context_meta,
+    parse_exchange_headers,
+    transaction_id_from_headers,
+)
 
 __all__ = [
     "Dispatcher",
@@ -33,4 +38,5 @@ __all__ = [
     "parse_exchange_headers",
     "transaction_id_from_headers",
     "catalog_from_headers",
+    "context_meta",
 ]

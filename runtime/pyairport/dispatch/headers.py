@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from airport_contracts import ContextMeta
 from airport_contracts.dispatch import FUNCTION_KINDS, OPERATIONS, PROTOCOLS
 from airport_contracts.vocabulary import Protocol
 from airport_support.vocabulary import HeaderRole
@@ -30,8 +31,8 @@ def parse_exchange_headers(metadata: Mapping[str, str] | None) -> ExchangeReques
         value = metadata.get(header.name)
         if header.role is HeaderRole.TRANSACTION_ID:
             transaction_id = transaction_id or value or ""
-        elif header.role is HeaderRole.CATALOG:
-            continue  # the call was routed by it (catalogs.py)
+        elif header.role in (HeaderRole.CATALOG, HeaderRole.TRACE_ID, HeaderRole.SESSION_ID):
+            continue  # the call was routed by it (catalogs.py), or it is the call's ContextMeta
         elif header.role is HeaderRole.RETURNING:
             returning = value == header.true_value
         elif value is None:
@@ -70,3 +71,15 @@ def catalog_from_headers(protocol: str, metadata: Mapping[str, str]) -> str | No
         if header.role is HeaderRole.CATALOG and header.name in metadata:
             return metadata[header.name]
     return None
+
+
+def context_meta(protocol: str, metadata: Mapping[str, str], authorization: str) -> ContextMeta:
+    """What the call's headers say of its client (Go's EnrichContextMetadata); authorization:
+    the name of the authorization header."""
+    by_role = {h.role: metadata.get(h.name, "") for h in reversed(PROTOCOLS[protocol].headers)}
+    return ContextMeta(
+        authorization=metadata.get(authorization, ""),
+        trace_id=by_role.get(HeaderRole.TRACE_ID, ""),
+        session_id=by_role.get(HeaderRole.SESSION_ID, ""),
+        catalog_name=by_role.get(HeaderRole.CATALOG, ""),
+    )
