@@ -139,3 +139,42 @@ def test_parameters_are_listed_as_duckdb_reads_them() -> None:
     assert listed.names == ["city", "param2"]
     assert listed.field(0).metadata == {FUNCTION_WIRE.named_parameter_metadata.encode(): b"1"}
     assert listed.field(1).metadata == {FUNCTION_WIRE.any_type_metadata.encode(): b"1"}
+
+
+def test_a_table_call_gets_duckdbs_columns_filters_and_time_point() -> None:
+    """endpoints with table_function_parameters (a msgpack str, as DuckDB sends it) gives a
+    ticket whose DoGet hands the function the columns, filters and time point as ScanOptions."""
+    seen = []
+
+    @table_function(params=[pa.int64()], schema=pa.schema([("a", pa.int64()), ("b", pa.string())]))
+    def pairs(count: int, options: object) -> pa.Table:
+        seen.append(options)
+        return pa.table({"a": pa.array(range(count), pa.int64()), "b": ["x"] * count})
+
+    catalog = memory_demo_catalog()
+    catalog.add_schema(CatalogSchema("fns")).add_function(pairs)
+    with serving(catalog) as running:
+        descriptor = flight_pb2.FlightDescriptor(
+            type=flight_pb2.FlightDescriptor.PATH, path=["fns", "pairs"]
+        ).SerializeToString()
+        parameters = {
+            "json_filters": '{"filters": []}',
+            "column_ids": [1],
+            "table_function_parameters": _arguments(pa.array([3], pa.int64())),
+            "table_function_input_schema": b"",
+            "at_unit": "VERSION",
+            "at_value": "4",
+        }
+        body = msgpack.packb(
+            {"descriptor": descriptor, "parameters": parameters}, use_bin_type=False
+        )
+        (answer,) = running.client.action("endpoints", body)
+        (raw,) = msgpack.unpackb(answer, raw=True)
+        endpoint = flight_pb2.FlightEndpoint.FromString(raw)
+        client = flight.FlightClient(running.server.location)
+        rows = client.do_get(flight.Ticket(endpoint.ticket.ticket)).read_all()
+        client.close()
+    assert rows.to_pydict() == {"a": [0, 1, 2], "b": ["x", "x", "x"]}  # full width, as Go
+    (options,) = seen
+    assert options.columns == ["b"] and options.filter == b'{"filters": []}'
+    assert (options.time_point.unit, options.time_point.value) == ("version", "4")
