@@ -550,6 +550,7 @@ def _protocol(n: _Node) -> ProtocolDef:
         headers=tuple(headers),
         go=_go(n),
         no_metadata=n.string("no_metadata", ""),
+        databases_path=n.string("databases_path", ""),
         unknown_operation=n.string("unknown_operation", ""),
         unknown_action=n.string("unknown_action", ""),
         table_errors=table_errors,

@@ -265,6 +265,7 @@ class ProtocolDef:
     unknown_action: str = ""
     table_errors: str = "wrap"  # wrap | pass_contract_errors
     no_manager: str = ""
+    databases_path: str = ""  # the one-part PATH that lists the server's catalogs
 
 
 @dataclass(frozen=True)

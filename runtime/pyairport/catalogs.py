@@ -15,15 +15,29 @@ import threading
 from collections.abc import Mapping
 
 import msgpack
+import pyarrow as pa
 
-from airport_contracts import CatalogNotFound, InvalidPayload, TicketData
-from airport_contracts.dispatch import ACTIONS, DDL_ACTIONS, OPERATIONS
-from airport_contracts.vocabulary import Protocol
+from airport_contracts import (
+    CatalogNotFound,
+    EndpointsRequest,
+    InvalidPayload,
+    TicketData,
+    flight_pb2,
+)
+from airport_contracts.dispatch import ACTIONS, DDL_ACTIONS, OPERATIONS, PROTOCOLS
+from airport_contracts.vocabulary import Action, Protocol
 
 from .dispatch import Dispatcher, catalog_from_headers
 from .dispatch.catalog_actions import go_quote
+from .dispatch.flight_infos import REUSE_CONNECTION
+from .ipc import serialize_schema
 
 DEFAULT = ""
+
+DATABASES_PATH = PROTOCOLS[Protocol.GETFLIGHTINFO].databases_path
+"""The one-part PATH DuckDB's airport_databases() asks for (deviation databases_listed)."""
+DATABASES = pa.schema([pa.field("name", pa.string(), nullable=False)])
+DATABASES_TICKET = TicketData(schema=DATABASES_PATH).to_json()
 
 
 class Catalogs:
@@ -81,6 +95,52 @@ class Catalogs:
     def several(self) -> bool:
         with self._lock:
             return len(self._dispatchers) > 1
+
+    def databases_info(self) -> flight_pb2.FlightInfo:
+        """The FlightInfo of the catalogs' listing (airport_databases())."""
+        location = self.location
+        return flight_pb2.FlightInfo(
+            schema=serialize_schema(DATABASES),
+            flight_descriptor=flight_pb2.FlightDescriptor(
+                type=flight_pb2.FlightDescriptor.PATH, path=[DATABASES_PATH]
+            ),
+            endpoint=[
+                flight_pb2.FlightEndpoint(
+                    ticket=flight_pb2.Ticket(ticket=DATABASES_TICKET),
+                    location=[flight_pb2.Location(uri=location or REUSE_CONNECTION)],
+                )
+            ],
+            total_records=len(self.names()),
+            total_bytes=-1,
+        )
+
+    def databases_endpoints(self, action: str, body: bytes) -> bytes | None:
+        """The endpoints answer for the catalogs' listing (DuckDB asks endpoints for it
+        before it reads), or None for any other endpoints or action."""
+        if action != Action.ENDPOINTS:
+            return None
+        try:
+            request = EndpointsRequest.decode(body)
+            descriptor = flight_pb2.FlightDescriptor.FromString(request.descriptor)
+        except Exception:  # the dispatcher answers a bad body with the contract's error
+            return None
+        if not self.lists_databases(descriptor):
+            return None
+        packed: bytes = msgpack.packb(
+            [e.SerializeToString() for e in self.databases_info().endpoint]
+        )
+        return packed
+
+    def databases(self) -> pa.RecordBatchReader:
+        """The catalogs served, a row each, by name."""
+        table = pa.table({"name": pa.array(self.names(), pa.string())}, schema=DATABASES)
+        return pa.RecordBatchReader.from_batches(DATABASES, table.to_batches())
+
+    @staticmethod
+    def lists_databases(descriptor: flight_pb2.FlightDescriptor) -> bool:
+        return descriptor.type == flight_pb2.FlightDescriptor.PATH and list(descriptor.path) == [
+            DATABASES_PATH
+        ]
 
 
 def _catalog_fields() -> dict[str, str]:

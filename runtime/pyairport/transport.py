@@ -28,7 +28,7 @@ from airport_contracts import (
 from airport_contracts.vocabulary import Protocol
 
 from .auth import AUTHORIZATION_HEADER
-from .catalogs import Catalogs, catalog_in_body, catalog_in_ticket
+from .catalogs import DATABASES_TICKET, Catalogs, catalog_in_body, catalog_in_ticket
 from .dispatch import (
     Dispatcher,
     OutputBatch,
@@ -181,6 +181,9 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
             tx_id = transaction_id_from_headers(Protocol.DOACTION, headers)
 
             def act() -> list[bytes]:
+                listing = self.catalogs.databases_endpoints(request.type, request.body)
+                if listing is not None:
+                    return [listing]
                 several = self.catalogs.several()
                 named = catalog_in_body(request.type, request.body) if several else None
                 dispatcher = self.catalogs.route(Protocol.DOACTION, headers, named)
@@ -199,6 +202,8 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
             ctx = with_transaction_id(ctx, transaction_id)
 
         def scan() -> Any:
+            if request.ticket == DATABASES_TICKET:
+                return self.catalogs.databases()
             named = catalog_in_ticket(request.ticket) if self.catalogs.several() else None
             return self.catalogs.route(Protocol.DOGET, headers, named).get(ctx, request.ticket)
 
@@ -214,6 +219,8 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
         self, request: flight_pb2.FlightDescriptor, context: grpc.ServicerContext
     ) -> flight_pb2.FlightInfo:
         ctx, headers = _call(context, "GetFlightInfo")
+        if self.catalogs.lists_databases(request):
+            return self.catalogs.databases_info()
         return self._guard(
             context,
             "GetFlightInfo",

@@ -43,6 +43,7 @@ class ProtocolRow:
     no_metadata: ErrorFactory | None
     unknown_operation: ErrorFactory | None
     unknown_action: ErrorFactory | None
+    databases_path: str = ""  # the one-part PATH that lists the server's catalogs
 
     def header(self, role: HeaderRole) -> tuple[str, ...]:
         """The names of this protocol's headers of a role, in the order they are read."""

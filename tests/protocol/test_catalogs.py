@@ -91,3 +91,18 @@ def test_a_server_of_one_named_catalog_answers_as_a_single_go_server() -> None:
             with pytest.raises(RemoteError) as raised:
                 client.list_schemas("")
             assert raised.value.message == 'catalog name mismatch: expected "test1", got ""'
+
+
+def test_the_databases_path_lists_the_catalogs_as_pyarrow_reads_it(two: AirportServer) -> None:
+    """GetFlightInfo of ["__databases"], then DoGet of its ticket (deviation databases_listed);
+    any other one-part path is still Go's error."""
+    import pyarrow.flight as flight
+
+    client = flight.FlightClient(two.location)
+    info = client.get_flight_info(flight.FlightDescriptor.for_path("__databases"))
+    assert info.schema.names == ["name"] and info.total_records == 2
+    names = client.do_get(info.endpoints[0].ticket).read_all().column("name").to_pylist()
+    assert names == ["", "sales"]
+    with pytest.raises(pa.ArrowInvalid, match="path must contain exactly 2 elements"):
+        client.get_flight_info(flight.FlightDescriptor.for_path("__tables"))
+    client.close()
