@@ -127,8 +127,8 @@ class PythonScalarFunction(_Function):
         return result
 
 
-class PythonTableFunction(_Function):
-    """A Python function of scalar arguments that returns rows (TableFunction)."""
+class _RowsFunction(_Function):
+    """A function that returns rows: of a fixed schema, or of one its arguments decide."""
 
     def __init__(
         self,
@@ -138,15 +138,23 @@ class PythonTableFunction(_Function):
     ) -> None:
         super().__init__(fn, **kwargs)
         self.schema = schema
+
+    def _schema(self, *arguments: Any) -> pa.Schema:
+        return self.schema if isinstance(self.schema, pa.Schema) else self.schema(*arguments)
+
+
+class PythonTableFunction(_RowsFunction):
+    """A Python function of scalar arguments that returns rows (TableFunction)."""
+
+    def __init__(self, fn: Callable[..., Any], **kwargs: Any) -> None:
+        super().__init__(fn, **kwargs)
         self.takes_options = "options" in inspect.signature(fn).parameters
 
     def signature(self) -> FunctionSignature:
         return FunctionSignature(parameters=[p.type for p in self.parameters])
 
     def schema_for_parameters(self, ctx: Context, params: list[Any]) -> pa.Schema:
-        if isinstance(self.schema, pa.Schema):
-            return self.schema
-        return self.schema(*params)
+        return self._schema(*params)
 
     def execute(
         self, ctx: Context, params: list[Any], opts: ScanOptions | None = None
@@ -156,18 +164,9 @@ class PythonTableFunction(_Function):
         return as_reader(schema, self.fn(*params, **extra))
 
 
-class PythonTableFunctionInOut(_Function):
+class PythonTableFunctionInOut(_RowsFunction):
     """A Python function of scalar arguments and the client's rows (TableFunctionInOut).
     The rows parameter, last, is not in params: its type comes from the client."""
-
-    def __init__(
-        self,
-        fn: Callable[..., Any],
-        schema: pa.Schema | Callable[..., pa.Schema],
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(fn, **kwargs)
-        self.schema = schema
 
     def parameter_schema(self) -> pa.Schema:
         fields = list(super().parameter_schema())
@@ -179,9 +178,7 @@ class PythonTableFunctionInOut(_Function):
     def schema_for_parameters(
         self, ctx: Context, params: list[Any], input_schema: pa.Schema | None
     ) -> pa.Schema:
-        if isinstance(self.schema, pa.Schema):
-            return self.schema
-        return self.schema(*params, input_schema)
+        return self._schema(*params, input_schema)
 
     def execute(
         self,

@@ -11,6 +11,7 @@ returns after the input ended is one more answer, which DuckDB reads when it fin
 
 from __future__ import annotations
 
+import collections
 import queue
 import threading
 from collections.abc import Callable, Iterator
@@ -66,8 +67,7 @@ def in_out_answers(
                 if over.is_set():
                     return
                 put(batch)
-            for _ in reader:  # rows the function did not read still get their answers
-                pass
+            collections.deque(reader, maxlen=0)  # rows it did not read still get their answers
         except BaseException as exc:  # reaches the client as the function's failure
             put(_Failure(exc))
             return
