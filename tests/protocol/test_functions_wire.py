@@ -178,3 +178,54 @@ def test_a_table_call_gets_duckdbs_columns_filters_and_time_point() -> None:
     (options,) = seen
     assert options.columns == ["b"] and options.filter == b'{"filters": []}'
     assert (options.time_point.unit, options.time_point.value) == ("version", "4")
+
+
+def test_an_in_out_call_gets_duckdbs_columns_and_filters() -> None:
+    """The message before the rows carries DuckDB's column ids and filters on the function's
+    rows: they reach execute as ScanOptions hints."""
+    seen = []
+
+    class Echo:
+        def name(self) -> str:
+            return "echo"
+
+        def comment(self) -> str:
+            return ""
+
+        def signature(self) -> object:
+            from airport_contracts import FunctionSignature
+
+            return FunctionSignature(parameters=[pa.string()])
+
+        def schema_for_parameters(self, ctx: object, params: list, schema: pa.Schema) -> pa.Schema:
+            return schema
+
+        def execute(self, ctx: object, params: list, rows: pa.RecordBatchReader, opts: object):
+            seen.append(opts)
+            return rows
+
+    catalog = memory_demo_catalog()
+    catalog.add_schema(CatalogSchema("fns")).add_function(Echo(), kind="in_out")
+    with serving(catalog) as running:
+        client = flight.FlightClient(running.server.location)
+        writer, reader = client.do_exchange(
+            flight.FlightDescriptor.for_path("fns", "echo"),
+            _options("table_function_in_out", "fns/echo"),
+        )
+        parameters = {
+            "json_filters": '{"f": 1}',
+            "column_ids": [1],
+            "parameters": b"",
+            "at_unit": "",
+            "at_value": "",
+        }
+        writer.write_metadata(pa.py_buffer(msgpack.packb(parameters)))
+        schema = pa.schema([("a", pa.int64()), ("b", pa.string())])
+        writer.begin(schema)
+        writer.write_batch(pa.record_batch([pa.array([1]), pa.array(["x"])], schema=schema))
+        writer.done_writing()
+        chunks = [reader.read_chunk() for _ in range(3)]  # the rows, their end, the final end
+        client.close()
+    assert chunks[0].data.to_pydict() == {"a": [1], "b": ["x"]}
+    (options,) = seen
+    assert options.columns == ["b"] and options.filter == b'{"f": 1}'

@@ -254,7 +254,8 @@ class Functions:
         input_schema = stream.read_schema()
         if input_schema is None:
             return
-        params = self._in_out_arguments(schema_name, function, stream)
+        message = self._in_out_message(stream)
+        params = self._in_out_arguments(schema_name, function, message)
         try:
             output = function.schema_for_parameters(ctx, params, input_schema)
         except AirportError:
@@ -262,6 +263,10 @@ class Functions:
         except Exception as exc:
             raise FunctionOutputSchemaFailed(error=describe(exc)) from exc
         yield OutputSchema(output, FUNCTION_WIRE.chunk_continues)
+        options = ScanOptions(
+            columns=names_for_ids(output, list(message.column_ids)),
+            filter=message.json_filters.encode() or None,
+        )
 
         def failed(exc: BaseException) -> AirportError:
             if isinstance(exc, AirportError):
@@ -270,7 +275,7 @@ class Functions:
             return IN_OUT.failed(schema=schema_name, function=name, error=describe(exc))
 
         answers = in_out_answers(
-            lambda rows: function.execute(ctx, params, rows, ScanOptions()),
+            lambda rows: function.execute(ctx, params, rows, options),
             input_schema,
             stream.batches(),
             output,
@@ -281,16 +286,20 @@ class Functions:
         except Exception as exc:
             raise failed(exc) from exc
 
-    def _in_out_arguments(
-        self, schema_name: str, function: Any, stream: ExchangeInput
-    ) -> list[Any]:
+    @staticmethod
+    def _in_out_message(stream: ExchangeInput) -> InOutParameters:
+        """The message DuckDB sends before the rows: the arguments, its column ids and
+        filters (none from a client that sends no such message)."""
         leading: list[bytes] = getattr(stream, "leading_metadata", [])
         if not leading:
-            return []
+            return InOutParameters()
         try:
-            message = InOutParameters.decode(leading[-1])
+            return InOutParameters.decode(leading[-1])
         except InvalidPayload as exc:
             raise FunctionParametersInvalid(error=exc.problem) from None
+
+    @staticmethod
+    def _in_out_arguments(schema_name: str, function: Any, message: InOutParameters) -> list[Any]:
         if not message.parameters:
             return []
         arguments = decode_parameters(message.parameters)
