@@ -116,6 +116,10 @@ def test_a_tables_history_and_changes_from_the_lakes_functions(
         error = duck.fails("SELECT * FROM lake.delta.table_changes('sales.orders', 0)")
         assert "sales.orders does not record its changes" in error
         assert "delta.enableChangeDataFeed = true" in error
+        # Spark's own refusal arrives as one line, without the table's path or a stack
+        error = duck.fails("SELECT * FROM lake.delta.table_changes('sales.events', 99)")
+        assert "table function execution failed: table_changes: " in error
+        assert str(lake) not in error and "\tat " not in error
         assert "no Delta table 'sales.nope'" in duck.fails(
             "SELECT * FROM lake.delta.history('sales.nope')"
         )

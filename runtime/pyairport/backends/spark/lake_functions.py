@@ -9,6 +9,8 @@ Delta's change data feed). A table is named as the catalog serves it, 'schema.ta
 
 from __future__ import annotations
 
+import contextlib
+import logging
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -20,12 +22,28 @@ from ...functions import Parameter, PythonTableFunction, table_function
 from ..shaping import full_width
 from .layout import ROWID
 from .scans import SCAN_BATCH_ROWS
+from .sql import one_line
 
 if TYPE_CHECKING:
     from .catalog import SparkBackend
     from .table import SparkTable
 
 CHANGE_DATA_FEED = "delta.enableChangeDataFeed"
+log = logging.getLogger("pyairport.lake_functions")
+
+
+@contextlib.contextmanager
+def _spark_errors(function: str) -> Iterator[None]:
+    """A Spark failure as the one line a client may see (no plan, stack or path); the whole
+    of it in the server's log."""
+    try:
+        yield
+    except ValueError:
+        raise
+    except Exception as exc:
+        log.error("%s failed", function, exc_info=exc)
+        raise RuntimeError(f"{function}: {one_line(exc)}") from None
+
 
 HISTORY = pa.schema(
     [
@@ -94,8 +112,9 @@ class LakeFunctions:
 
     def _history(self, name: str | None) -> pa.Table:
         table = self._table("history", name)
-        frame = self.backend.spark.sql(f"DESCRIBE HISTORY {table.fqn}")
-        read = frame.select(*_HISTORY_COLUMNS).orderBy("version").toArrow()
+        with _spark_errors("history"):
+            frame = self.backend.spark.sql(f"DESCRIBE HISTORY {table.fqn}")
+            read = frame.select(*_HISTORY_COLUMNS).orderBy("version").toArrow()
         return read.rename_columns(HISTORY.names).cast(HISTORY)
 
     def _changes_schema(
@@ -119,14 +138,15 @@ class LakeFunctions:
     ) -> Iterator[pa.RecordBatch]:
         schema = self._changes_schema(name, from_version, to_version)
         table = self._table("table_changes", name)
-        reader: Any = self.backend.spark.read.format("delta").option("readChangeFeed", "true")
-        reader = reader.option("startingVersion", from_version)
-        if to_version is not None:
-            reader = reader.option("endingVersion", to_version)
-        location = table.layout.location
-        frame = reader.load(str(location)) if location is not None else reader.table(table.fqn)
-        if ROWID in frame.columns:
-            frame = frame.drop(ROWID)
-        read = frame.orderBy("_commit_version").toArrow()
+        with _spark_errors("table_changes"):
+            reader: Any = self.backend.spark.read.format("delta")
+            reader = reader.option("readChangeFeed", "true").option("startingVersion", from_version)
+            if to_version is not None:
+                reader = reader.option("endingVersion", to_version)
+            location = table.layout.location
+            frame = reader.load(str(location)) if location is not None else reader.table(table.fqn)
+            if ROWID in frame.columns:
+                frame = frame.drop(ROWID)
+            read = frame.orderBy("_commit_version").toArrow()
         for batch in read.to_batches(SCAN_BATCH_ROWS):
             yield full_width(batch, schema, schema.names)
