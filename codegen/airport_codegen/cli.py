@@ -26,7 +26,7 @@ def diff_upstream(argv: list[str] | None = None, prog: str = "diff-upstream") ->
     purpose (recorded_differences: deviations, pyairport's additions) are not drift. Exit 0:
     no drift; 1: drift; 2: it could not run (no Go toolchain, unknown version, parse
     failure)."""
-    from .diff import diff, packages_to_read, render_text, report
+    from .diff import api_map, diff, packages_to_read, render_text, report
     from .goextract import UpstreamError, extract, module_dir
 
     parser = argparse.ArgumentParser(prog=prog, description=diff_upstream.__doc__)
@@ -72,7 +72,7 @@ def diff_upstream(argv: list[str] | None = None, prog: str = "diff-upstream") ->
     except UpstreamError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
-    rep = report(diff(contract, upstream), label, contract.recorded)
+    rep = report(diff(contract, upstream), label, contract.recorded, api_map(contract, upstream))
     if args.format == "json":
         import json
 

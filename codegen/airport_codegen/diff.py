@@ -1,19 +1,22 @@
 """contracts.yaml against the upstream Go source: where they disagree, item by item.
 
 Every difference has a kind, the contract path and the Go file:line:
-- "missing in Go": the contract maps an item to a Go home that has no such declaration;
-- "missing in the contract": Go declares it and the contract does not (members of mapped
-  items, and exported DML/transaction identifiers of the mapped packages);
+- "missing in Go": the contract maps an item to a Go home that has no such declaration, or
+  records an unbound identifier (upstream_api) that Go no longer exports;
+- "missing in the contract": Go exports it and the contract neither binds it nor records it
+  in upstream_api (every exported identifier of upstream_api.packages is watched);
 - "changed signature": an interface method or helper function differs in parameters,
-  parameter types or results;
+  parameter types or results, or an unbound type, method or function differs from the
+  signature upstream_api recorded;
 - "changed field or tag": a struct field differs in name, type or json/msgpack tag, or an
-  enum constant in value;
+  enum constant in value; or an unbound field, constant or variable from its record;
 - "changed error code or message": an error row's Go format string is not in its Go file,
   or is there with another gRPC code.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -22,14 +25,9 @@ from airport_support.errors import StatusCode
 
 from .model import (
     Contract,
-    ErrorRow,
     Field,
-    Helper,
-    Interface,
     Method,
-    Payload,
     RecordedDifference,
-    TypeDef,
     TypeRef,
 )
 
@@ -39,14 +37,6 @@ KINDS = (
     "changed signature",
     "changed field or tag",
     "changed error code or message",
-)
-
-# Exported names that concern DML, transactions or DDL; the contract should mention each.
-RELEVANT = re.compile(
-    r"Insert|Update|Delete|DML|Transaction|RowID|Rowid|Returning"
-    r"|^Dynamic(Catalog|Schema|Table)$|OnConflict|(Options|Params)$"
-    r"|^Err(AlreadyExists|NotFound|SchemaNotEmpty|Unimplemented)$",
-    re.IGNORECASE,
 )
 
 
@@ -110,7 +100,9 @@ def _expected_tag(field: Field, encoding: str) -> str:
     return f'{encoding}:"{field.wire}{",omitempty" if field.omitempty else ""}"'
 
 
-def diff(contract: Contract, upstream: dict[str, dict[str, Any]]) -> list[Difference]:
+def diff(contract: Contract, extracted: dict[str, dict[str, Any]]) -> list[Difference]:
+    """Every difference between the contract and the Go source goextract read (by folder)."""
+    upstream = {contract.upstream_api.package(folder): pkg for folder, pkg in extracted.items()}
     out: list[Difference] = []
     mentioned: set[str] = set()
 
@@ -289,6 +281,14 @@ def diff(contract: Contract, upstream: dict[str, dict[str, Any]]) -> list[Differ
                     f"no error {t.go.ident} in package {t.go.package}",
                 )
             )
+            continue
+        api = {a["name"]: a for a in package(t.go.package).get("api", [])}
+        message = _sentinel_message(api.get(t.go.ident, {}).get("sig", ""))
+        if message is not None and message != t.message:
+            go_item = api[t.go.ident]
+            detail = f"contract message {t.message!r}; Go {message!r}"
+            where = f"{go_item['file']}:{go_item['line']}"
+            out.append(Difference("changed field or tag", f"types[{i}] {t.name}", where, detail))
 
     for i, helper in enumerate(contract.helpers):
         mentioned.add(helper.go.ident)
@@ -307,16 +307,68 @@ def diff(contract: Contract, upstream: dict[str, dict[str, Any]]) -> list[Differ
         out += _compare_callable(path, f"{go_func['file']}:{go_func['line']}", helper, go_func)
 
     out += _compare_errors(contract, upstream)
-    mentioned |= {m for m in _mentioned_names(contract)}
-    for package_name in sorted({home for home in _packages(contract)}):
-        for item in package(package_name)["exported"]:
-            if RELEVANT.search(item["name"]) and item["name"] not in mentioned:
-                where = f"{item['file']}:{item['line']}"
-                detail = f"exported {item['type']} {package_name}.{item['name']} concerns DML, transactions or DDL and is not in the contract"
-                out.append(
-                    Difference("missing in the contract", f"package {package_name}", where, detail)
-                )
+    reported = {d.go for d in out if d.kind == "missing in the contract"}
+    out += [d for d in _api_differences(contract, upstream) if d.go not in reported]
     return sorted(out, key=lambda d: (KINDS.index(d.kind), d.contract, d.go))
+
+
+def _sentinel_message(signature: str) -> str | None:
+    """The text of a sentinel declared as errors.New("…"), or None for another form."""
+    found = re.fullmatch(r'= errors\.New\(("(?:[^"\\]|\\.)*")\)', signature)
+    return json.loads(found.group(1)) if found else None
+
+
+_VALUE_KINDS = ("field", "const", "var")
+"""API items whose change is a "changed field or tag" (the rest change a signature)."""
+
+
+def _compared_with_owner(
+    item: dict[str, Any], bound: dict[tuple[str, str], str], package: str
+) -> bool:
+    """A field or interface method of a type the contract binds: the struct and interface
+    comparisons above name it, so the API pass does not report it again."""
+    owner, dot, _ = item["name"].partition(".")
+    receiver_method = item["sig"].startswith("(")
+    return bool(dot) and (package, owner) in bound and not receiver_method
+
+
+def _api_differences(contract: Contract, upstream: dict[str, dict[str, Any]]) -> list[Difference]:
+    """Every exported identifier of the watched packages is bound, or recorded with the
+    signature it had: one that is neither, one that changed, one that is gone, is drift."""
+    out: list[Difference] = []
+    bound = contract.bound_go_names()
+    recorded = {
+        (group.package, name): (signature, f"upstream_api.unbound[{i}]")
+        for i, group in enumerate(contract.upstream_api.unbound)
+        for name, signature in group.items
+    }
+    for package, folder in contract.upstream_api.packages:
+        for item in upstream.get(package, {}).get("api", []):
+            key = (package, item["name"])
+            where = f"{item['file']}:{item['line']}"
+            if key in bound or _compared_with_owner(item, bound, package):
+                continue
+            if key not in recorded:
+                detail = (
+                    f"exported {item['kind']} {package}.{item['name']} ({item['sig']}) is"
+                    " neither bound nor recorded in upstream_api"
+                )
+                out.append(
+                    Difference("missing in the contract", f"package {package}", where, detail)
+                )
+                continue
+            signature, path = recorded.pop(key)
+            if signature != item["sig"]:
+                kind = (
+                    "changed field or tag" if item["kind"] in _VALUE_KINDS else "changed signature"
+                )
+                detail = f"recorded {signature}; Go {item['sig']}"
+                out.append(Difference(kind, f"{path} {package}.{item['name']}", where, detail))
+        for (gone_package, name), (_, path) in sorted(recorded.items()):
+            if gone_package == package:
+                detail = f"Go no longer exports {package}.{name}"
+                out.append(Difference("missing in Go", f"{path} {package}.{name}", folder, detail))
+    return out
 
 
 def _compare_map_keys(
@@ -388,24 +440,37 @@ def _packages(contract: Contract) -> set[str]:
     return {h.package for h in homes if h.package}
 
 
-def _mentioned_names(contract: Contract) -> set[str]:
-    named: list[Interface | TypeDef | Payload | Helper | ErrorRow] = [
-        *contract.interfaces,
-        *contract.types,
-        *contract.payloads,
-        *contract.helpers,
-        *contract.errors,
-    ]
-    names = {item.go.ident for item in named}
-    for t in contract.types:
-        names |= {v.go for v in t.values}
-    return names
-
-
 def packages_to_read(contract: Contract) -> list[str]:
-    """Package folders to extract (error rows may live in more files of them)."""
-    folders = _packages(contract) | {e.go.file.split("/")[0] for e in contract.errors if e.go.file}
+    """Package folders to extract: the watched packages', the mapped items' and the folders
+    of the error rows' files."""
+    api = contract.upstream_api
+    folders = {api.folder(p) for p in _packages(contract)} | {f for _, f in api.packages}
+    folders |= {e.go.file.split("/")[0] for e in contract.errors if e.go.file}
     return sorted(folders)
+
+
+def api_map(contract: Contract, upstream: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per watched package: how many exported identifiers Go has, how many the contract binds
+    and how many it records unbound, with each group's why."""
+    bound = contract.bound_go_names()
+    packages = []
+    for package, folder in contract.upstream_api.packages:
+        api = upstream.get(folder, {}).get("api", [])
+        groups = [g for g in contract.upstream_api.unbound if g.package == package]
+        packages.append(
+            {
+                "package": package,
+                "folder": folder,
+                "exported": len(api),
+                "bound": sum((package, item["name"]) in bound for item in api),
+                "recorded": sum(len(g.items) for g in groups),
+                "unbound": [
+                    {"why": g.why, "deviation": g.deviation, "names": [n for n, _ in g.items]}
+                    for g in groups
+                ],
+            }
+        )
+    return packages
 
 
 def _names(difference: Difference, item: str) -> bool:
@@ -441,7 +506,10 @@ def split_recorded(
 
 
 def report(
-    differences: list[Difference], source: str, recorded: tuple[RecordedDifference, ...] = ()
+    differences: list[Difference],
+    source: str,
+    recorded: tuple[RecordedDifference, ...] = (),
+    packages: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     drift, kept, stale = split_recorded(differences, recorded)
     counts = {kind: sum(d.kind == kind for d in drift) for kind in KINDS}
@@ -452,12 +520,22 @@ def report(
         "differences": [asdict(d) for d in drift],
         "recorded": [{**asdict(d), "why": r.why, "deviation": r.deviation} for d, r in kept],
         "stale_records": [asdict(r) for r in stale],
+        "packages": packages or [],
     }
 
 
 def render_text(rep: dict[str, Any], show_recorded: bool = False) -> str:
     lines = [f"upstream: {rep['upstream']}"]
     if show_recorded:
+        for p in rep["packages"]:
+            lines.append(
+                f"package {p['package']} ({p['folder']}): {p['exported']} exported,"
+                f" {p['bound']} bound, {p['recorded']} recorded unbound"
+            )
+            for group in p["unbound"]:
+                because = f" (deviation {group['deviation']})" if group["deviation"] else ""
+                lines.append(f"  unbound: {', '.join(group['names'])}")
+                lines.append(f"    why: {group['why']}{because}")
         for d in rep["recorded"]:
             because = f" (deviation {d['deviation']})" if d["deviation"] else ""
             lines.append(

@@ -50,6 +50,8 @@ from .model import (
     Transition,
     TypeDef,
     TypeRef,
+    UnboundGroup,
+    UpstreamApi,
     ValidationRule,
 )
 
@@ -220,6 +222,7 @@ def build_contract(data: Any) -> Contract:
         ddl_actions=tuple(_ddl_action(n) for n in root.nodes("ddl_actions", required=True)),
         functions=_functions(root.node("functions")),
         recorded=tuple(_recorded(n) for n in root.nodes("recorded_differences", required=True)),
+        upstream_api=_upstream_api(root.node("upstream_api")),
     )
     matrix = root.node("compatibility_matrix")
     assert matrix is not None
@@ -643,6 +646,52 @@ def _ddl_action(n: _Node) -> DdlAction:
     return action
 
 
+def _upstream_api(n: _Node | None) -> UpstreamApi:
+    assert n is not None
+    packages = n.str_map("packages")
+    if not packages:
+        raise ContractError(f"{n.sub('packages')}: name at least one package")
+    groups = []
+    for g in n.nodes("unbound", required=True):
+        package = g.string("package")
+        if package not in packages:
+            raise ContractError(
+                f"{g.sub('package')}: '{package}' is not one of upstream_api.packages"
+            )
+        items = tuple(g.str_map("items").items())
+        if not items:
+            raise ContractError(f"{g.sub('items')}: name at least one identifier")
+        groups.append(
+            UnboundGroup(
+                package=package,
+                why=g.string("why"),
+                items=items,
+                deviation=g.string("deviation", ""),
+            )
+        )
+        g.done()
+    n.done()
+    return UpstreamApi(packages=tuple(packages.items()), unbound=tuple(groups))
+
+
+def _check_unbound(
+    c: Contract, deviation_ids: set[str], ref: Callable[[str, str, set[str], str], None]
+) -> None:
+    """An unbound identifier is recorded once, and never one the contract binds."""
+    bound = c.bound_go_names()
+    seen: dict[tuple[str, str], str] = {}
+    for i, group in enumerate(c.upstream_api.unbound):
+        path = f"upstream_api.unbound[{i}]"
+        ref("deviation", group.deviation, deviation_ids, f"{path}.deviation")
+        for name, _ in group.items:
+            key = (group.package, name)
+            if key in bound:
+                raise ContractError(f"{path}.items.{name}: bound by {bound[key]}; record it once")
+            if key in seen:
+                raise ContractError(f"{path}.items.{name}: recorded in {seen[key]} too")
+            seen[key] = path
+
+
 def _recorded(n: _Node) -> RecordedDifference:
     from .diff import KINDS  # the diff's kinds are the vocabulary of a recorded difference
 
@@ -868,6 +917,7 @@ def _check_references(c: Contract) -> None:
             ref("error", error_id, error_ids, f"{path}.sentinels.{sentinel}")
     for i, recorded in enumerate(c.recorded):
         ref("deviation", recorded.deviation, deviation_ids, f"recorded_differences[{i}].deviation")
+    _check_unbound(c, deviation_ids, ref)
     for i, error in enumerate(c.errors):
         check_sources(error.sources, f"errors[{i}].sources")
         for protocol_id in error.protocols:

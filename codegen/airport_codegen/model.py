@@ -358,6 +358,31 @@ class RecordedDifference:
 
 
 @dataclass(frozen=True)
+class UnboundGroup:
+    """Exported Go identifiers of one package the contract does not bind, with why, each
+    with the signature it had when recorded (so that a change to it upstream is drift)."""
+
+    package: str
+    why: str
+    items: tuple[tuple[str, str], ...]  # (Go name: T, T.Member, Func or Const; signature)
+    deviation: str = ""
+
+
+@dataclass(frozen=True)
+class UpstreamApi:
+    """The packages whose whole public API diff-upstream watches, and what it leaves unbound."""
+
+    packages: tuple[tuple[str, str], ...]  # (package name, folder in the module)
+    unbound: tuple[UnboundGroup, ...]
+
+    def folder(self, package: str) -> str:
+        return dict(self.packages).get(package, package)
+
+    def package(self, folder: str) -> str:
+        return {f: p for p, f in self.packages}.get(folder, folder)
+
+
+@dataclass(frozen=True)
 class Rowid:
     name: str
     metadata_key: str
@@ -433,6 +458,7 @@ class Contract:
     ddl_actions: tuple[DdlAction, ...] = ()
     functions: Functions | None = None
     recorded: tuple[RecordedDifference, ...] = ()
+    upstream_api: UpstreamApi = UpstreamApi((), ())
     content_hash: str = field(default="", compare=False)
 
     # Look-ups the templates use; each raises KeyError on a name the loader let through,
@@ -458,6 +484,37 @@ class Contract:
             ids |= {k.no_return_chunks, k.not_found, k.list_failed, k.flight_info_list_failed}
             ids |= {k.failed}
         return sorted(self.error(i).cls for i in ids if i)
+
+    def bound_go_names(self) -> dict[tuple[str, str], str]:
+        """Each upstream identifier the contract binds, (package, Go name as diff-upstream's
+        API listing spells it: T, T.Member, Func, Const), with the contract item binding it."""
+        bound: dict[tuple[str, str], str] = {}
+
+        def bind(home: GoHome, member: str, path: str) -> None:
+            if home.package and home.ident:
+                name = f"{home.ident}.{member}" if member else home.ident
+                bound.setdefault((home.package, name), path)
+
+        for i, iface in enumerate(self.interfaces):
+            path = f"interfaces[{i}] {iface.name}"
+            bind(iface.go, "", path)
+            for method in iface.methods:
+                bind(iface.go, method.name, f"{path}.{method.name}")
+        structs: list[tuple[str, TypeDef | Payload]]
+        structs = [(f"types[{i}] {t.name}", t) for i, t in enumerate(self.types)]
+        structs += [(f"payloads[{i}] {p.name}", p) for i, p in enumerate(self.payloads)]
+        for path, item in structs:
+            bind(item.go, "", path)
+            for f in item.fields:
+                bind(item.go, f.go or f.name, f"{path}.{f.name}")
+        for i, t in enumerate(self.types):
+            for value in t.values:
+                bind(GoHome(t.go.package, ident=value.go), "", f"types[{i}] {t.name}.{value.name}")
+        for i, h in enumerate(self.helpers):
+            bind(h.go, "", f"helpers[{i}] {h.name}")
+        for i, e in enumerate(self.errors):
+            bind(e.go, "", f"errors[{i}] {e.id}")
+        return bound
 
     def struct_field_types(self) -> set[str]:
         """Every type name the contract's structs' fields use."""

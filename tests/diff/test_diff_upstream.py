@@ -45,6 +45,7 @@ def _trimmed_contract_data() -> dict:
     data["actions"], data["recorded_differences"], data["ddl_actions"] = [], [], []
     data["compatibility_matrix"]["rows"] = []
     data["functions"]["kinds"] = []
+    data["upstream_api"] = {"packages": {"catalog": "catalog", "flight": "flight"}, "unbound": []}
     return data
 
 
@@ -216,13 +217,19 @@ def test_changed_error_message(tmp_path: Path) -> None:
     ]
 
 
-def test_struct_missing_in_go_and_unmentioned_dml_identifier(tmp_path: Path) -> None:
+def test_struct_missing_in_go_and_unrecorded_identifiers(tmp_path: Path) -> None:
     root = _fixture(
         tmp_path,
         "catalog/table.go",
         "type TimePoint struct {",
         "type DeleteFilter struct{}\n\ntype TimePointX struct {",
     )
+    unrecorded = [
+        ("catalog/table.go:44", "type catalog.DeleteFilter (struct)"),
+        ("catalog/table.go:46", "type catalog.TimePointX (struct)"),
+        ("catalog/table.go:47", "field catalog.TimePointX.Unit (string)"),
+        ("catalog/table.go:48", "field catalog.TimePointX.Value (string)"),
+    ]
     assert _diff(root) == [
         Difference(
             "missing in Go",
@@ -230,13 +237,72 @@ def test_struct_missing_in_go_and_unmentioned_dml_identifier(tmp_path: Path) -> 
             "catalog/types.go",
             "no struct TimePoint in package catalog",
         ),
-        Difference(
-            "missing in the contract",
-            "package catalog",
-            "catalog/table.go:44",
-            "exported type catalog.DeleteFilter concerns DML, transactions or DDL and is not in the contract",
+        *(
+            Difference(
+                "missing in the contract",
+                "package catalog",
+                where,
+                f"exported {what} is neither bound nor recorded in upstream_api",
+            )
+            for where, what in unrecorded
         ),
     ]
+
+
+def _with_unbound(items: dict[str, str]) -> Contract:
+    """The trimmed contract recording items of the fixture's flight package as unbound."""
+
+    def record(data: dict) -> None:
+        data["upstream_api"]["unbound"] = [
+            {"package": "flight", "why": "a test's record", "items": items}
+        ]
+
+    return _contract(record)
+
+
+def test_recorded_unbound_identifier_changed_and_removed(tmp_path: Path) -> None:
+    root = _fixture(
+        tmp_path,
+        "flight/doexchange_dml.go",
+        "type AirportChangedFinalMetadata struct {",
+        'type Progress struct {\n\tDone int64 `msgpack:"done"`\n}\n\ntype AirportChangedFinalMetadata struct {',
+    )
+    agreeing = _with_unbound({"Progress": "struct", "Progress.Done": 'int64 `msgpack:"done"`'})
+    assert _diff(root, agreeing) == []
+    changed = _with_unbound(
+        {"Progress": "struct", "Progress.Done": 'int32 `msgpack:"done"`', "Gone": "func() error"}
+    )
+    assert _diff(root, changed) == [
+        Difference(
+            "missing in Go",
+            "upstream_api.unbound[0] flight.Gone",
+            "flight",
+            "Go no longer exports flight.Gone",
+        ),
+        Difference(
+            "changed field or tag",
+            "upstream_api.unbound[0] flight.Progress.Done",
+            "flight/doexchange_dml.go:10",
+            'recorded int32 `msgpack:"done"`; Go int64 `msgpack:"done"`',
+        ),
+    ]
+
+
+def test_an_identifier_bound_and_recorded_is_refused() -> None:
+    from airport_codegen.load import ContractError
+
+    with pytest.raises(ContractError, match=r"items\.FindRowIDColumn: bound by helpers\[0\]"):
+        _contract(
+            lambda data: data["upstream_api"].update(
+                unbound=[
+                    {
+                        "package": "catalog",
+                        "why": "twice",
+                        "items": {"FindRowIDColumn": "func(*arrow.Schema) int"},
+                    }
+                ]
+            )
+        )
 
 
 def test_parse_failure_is_reported(tmp_path: Path) -> None:
@@ -329,3 +395,137 @@ def test_a_ddl_field_dropped_from_the_contract_is_drift(tmp_path: Path) -> None:
     done = _cli("--contract", str(contract))
     assert done.returncode == 1, done.stdout + done.stderr
     assert "CreateTableParams.CheckConstraints is not in the contract" in done.stdout
+
+
+# --- the whole public API of the pinned airport-go --------------------------------------------
+
+
+def _pinned_copy(tmp_path: Path) -> Path:
+    """A writable copy of the pinned airport-go source, from the Go module cache."""
+    from airport_codegen.goextract import module_dir
+    from airport_codegen.load import load_contract
+
+    contract = load_contract(ROOT / "contracts.yaml")
+    source = module_dir(contract.upstream_module, contract.upstream_ref)
+    copy = tmp_path / "airport-go"
+    shutil.copytree(source, copy, ignore=shutil.ignore_patterns("*_test.go", "docs", "specs"))
+    for path in copy.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return copy
+
+
+def _edit(root: Path, file: str, old: str, new: str) -> None:
+    path = root / file
+    text = path.read_text()
+    assert old in text, f"{file}: the edit does not apply to the pinned source: {old!r}"
+    path.write_text(text.replace(old, new, 1))
+
+
+def _drop_function(root: Path, file: str, name: str) -> None:
+    import re
+
+    path = root / file
+    text, count = re.subn(
+        rf"\n(//[^\n]*\n)*func {name}\(.*?\n}}\n", "\n", path.read_text(), count=1, flags=re.S
+    )
+    assert count == 1, f"{file}: no func {name}"
+    path.write_text(text)
+
+
+def test_an_identifier_added_removed_and_changed_in_each_package_is_drift(
+    tmp_path: Path,
+) -> None:
+    """One exported identifier added, one removed and one changed in each of the root package,
+    auth, catalog and flight: each is named with its place, and the command exits 1."""
+    root = _pinned_copy(tmp_path)
+    # the root package
+    _edit(
+        root,
+        "config.go",
+        "	MaxMessageSize int\n",
+        "	MaxMessageSize int64\n	ReadOnly bool\n",
+    )
+    _drop_function(root, "auth.go", "NoAuth")
+    # auth
+    _edit(
+        root,
+        "auth/auth.go",
+        "func NoAuth() Authenticator {",
+        'func Anonymous() string { return "" }\n\nfunc NoAuth() Authenticator {',
+    )
+    _drop_function(root, "auth/bearer.go", "BearerAuth")
+    _edit(
+        root,
+        "auth/auth.go",
+        "identity string) context.Context {",
+        "identity []byte) context.Context {\n\t_ = string(identity)",
+    )
+    # catalog: a bound struct field's type, a bound helper, a new interface; a sentinel's text
+    _edit(root, "catalog/types.go", "	Returning bool", "	Returning int")
+    _drop_function(root, "catalog/helpers.go", "FindRowIDColumn")
+    _edit(
+        root,
+        "catalog/table.go",
+        "type StatisticsTable interface {",
+        "type Truncatable interface {\n	Truncate(ctx context.Context) error\n}\n\ntype StatisticsTable interface {",
+    )
+    _edit(root, "catalog/dynamic.go", 'errors.New("not found")', 'errors.New("no such object")')
+    # flight: a payload's tag, an unbound function, a new constant
+    _edit(
+        root,
+        "flight/doaction_ddl.go",
+        'msgpack:"comment,omitempty"`',
+        'msgpack:"description,omitempty"`',
+    )
+    _drop_function(root, "flight/projection.go", "ProjectSchema")
+    (root / "flight" / "useragent.go").write_text(
+        'package flight\n\nconst HeaderUserAgent = "airport-user-agent"\n'
+    )
+    done = _cli("--path", str(root), "--format", "json")
+    assert done.returncode == 1, done.stdout + done.stderr
+    found = {(d["kind"], d["go"], d["detail"]) for d in json.loads(done.stdout)["differences"]}
+    expected = {
+        ("changed field or tag", "config.go", "recorded int; Go int64"),
+        ("missing in the contract", "config.go", "airport.ServerConfig.ReadOnly (bool)"),
+        ("missing in Go", ".", "Go no longer exports airport.NoAuth"),
+        ("missing in the contract", "auth/auth.go", "func auth.Anonymous (func() string)"),
+        ("missing in Go", "auth", "Go no longer exports auth.BearerAuth"),
+        ("changed signature", "auth/auth.go", "Go func(context.Context, []byte) context.Context"),
+        ("changed field or tag", "catalog/types.go", "contract type bool; Go type int"),
+        ("missing in Go", "catalog/helpers.go", "no function FindRowIDColumn in package catalog"),
+        ("missing in the contract", "catalog/table.go", "type catalog.Truncatable (interface{})"),
+        (
+            "changed field or tag",
+            "catalog/dynamic.go",
+            "contract message 'not found'; Go 'no such object'",
+        ),
+        (
+            "changed field or tag",
+            "flight/doaction_ddl.go",
+            'Go tag `msgpack:"description,omitempty"`',
+        ),
+        ("missing in Go", "flight", "Go no longer exports flight.ProjectSchema"),
+        ("missing in the contract", "flight/useragent.go", "const flight.HeaderUserAgent"),
+    }
+    for kind, where, detail in expected:
+        assert any(k == kind and g.split(":")[0] == where and detail in d for k, g, d in found), (
+            f"not reported: {kind} at {where}: {detail}\n{sorted(found)}"
+        )
+    added = [d for d in found if d[0] == "missing in the contract"]
+    assert all(":" in where for _, where, _ in added), "an added identifier is named with its line"
+
+
+def test_all_maps_each_package_bound_and_recorded() -> None:
+    """--all: per watched package, how many identifiers Go exports, how many are bound and how
+    many recorded, and each recorded group's why."""
+    done = _cli("--all", "--format", "json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    packages = {p["package"]: p for p in json.loads(done.stdout)["packages"]}
+    assert set(packages) == {"airport", "auth", "catalog", "filter", "flight"}
+    for p in packages.values():
+        assert p["exported"] > 0 and p["bound"] + p["recorded"] == p["exported"], p["package"]
+        assert all(group["why"] and group["names"] for group in p["unbound"])
+    assert packages["catalog"]["bound"] > 100 and packages["flight"]["bound"] > 100
+    text = _cli("--all")
+    assert text.returncode == 0
+    assert "package catalog (catalog): " in text.stdout and "    why: " in text.stdout

@@ -80,8 +80,20 @@ type Literal struct {
 	Code  string `json:"code,omitempty"`
 }
 
+// APIItem is one exported identifier of the package's public API: a type, a struct field (with
+// its tag), an interface or receiver method, a function, a constant or a variable. Sig is what
+// a change to it changes: types without parameter names, tags, constant values.
+type APIItem struct {
+	Name string `json:"name"` // T, T.Field, T.Method, Func, Const
+	Kind string `json:"kind"` // type, field, method, func, const, var
+	Sig  string `json:"sig"`
+	File string `json:"file"`
+	Line int    `json:"line"`
+}
+
 type Package struct {
 	Dir        string               `json:"dir"`
+	API        []APIItem            `json:"api"`
 	Interfaces map[string]Interface `json:"interfaces"`
 	Structs    map[string]Struct    `json:"structs"`
 	Consts     []Const              `json:"consts"`
@@ -176,7 +188,7 @@ func main() {
 
 func extract(root, dir string) (*Package, error) {
 	fset := token.NewFileSet()
-	pkg := &Package{Dir: dir, Interfaces: map[string]Interface{}, Structs: map[string]Struct{}, Funcs: map[string]Func{}, Literals: map[string][]Literal{}}
+	pkg := &Package{Dir: dir, API: []APIItem{}, Interfaces: map[string]Interface{}, Structs: map[string]Struct{}, Funcs: map[string]Func{}, Literals: map[string][]Literal{}}
 	matches, err := filepath.Glob(filepath.Join(root, dir, "*.go"))
 	if err != nil {
 		return nil, err
@@ -196,6 +208,7 @@ func extract(root, dir string) (*Package, error) {
 		rel, _ := filepath.Rel(root, path)
 		rel = filepath.ToSlash(rel)
 		line := func(p token.Pos) int { return fset.Position(p).Line }
+		collectAPI(pkg, file, rel, line)
 		for _, decl := range file.Decls {
 			switch d := decl.(type) {
 			case *ast.FuncDecl:
@@ -306,5 +319,190 @@ func extract(root, dir string) (*Package, error) {
 		})
 	}
 	sort.Slice(pkg.Exported, func(i, j int) bool { return pkg.Exported[i].Name < pkg.Exported[j].Name })
+	sort.SliceStable(pkg.API, func(i, j int) bool { return pkg.API[i].Name < pkg.API[j].Name })
 	return pkg, nil
+}
+
+// typesOnly prints a parameter or result list by its types alone, so that renaming a
+// parameter is not a change of the API.
+func typesOnly(list *ast.FieldList) string {
+	if list == nil {
+		return ""
+	}
+	parts := []string{}
+	for _, f := range list.List {
+		n := len(f.Names)
+		if n == 0 {
+			n = 1
+		}
+		for i := 0; i < n; i++ {
+			parts = append(parts, types.ExprString(f.Type))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func funcSig(ft *ast.FuncType) string {
+	sig := "func"
+	if ft.TypeParams != nil {
+		sig += "[" + typesOnly(ft.TypeParams) + "]"
+	}
+	sig += "(" + typesOnly(ft.Params) + ")"
+	if ft.Results != nil && len(ft.Results.List) > 0 {
+		results := typesOnly(ft.Results)
+		if len(ft.Results.List) > 1 || len(ft.Results.List[0].Names) > 1 {
+			results = "(" + results + ")"
+		}
+		sig += " " + results
+	}
+	return sig
+}
+
+// receiverName is the type a method belongs to, and whether it takes a pointer.
+func receiverName(recv *ast.FieldList) (string, bool) {
+	if recv == nil || len(recv.List) == 0 {
+		return "", false
+	}
+	expr := recv.List[0].Type
+	pointer := false
+	if star, ok := expr.(*ast.StarExpr); ok {
+		expr, pointer = star.X, true
+	}
+	switch t := expr.(type) {
+	case *ast.IndexExpr:
+		expr = t.X
+	case *ast.IndexListExpr:
+		expr = t.X
+	}
+	if ident, ok := expr.(*ast.Ident); ok {
+		return ident.Name, pointer
+	}
+	return "", pointer
+}
+
+func embeddedName(expr ast.Expr) string {
+	if star, ok := expr.(*ast.StarExpr); ok {
+		expr = star.X
+	}
+	if sel, ok := expr.(*ast.SelectorExpr); ok {
+		return sel.Sel.Name
+	}
+	if ident, ok := expr.(*ast.Ident); ok {
+		return ident.Name
+	}
+	return types.ExprString(expr)
+}
+
+// collectAPI adds the file's exported identifiers to pkg.API.
+func collectAPI(pkg *Package, file *ast.File, rel string, line func(token.Pos) int) {
+	add := func(name, kind, sig string, pos token.Pos) {
+		pkg.API = append(pkg.API, APIItem{Name: name, Kind: kind, Sig: sig, File: rel, Line: line(pos)})
+	}
+	for _, decl := range file.Decls {
+		switch d := decl.(type) {
+		case *ast.FuncDecl:
+			if !d.Name.IsExported() {
+				continue
+			}
+			if d.Recv == nil {
+				add(d.Name.Name, "func", funcSig(d.Type), d.Pos())
+				continue
+			}
+			owner, pointer := receiverName(d.Recv)
+			if owner == "" || !ast.IsExported(owner) {
+				continue
+			}
+			receiver := owner
+			if pointer {
+				receiver = "*" + owner
+			}
+			add(owner+"."+d.Name.Name, "method", "("+receiver+") "+funcSig(d.Type), d.Pos())
+		case *ast.GenDecl:
+			previous := ""
+			for index, spec := range d.Specs {
+				switch s := spec.(type) {
+				case *ast.TypeSpec:
+					if !s.Name.IsExported() {
+						continue
+					}
+					params := ""
+					if s.TypeParams != nil {
+						params = "[" + typesOnly(s.TypeParams) + "]"
+					}
+					alias := ""
+					if s.Assign.IsValid() {
+						alias = "= "
+					}
+					switch t := s.Type.(type) {
+					case *ast.StructType:
+						add(s.Name.Name, "type", params+alias+"struct", s.Pos())
+						for _, f := range t.Fields.List {
+							tag := ""
+							if f.Tag != nil {
+								tag = " " + f.Tag.Value
+							}
+							if len(f.Names) == 0 {
+								name := embeddedName(f.Type)
+								if ast.IsExported(name) {
+									add(s.Name.Name+"."+name, "field", "embedded "+types.ExprString(f.Type)+tag, f.Pos())
+								}
+							}
+							for _, n := range f.Names {
+								if n.IsExported() {
+									add(s.Name.Name+"."+n.Name, "field", types.ExprString(f.Type)+tag, n.Pos())
+								}
+							}
+						}
+					case *ast.InterfaceType:
+						embeds := []string{}
+						for _, m := range t.Methods.List {
+							if len(m.Names) == 0 {
+								embeds = append(embeds, types.ExprString(m.Type))
+								continue
+							}
+							ft, ok := m.Type.(*ast.FuncType)
+							if !ok {
+								continue
+							}
+							for _, n := range m.Names {
+								if n.IsExported() {
+									add(s.Name.Name+"."+n.Name, "method", funcSig(ft), n.Pos())
+								}
+							}
+						}
+						add(s.Name.Name, "type", params+alias+"interface{"+strings.Join(embeds, "; ")+"}", s.Pos())
+					default:
+						add(s.Name.Name, "type", params+alias+types.ExprString(s.Type), s.Pos())
+					}
+				case *ast.ValueSpec:
+					kind := "var"
+					if d.Tok == token.CONST {
+						kind = "const"
+					}
+					typ := ""
+					if s.Type != nil {
+						typ = types.ExprString(s.Type) + " "
+					}
+					for i, n := range s.Names {
+						value := ""
+						if i < len(s.Values) {
+							value = types.ExprString(s.Values[i])
+						} else if len(s.Values) == 0 && kind == "const" && previous != "" {
+							// An implicit repetition of the block's last expression (iota).
+							value = fmt.Sprintf("%s #%d", previous, index)
+						}
+						if n.IsExported() {
+							add(n.Name, kind, strings.TrimSpace(typ+"= "+value), n.Pos())
+						}
+					}
+					if len(s.Values) > 0 {
+						previous = types.ExprString(s.Values[len(s.Values)-1])
+						if s.Type != nil {
+							previous = types.ExprString(s.Type) + " " + previous
+						}
+					}
+				}
+			}
+		}
+	}
 }
