@@ -82,7 +82,13 @@ def _call(grpc_context: grpc.ServicerContext, rpc: str) -> tuple[Context, dict[s
     logged with the trace id DuckDB gives each query."""
     headers = call_headers(grpc_context)
     meta = context_meta(_PROTOCOL_OF[rpc], headers, AUTHORIZATION_HEADER)
-    log.debug("%s trace=%s session=%s", rpc, meta.trace_id or "-", meta.session_id or "-")
+    log.debug(
+        "%s trace=%s session=%s agent=%s",
+        rpc,
+        meta.trace_id or "-",
+        meta.session_id or "-",
+        meta.user_agent or "-",
+    )
     return with_context_meta(call_context(grpc_context), meta), headers
 
 

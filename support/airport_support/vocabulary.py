@@ -19,6 +19,7 @@ class HeaderRole(enum.StrEnum):
     CATALOG = "catalog"
     TRACE_ID = "trace_id"  # the call's ContextMeta (Go: EnrichContextMetadata)
     SESSION_ID = "session_id"
+    USER_AGENT = "user_agent"
 
 
 class TableErrors(enum.StrEnum):

@@ -1,5 +1,5 @@
 """What DuckDB's extension says of itself on every call reaches the server: its trace id (one
-per query) and session id, in the call's ContextMeta and the server's log."""
+per query), session id and user agent, in the call's ContextMeta and the server's log."""
 
 from __future__ import annotations
 
@@ -28,14 +28,17 @@ def test_a_duckdb_session_shows_its_trace_ids_in_the_log(
     finally:
         server.stop(0)
     calls = [
-        re.fullmatch(r"(\w+) trace=(\S+) session=(\S+)", r.getMessage())
+        re.fullmatch(r"(\w+) trace=(\S+) session=(\S+) agent=(.+)", r.getMessage())
         for r in caplog.records
         if r.name == "pyairport.transport"
     ]
     seen = [(m.group(1), m.group(2), m.group(3)) for m in calls if m]
+    agents = {m.group(4) for m in calls if m}
     # the scan (endpoints, then DoGet) is one query, the function call another: each names it
     traces = {rpc: trace for rpc, trace, _ in seen if trace != "-"}
     assert set(traces) >= {"DoAction", "DoGet", "DoExchange"}
     assert traces["DoAction"] == traces["DoGet"] != traces["DoExchange"]
     # every call, the catalog's too, names the one DuckDB session
     assert len({session for _, _, session in seen}) == 1 and seen[0][2] != "-"
+    # and the extension's user agent, the same on every call
+    assert len(agents) == 1 and "-" not in agents and seen

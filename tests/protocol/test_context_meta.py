@@ -1,5 +1,5 @@
 """The call's ContextMeta (Go's EnrichContextMetadata): what its headers say of the client
-(authorization, DuckDB's trace and session ids, the catalog) reaches the table's Context, and
+(authorization, DuckDB's trace and session ids and user agent, the catalog) reaches the table's Context, and
 the trace id the server's log."""
 
 from __future__ import annotations
@@ -50,7 +50,9 @@ class _Seeing:
 def test_the_helpers_read_what_the_context_carries() -> None:
     ctx = Context.background()
     assert meta_from_context(ctx) is None and trace_id_from_context(ctx) == ""
-    meta = ContextMeta(authorization="Bearer t", trace_id="q1", session_id="s1", catalog_name="c")
+    meta = ContextMeta(
+        authorization="Bearer t", trace_id="q1", session_id="s1", catalog_name="c", user_agent="a/1"
+    )
     ctx = with_context_meta(ctx, meta)
     assert meta_from_context(ctx) == meta
     assert (
@@ -66,11 +68,15 @@ def test_the_headers_reach_the_tables_context_and_the_log(caplog: pytest.LogCapt
     catalog = MutableCatalog("", [CatalogSchema("s", tables=[table])])  # type: ignore[list-item]
     caplog.set_level(logging.DEBUG, logger="pyairport.transport")
     with serving(catalog) as running:
-        headers = {Header.AIRPORT_TRACE_ID: "trace-7", Header.AIRPORT_CLIENT_SESSION_ID: "sess-3"}
+        headers = {
+            Header.AIRPORT_TRACE_ID: "trace-7",
+            Header.AIRPORT_CLIENT_SESSION_ID: "sess-3",
+            Header.AIRPORT_USER_AGENT: "airport/test",
+        }
         running.client.exchange("insert", "s", "users", users([1]), headers=headers)
         running.client.insert("s", "users", users([2]))
     assert table.seen == [
-        ContextMeta(trace_id="trace-7", session_id="sess-3"),
+        ContextMeta(trace_id="trace-7", session_id="sess-3", user_agent="airport/test"),
         ContextMeta(),
     ]
-    assert any("DoExchange trace=trace-7 session=sess-3" in r.getMessage() for r in caplog.records)
+    assert any("DoExchange trace=trace-7 session=sess-3 agent=airport/test" in r.getMessage() for r in caplog.records)

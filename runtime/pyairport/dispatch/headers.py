@@ -19,6 +19,16 @@ FUNCTION_OPERATIONS = {
 """The DoExchange operations that call a function, and the kind of function they call."""
 
 
+# Headers the call was routed by (catalogs.py) or that fill its ContextMeta: optional, and
+# nothing an operation reads.
+_ROUTING_AND_CONTEXT = (
+    HeaderRole.CATALOG,
+    HeaderRole.TRACE_ID,
+    HeaderRole.SESSION_ID,
+    HeaderRole.USER_AGENT,
+)
+
+
 def parse_exchange_headers(metadata: Mapping[str, str] | None) -> ExchangeRequest:
     """A DoExchange call's headers, checked in the order of the protocol's row; the first
     problem is the answer. metadata maps lower-case names to their first value; None (or
@@ -31,8 +41,8 @@ def parse_exchange_headers(metadata: Mapping[str, str] | None) -> ExchangeReques
         value = metadata.get(header.name)
         if header.role is HeaderRole.TRANSACTION_ID:
             transaction_id = transaction_id or value or ""
-        elif header.role in (HeaderRole.CATALOG, HeaderRole.TRACE_ID, HeaderRole.SESSION_ID):
-            continue  # the call was routed by it (catalogs.py), or it is the call's ContextMeta
+        elif header.role in _ROUTING_AND_CONTEXT:
+            continue
         elif header.role is HeaderRole.RETURNING:
             returning = value == header.true_value
         elif value is None:
@@ -82,4 +92,5 @@ def context_meta(protocol: str, metadata: Mapping[str, str], authorization: str)
         trace_id=by_role.get(HeaderRole.TRACE_ID, ""),
         session_id=by_role.get(HeaderRole.SESSION_ID, ""),
         catalog_name=by_role.get(HeaderRole.CATALOG, ""),
+        user_agent=by_role.get(HeaderRole.USER_AGENT, ""),
     )
