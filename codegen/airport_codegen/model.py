@@ -18,6 +18,7 @@ PRIMITIVES: dict[str, tuple[str, str]] = {
     "bool": ("bool", "bool"),
     "int64": ("int", "int64"),
     "uint64": ("int", "uint64"),
+    "float64": ("float", "float64"),
     "str": ("str", "string"),
     "bytes": ("bytes", "[]byte"),
     "none": ("None", ""),

@@ -28,8 +28,8 @@ from airport_contracts.dispatch import ACTIONS, DDL_ACTIONS, OPERATIONS, PROTOCO
 from airport_contracts.vocabulary import Action, Protocol
 
 from .dispatch import Dispatcher, catalog_from_headers
-from .dispatch.catalog_actions import go_quote
 from .dispatch.flight_infos import REUSE_CONNECTION
+from .dispatch.go_text import go_quote
 from .ipc import serialize_schema
 
 DEFAULT = ""

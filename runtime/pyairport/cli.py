@@ -139,6 +139,13 @@ def _parser() -> argparse.ArgumentParser:
         help="longest row_ids list a spec-002 UPDATE/DELETE may send (default: no limit)",
     )
     serve.add_argument(
+        "--scan-parts",
+        type=int,
+        default=None,
+        help="split a scan of more than a million rows into up to N endpoints, which DuckDB"
+        " reads on threads of their own (default: one per two cores)",
+    )
+    serve.add_argument(
         "--log-level",
         default="INFO",
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
@@ -157,6 +164,13 @@ def _serve(args: argparse.Namespace) -> int:
     if not args.transaction_timeout >= 0:  # also refuses nan
         print("pyairport: error: --transaction-timeout must be 0 or more", file=sys.stderr)
         return 2
+    if args.scan_parts is not None:
+        if args.scan_parts < 1:
+            print("pyairport: error: --scan-parts must be 1 or more", file=sys.stderr)
+            return 2
+        from .backends.scan_parts import SPLIT
+
+        SPLIT.max_parts = args.scan_parts
     try:
         catalog, close_backend = _catalog(args)
     except Exception as exc:  # SparkSetupError and Spark start-up failures: one line

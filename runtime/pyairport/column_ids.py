@@ -9,6 +9,7 @@ The server and the client both count this way, here.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -90,3 +91,53 @@ def ids_for_names(schema: pa.Schema, names: Iterable[str]) -> list[int]:
         else:
             raise ValueError(f"the table has no column {name!r}")
     return ids
+
+
+def needs_no_columns(column_ids: Iterable[Any], json_filters: str) -> bool:
+    """Whether a scan needs only its number of rows (deviation scan_needs_no_columns).
+
+    DuckDB's count(*) asks for the rowid pseudo-column alone, as `SELECT rowid` does; what
+    tells them apart is the column bindings of its filter document, which name `rowid` for
+    the latter and nothing for the count."""
+    if list(column_ids) != [ROWID_COLUMN_ID]:
+        return False
+    try:
+        document = json.loads(json_filters) if json_filters else None
+    except ValueError:
+        return False
+    if not isinstance(document, dict):
+        return False
+    bindings = document.get("column_binding_names_by_index")
+    return isinstance(bindings, list) and not bindings and not document.get("filters")
+
+
+def _unrequested(field: pa.Field) -> pa.Field:
+    return pa.field(field.name, pa.null(), nullable=True, metadata=field.metadata)
+
+
+def requested_only(reader: pa.RecordBatchReader, requested: Iterable[str]) -> pa.RecordBatchReader:
+    """reader with the columns the client did not ask for typed null: every field stays in
+    its place with its name and metadata, and those carry no buffers on the wire
+    (deviation unrequested_columns_null_typed)."""
+    keep = set(requested)
+    schema = reader.schema
+    if all(name in keep for name in schema.names):
+        return reader
+    kept = [i for i, field in enumerate(schema) if field.name in keep]
+    narrowed = pa.schema(
+        [field if field.name in keep else _unrequested(field) for field in schema],
+        metadata=schema.metadata,
+    )
+
+    def batches() -> Iterable[pa.RecordBatch]:
+        for batch in reader:
+            columns = [_nulls(batch.num_rows)] * len(schema)
+            for i in kept:
+                columns[i] = batch.column(i)
+            yield pa.RecordBatch.from_arrays(columns, schema=narrowed)
+
+    return pa.RecordBatchReader.from_batches(narrowed, batches())
+
+
+def _nulls(length: int) -> pa.Array:
+    return pa.nulls(length)  # the null type has no buffers: nothing to share or allocate

@@ -34,6 +34,8 @@ from .dispatch import (
     OutputBatch,
     OutputFinal,
     OutputSchema,
+    ProgressReport,
+    ServedScan,
     context_meta,
     parse_exchange_headers,
     transaction_id_from_headers,
@@ -207,19 +209,17 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
         if transaction_id:
             ctx = with_transaction_id(ctx, transaction_id)
 
-        def scan() -> Any:
+        def scan() -> ServedScan:
             if request.ticket == DATABASES_TICKET:
-                return self.catalogs.databases()
+                return ServedScan(self.catalogs.databases())
             named = catalog_in_ticket(request.ticket) if self.catalogs.several() else None
             return self.catalogs.route(Protocol.DOGET, headers, named).get(ctx, request.ticket)
 
-        reader = self._guard(context, "DoGet", scan)
-        yield encode_schema(reader.schema)
-        while True:
-            batch = self._guard(context, "DoGet", lambda: _next_batch(reader))
-            if batch is None:
-                return
-            yield encode_batch(batch)
+        served = self._guard(context, "DoGet", scan)
+        report = ProgressReport(served)
+        yield encode_schema(served.reader.schema)
+        while (item := self._guard(context, "DoGet", report.next)) is not None:
+            yield encode_batch(*item)
 
     def GetFlightInfo(
         self, request: flight_pb2.FlightDescriptor, context: grpc.ServicerContext
@@ -285,10 +285,3 @@ class _Registrations:
         self, service: str, handlers: dict[str, grpc.RpcMethodHandler[Any, Any]]
     ) -> None:
         self.service, self.handlers = service, dict(handlers)
-
-
-def _next_batch(reader: object) -> object:
-    try:
-        return reader.read_next_batch()  # type: ignore[attr-defined]
-    except StopIteration:
-        return None

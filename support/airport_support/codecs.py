@@ -99,6 +99,11 @@ class PayloadCodecs:
             raise self.error(payload=payload, problem=f"field '{key}' is out of uint64 range")
         raise self.wrong(payload, key, "an unsigned integer", value)
 
+    def as_float64(self, payload: str, key: str, value: Any) -> float:
+        if isinstance(value, float | int) and not isinstance(value, bool):
+            return float(value)
+        raise self.wrong(payload, key, "a number", value)
+
     def as_str_list(self, payload: str, key: str, value: Any) -> list[str]:
         if not isinstance(value, list):
             raise self.wrong(payload, key, "a list of strings", value)
@@ -227,6 +232,10 @@ class PayloadCodecs:
         return b"\xcf" + struct.pack(">Q", value)
 
     @staticmethod
+    def pack_float64(value: float) -> bytes:
+        return b"\xcb" + struct.pack(">d", value)
+
+    @staticmethod
     def pack_bin(value: bytes) -> bytes:
         packed: bytes = msgpack.packb(value, use_bin_type=True)
         return packed
@@ -237,7 +246,7 @@ class FieldSpec:
     """One row of a payload's field table: how a field travels.
 
     kind is the wire form the loader mapped the contract's type to (contracts.yaml's type and
-    json_bytes give it): str, bool, int64, uint64, bytes, base64 (bytes as a base64 JSON
+    json_bytes give it): str, bool, int64, uint64, float64, bytes, base64 (bytes as a base64 JSON
     string), list[int64], list[uint64], list[str], map[str, str], or payload:<Name> (a nested
     payload).
     """
@@ -257,6 +266,7 @@ _DECODERS: dict[str, Callable[[PayloadCodecs, str, str, Any], Any]] = {
     "bool": PayloadCodecs.as_bool,
     "int64": PayloadCodecs.as_int64,
     "uint64": PayloadCodecs.as_uint64,
+    "float64": PayloadCodecs.as_float64,
     "bytes": PayloadCodecs.as_bytes,
     "base64": PayloadCodecs.as_base64,
     "list[int64]": PayloadCodecs.as_int64_list,
@@ -269,6 +279,7 @@ _PACKERS: dict[str, Callable[[Any], bytes]] = {
     "bool": PayloadCodecs.pack_bool,
     "int64": PayloadCodecs.pack_int64,
     "uint64": PayloadCodecs.pack_uint64,
+    "float64": PayloadCodecs.pack_float64,
     "bytes": PayloadCodecs.pack_bin,
 }
 KINDS = frozenset(_DECODERS)

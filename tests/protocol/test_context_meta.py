@@ -79,4 +79,7 @@ def test_the_headers_reach_the_tables_context_and_the_log(caplog: pytest.LogCapt
         ContextMeta(trace_id="trace-7", session_id="sess-3", user_agent="airport/test"),
         ContextMeta(),
     ]
-    assert any("DoExchange trace=trace-7 session=sess-3 agent=airport/test" in r.getMessage() for r in caplog.records)
+    assert any(
+        "DoExchange trace=trace-7 session=sess-3 agent=airport/test" in r.getMessage()
+        for r in caplog.records
+    )

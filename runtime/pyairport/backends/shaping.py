@@ -9,6 +9,7 @@ with messages that name the column.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Container, Iterator
 
 import numpy as np
@@ -155,6 +156,21 @@ def legacy_chunks(
         raise RowCountMismatch(row_ids=len(ids), rows=offset)
 
 
+@functools.lru_cache(maxsize=64)
+def null_column(length: int, type_: pa.DataType) -> pa.Array:
+    """An all-null array, made once per length and type: a scan's batches are mostly of one
+    length, and Arrow arrays are immutable, so every batch of a scan shares it (allocating
+    and zeroing a string column's offsets for each batch cost more than reading the data)."""
+    return pa.nulls(length, type_)
+
+
+def null_batch(schema: pa.Schema, length: int) -> pa.RecordBatch:
+    """length rows of schema, every column null (a count that reads no data)."""
+    return pa.RecordBatch.from_arrays(
+        [null_column(length, field.type) for field in schema], schema=schema
+    )
+
+
 def full_width(batch: pa.RecordBatch, schema: pa.Schema, wanted: Container[str]) -> pa.RecordBatch:
     """A batch as the served schema: the wanted columns, converted only where the type
     differs (Spark's large strings, DataFusion's string views, the types Delta stores as
@@ -167,7 +183,7 @@ def full_width(batch: pa.RecordBatch, schema: pa.Schema, wanted: Container[str])
             column = batch.column(field.name)
             columns.append(column if column.type == field.type else convert(column, field.type))
         else:
-            columns.append(pa.nulls(batch.num_rows, field.type))
+            columns.append(null_column(batch.num_rows, field.type))
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 

@@ -8,6 +8,7 @@ transport hands it decoded requests and input streams and sends what it returns.
 """
 
 from .dispatcher import Dispatcher
+from .do_get import ProgressReport, ServedScan
 from .events import (
     ExchangeEvent,
     ExchangeInput,
@@ -33,6 +34,8 @@ __all__ = [
     "OutputBatch",
     "OutputFinal",
     "OutputSchema",
+    "ProgressReport",
+    "ServedScan",
     "StaticInput",
     "final_metadata",
     "parse_exchange_headers",

@@ -9,8 +9,8 @@ the catalog itself is Go's map[string]any tree, msgpack with [][]byte as bin, zs
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, ClassVar
 
 import msgpack
@@ -30,6 +30,7 @@ from airport_contracts import (
     FlightInfoPathInvalid,
     InvalidPayload,
     ListSchemasFailed,
+    ScanOptions,
     ScanSchemaNotFound,
     SchemaRequest,
     Table,
@@ -44,19 +45,16 @@ from airport_contracts.vocabulary import Action
 from airport_support.rows import ActionRow
 
 from ..catalog import MutableCatalog
-from ..column_ids import names_for_ids, served_schema
+from ..column_ids import names_for_ids, needs_no_columns, served_schema
 from ..ipc import serialize_schema
-from .flight_infos import REUSE_CONNECTION, FlightInfos
+from .flight_infos import REUSE_CONNECTION, FlightInfos, scan_partitions
 from .functions import Functions
+from .go_text import go_quote
+from .statistics import Statistics
 from .tables import SCAN_LOOKUP, Tables
 
 DEFAULT_SCHEMA = "main"  # Go: catalog.DefaultSchemaName
 EMPTY_SHA256 = "0" * 64
-
-
-def go_quote(value: str) -> str:
-    """Go's %q for the plain names catalogs have."""
-    return json.dumps(value, ensure_ascii=False)
 
 
 def check_catalog(catalog: MutableCatalog, requested: str) -> None:
@@ -119,6 +117,7 @@ class CatalogActions:
         self.tables = tables
         self.infos = infos
         self.functions = functions
+        self.statistics = Statistics(infos.catalog)
 
     @property
     def location(self) -> str:
@@ -130,6 +129,7 @@ class CatalogActions:
         Action.ENDPOINTS: "endpoints",
         Action.FLIGHT_INFO: "flight_info",
         Action.TABLE_FUNCTION_FLIGHT_INFO: "table_function_flight_info",
+        Action.COLUMN_STATISTICS: "column_statistics",
     }
     """The method serving each read-side action of the contract."""
 
@@ -219,7 +219,8 @@ class CatalogActions:
             raise ScanSchemaNotFound(schema=schema_name) from None
         table = schema.table(ctx, table_name) if schema is not None else None
         columns: list[str] = []
-        if table is not None:
+        rows_only = needs_no_columns(parameters.column_ids, parameters.json_filters)
+        if table is not None and not rows_only:
             # DuckDB numbers the columns of the schema it bound: the past's, with a time point
             columns = names_for_ids(schema_at(ctx, table, point), parameters.column_ids)
         ticket = TicketData(
@@ -230,15 +231,38 @@ class CatalogActions:
             time_point_value=point.value if point else "",
             columns=columns,
             filters=parameters.json_filters.encode(),
+            rows_only=rows_only,
         )
-        return self._endpoint(ticket)
+        if table is None or not implements(table, "PartitionedTable"):
+            return self._endpoint(ticket)
+        options = ScanOptions(
+            columns=columns,
+            filter=ticket.filters or None,
+            time_point=point,
+            rows_only=rows_only,
+        )
+        parts = scan_partitions(ctx, table, options)
+        return self._endpoint(
+            *(
+                replace(ticket, partition=part.token, partition_rows=max(part.rows, 0))
+                for part in parts
+            )
+        )
 
-    def _endpoint(self, ticket: TicketData) -> bytes:
-        endpoint = flight_pb2.FlightEndpoint(
-            ticket=flight_pb2.Ticket(ticket=ticket.to_json()),
-            location=[flight_pb2.Location(uri=self.location or REUSE_CONNECTION)],
+    def _endpoint(self, *tickets: TicketData) -> bytes:
+        location = [flight_pb2.Location(uri=self.location or REUSE_CONNECTION)]
+        return _pack(
+            [
+                flight_pb2.FlightEndpoint(
+                    ticket=flight_pb2.Ticket(ticket=ticket.to_json()), location=location
+                ).SerializeToString()
+                for ticket in tickets
+            ]
         )
-        return _pack([endpoint.SerializeToString()])
+
+    def column_statistics(self, ctx: Context, body: bytes) -> bytes:
+        request = decode(ACTIONS[Action.COLUMN_STATISTICS], body)
+        return self.statistics.column_statistics(ctx, request)
 
     def table_function_flight_info(self, ctx: Context, body: bytes) -> bytes:
         return self.functions.flight_info(ctx, body)
@@ -258,6 +282,8 @@ class CatalogActions:
         if point is not None:
             if not implements(table, "DynamicSchemaTable"):
                 raise TimeTravelUnsupported(schema=schema_name, table=table_name)
+            # without can_produce_statistics: a table's statistics describe its rows now
             info.schema = serialize_schema(served_schema(schema_at(ctx, table, point)))
+        info.total_records = self.infos.row_count(ctx, table, point)
         info.flight_descriptor.CopyFrom(descriptor)
         return info.SerializeToString()

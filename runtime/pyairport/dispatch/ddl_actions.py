@@ -54,8 +54,9 @@ from airport_contracts.errors import DdlSchemaNotFound, DdlTableNotFound
 from airport_contracts.vocabulary import Action
 from airport_support.rows import DdlActionRow
 
-from .catalog_actions import check_catalog, compressed, go_quote
+from .catalog_actions import check_catalog, compressed
 from .flight_infos import FlightInfos
+from .go_text import go_quote
 from .tables import Tables
 
 

@@ -9,8 +9,6 @@ import logging
 from collections.abc import Generator, Iterator, Mapping
 from typing import Any
 
-import pyarrow as pa
-
 from airport_contracts import (
     Catalog,
     Context,
@@ -35,7 +33,7 @@ from .catalog_actions import CatalogActions
 from .ddl_actions import DdlActions
 from .do_action_dml import run_action_dml
 from .do_exchange import run_exchange
-from .do_get import Scans
+from .do_get import Scans, ServedScan
 from .do_put import json_command, run_put
 from .events import ActionCall, ExchangeCall, ExchangeEvent, ExchangeInput, ExchangeRequest, PutCall
 from .flight_infos import FlightInfos
@@ -175,7 +173,7 @@ class Dispatcher(OperationStubs[ExchangeCall, PutCall, ActionCall]):
             self._abort_transaction(ctx, transaction_id)
             raise
 
-    def get(self, ctx: Context, ticket: bytes) -> pa.RecordBatchReader:
+    def get(self, ctx: Context, ticket: bytes) -> ServedScan:
         """Serve one DoGet: the ticket's rows."""
         return self.scans.scan(ctx, ticket)
 

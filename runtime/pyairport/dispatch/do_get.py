@@ -4,6 +4,7 @@ endpoint handed out (TicketData), and tables' FlightInfos."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import pyarrow as pa
 
@@ -16,6 +17,7 @@ from airport_contracts import (
     InvalidTicket,
     ScanFailed,
     ScanOptions,
+    ScanProgress,
     ScanSchemaMismatch,
     TicketData,
     TimeTravelUnsupported,
@@ -23,7 +25,7 @@ from airport_contracts import (
     implements,
 )
 
-from ..column_ids import served_reader
+from ..column_ids import requested_only, served_reader
 from .catalog_actions import check_catalog, time_point
 from .flight_infos import FlightInfos
 from .functions import Functions
@@ -45,6 +47,57 @@ def parse_ticket(data: bytes) -> TicketData:
     return ticket
 
 
+@dataclass(frozen=True)
+class ServedScan:
+    """What DoGet streams: the rows, and how many the ticket's part holds before filters
+    (-1 when unknown), which its progress is reported against (deviation
+    scan_progress_reported)."""
+
+    reader: pa.RecordBatchReader
+    expected_rows: int = -1
+
+
+class ProgressReport:
+    """A ServedScan's batches, each with its app_metadata: ScanProgress against the rows the
+    part was expected to hold (no more than 0.99 until the end: filters and deletion vectors
+    make the count an upper bound), and 1 on the last batch, which it reads one batch ahead
+    to know. Without an expected count only the last batch says anything."""
+
+    def __init__(self, served: ServedScan) -> None:
+        self._reader = served.reader
+        self._expected = served.expected_rows
+        self._sent = 0
+        self._ahead: pa.RecordBatch | None = None
+        self._started = False
+
+    def _read(self) -> pa.RecordBatch | None:
+        try:
+            batch: pa.RecordBatch = self._reader.read_next_batch()
+        except StopIteration:
+            return None
+        return batch
+
+    def next(self) -> tuple[pa.RecordBatch, bytes] | None:
+        """The next batch and its app_metadata, or None at the end."""
+        if not self._started:
+            self._ahead, self._started = self._read(), True
+        current = self._ahead
+        if current is None:
+            return None
+        self._ahead = self._read()
+        self._sent += current.num_rows
+        if self._ahead is None:
+            progress: float | None = 1.0
+        elif self._expected > 0:
+            progress = min(self._sent / self._expected, _BEFORE_THE_END)
+        else:
+            progress = None
+        return current, b"" if progress is None else ScanProgress(progress=progress).encode()
+
+
+_BEFORE_THE_END = 0.99
+
+
 class Scans:
     """DoGet and the FlightInfo RPCs over one catalog."""
 
@@ -53,8 +106,11 @@ class Scans:
         self.infos = infos
         self.functions = functions
 
-    def scan(self, ctx: Context, ticket_bytes: bytes) -> pa.RecordBatchReader:
+    def scan(self, ctx: Context, ticket_bytes: bytes) -> ServedScan:
         ticket = parse_ticket(ticket_bytes)
+        return ServedScan(self._rows(ctx, ticket), ticket.partition_rows or -1)
+
+    def _rows(self, ctx: Context, ticket: TicketData) -> pa.RecordBatchReader:
         check_catalog(self.infos.catalog, ticket.catalog)
         point = time_point(ticket.time_point_unit, ticket.time_point_value)
         if ticket.table_function and not ticket.table:
@@ -67,7 +123,11 @@ class Scans:
             # deviation time_point_refused_when_unsupported: never today's rows for the past's
             raise TimeTravelUnsupported(schema=ticket.schema, table=ticket.table)
         options = ScanOptions(
-            columns=list(ticket.columns), filter=ticket.filters or None, time_point=point
+            columns=list(ticket.columns),
+            filter=ticket.filters or None,
+            time_point=point,
+            rows_only=ticket.rows_only,
+            partition=ticket.partition,
         )
         try:
             reader = table.scan(ctx, options)
@@ -75,14 +135,17 @@ class Scans:
             raise
         except Exception as exc:
             raise ScanFailed(error=exc) from exc
-        if point is not None:  # the past's schema may differ from today's (Go skips the check)
-            return served_reader(reader)
-        expected = table.arrow_schema(None)
-        if len(reader.schema) != len(expected) or not all(
-            reader.schema.field(i).equals(expected.field(i), check_metadata=True)
-            for i in range(len(expected))
-        ):
-            raise ScanSchemaMismatch(table_fields=len(expected), reader_fields=len(reader.schema))
+        if point is None:  # the past's schema may differ from today's (Go skips the check)
+            expected = table.arrow_schema(None)
+            if len(reader.schema) != len(expected) or not all(
+                reader.schema.field(i).equals(expected.field(i), check_metadata=True)
+                for i in range(len(expected))
+            ):
+                raise ScanSchemaMismatch(
+                    table_fields=len(expected), reader_fields=len(reader.schema)
+                )
+        if ticket.columns or ticket.rows_only:
+            reader = requested_only(reader, ticket.columns)
         return served_reader(reader)
 
     def flight_info(
@@ -94,7 +157,9 @@ class Scans:
             raise FlightInfoPathLength()
         schema_name, table_name = descriptor.path
         table = self.tables.table(ctx, schema_name, table_name, SCAN_LOOKUP)
-        return self.infos.for_table(schema_name, table)
+        info = self.infos.for_table(schema_name, table)
+        info.total_records = self.infos.row_count(ctx, table, None)
+        return info
 
     def list_flights(self, ctx: Context) -> Iterator[flight_pb2.FlightInfo]:
         for schema in sorted(self.tables.catalog.schemas(ctx), key=lambda s: s.name()):

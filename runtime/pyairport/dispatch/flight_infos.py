@@ -1,13 +1,48 @@
 """A table's FlightInfo, as the catalog (list_schemas), the flight_info action, GetFlightInfo
-and ListFlights hand it out: its schema, a PATH descriptor and a ticket (TicketData)."""
+and ListFlights hand it out: its schema (saying can_produce_statistics where DuckDB may ask),
+a PATH descriptor and a ticket (TicketData); and the parts a scan of it splits into."""
 
 from __future__ import annotations
 
-from airport_contracts import Table, TableAppMetadata, TicketData, flight_pb2
+import logging
+
+from airport_contracts import (
+    AirportError,
+    Context,
+    PartitionedTable,
+    ScanOptions,
+    ScanPartition,
+    Table,
+    TableAppMetadata,
+    TicketData,
+    TimePoint,
+    flight_pb2,
+    implements,
+)
 
 from ..catalog import MutableCatalog
 from ..column_ids import served_schema
 from ..ipc import serialize_schema
+from .statistics import produces_statistics, with_statistics_flag
+
+log = logging.getLogger("pyairport.dispatch")
+
+
+def scan_partitions(ctx: Context, table: Table, opts: ScanOptions) -> list[ScanPartition]:
+    """The parts a PartitionedTable splits a scan into, at least one. A table that fails to
+    split is scanned whole: DoGet then meets (and reports) whatever made it fail."""
+    if not implements(table, "PartitionedTable"):
+        return [ScanPartition(token="")]
+    partitioned: PartitionedTable = table  # type: ignore[assignment]
+    try:
+        parts = partitioned.scan_partitions(ctx, opts)
+    except AirportError:
+        raise
+    except Exception:
+        log.warning("%s: splitting a scan failed; one endpoint", table.name(), exc_info=True)
+        return [ScanPartition(token="")]
+    return parts or [ScanPartition(token="", rows=0)]
+
 
 REUSE_CONNECTION = "arrow-flight-reuse-connection://?"
 """The location that tells a client to reuse its connection (no address configured)."""
@@ -40,8 +75,11 @@ class FlightInfos:
             description=None,
             extra_data=None,
         )
+        schema = served_schema(table.arrow_schema(None))
+        if produces_statistics(table):
+            schema = with_statistics_flag(schema)
         return flight_pb2.FlightInfo(
-            schema=serialize_schema(served_schema(table.arrow_schema(None))),
+            schema=serialize_schema(schema),
             flight_descriptor=flight_pb2.FlightDescriptor(
                 type=flight_pb2.FlightDescriptor.PATH, path=[schema_name, table.name()]
             ),
@@ -51,3 +89,13 @@ class FlightInfos:
             ordered=False,
             app_metadata=app_metadata.encode() if with_catalog else b"",
         )
+
+    @staticmethod
+    def row_count(ctx: Context, table: Table, point: TimePoint | None) -> int:
+        """The table's rows (at point) when it knows them cheaply (a PartitionedTable's parts
+        say; deviation total_records_counted), else -1."""
+        if not implements(table, "PartitionedTable"):
+            return -1
+        parts = scan_partitions(ctx, table, ScanOptions(time_point=point, rows_only=True))
+        rows = [part.rows for part in parts]
+        return sum(rows) if all(r >= 0 for r in rows) else -1

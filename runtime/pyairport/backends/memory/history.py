@@ -25,7 +25,7 @@ from airport_contracts import TimePoint
 
 from ..time_points import TimePointError, parsed
 from .mask import _DeletionMask
-from .patch import _materialize, _Patch
+from .patch import _materialize, _Patch, _Run
 
 DEFAULT_VERSIONS_KEPT = 32
 GENERATIONS = 3  # storages (column sets) the kept versions may hold, the current one included
@@ -45,12 +45,41 @@ class Version:
     def rows(self) -> pa.Table:
         """The version's rows (deleted ones left out)."""
         data = _materialize(self.data, self.patch) if self.patch.columns else self.data
+        live = self.live(0, data.num_rows)
+        return data if live is None else data.filter(pa.array(live))
+
+    def live(self, start: int, stop: int) -> np.ndarray | None:
+        """Which of the version's stored rows start..stop were live then (None: all), the
+        DELETEs marked since undone."""
         if self.mask is None:
-            return data
-        live = np.array(self.mask.live[: data.num_rows])
+            return None
+        live = np.array(self.mask.live[start:stop])
         for positions in self.mask.marked[self.marks :]:
-            live[positions[positions < data.num_rows]] = True
-        return data.filter(pa.array(live))
+            inside = positions[(positions >= start) & (positions < stop)]
+            live[inside - start] = True
+        return live
+
+    def stored_between(self, start: int, stop: int) -> pa.Table:
+        """The version's stored rows start..stop (deleted ones included), its patch written
+        in: one part of a scan (several_endpoints), without touching the other rows."""
+        data = self.data.slice(start, stop - start)
+        if not self.patch.columns:
+            return data
+        return _materialize(
+            data,
+            _Patch(
+                {
+                    name: tuple(_within(run, start, stop) for run in runs)
+                    for name, runs in self.patch.columns.items()
+                }
+            ),
+        )
+
+
+def _within(run: _Run, start: int, stop: int) -> _Run:
+    """The part of a patch run that falls on stored rows start..stop, renumbered from 0."""
+    inside = (run.positions >= start) & (run.positions < stop)
+    return _Run(run.positions[inside] - start, run.values.filter(pa.array(inside)))
 
 
 class History:
@@ -77,6 +106,16 @@ class History:
         self._next += 1
         while len(self._kept) > self._keep or len({v.generation for v in self._kept}) > GENERATIONS:
             self._kept.popleft()
+
+    def latest(self) -> Version:
+        return self._kept[-1]
+
+    def number(self, number: int) -> Version | None:
+        """The version of that number, or None when it is not (or no longer) kept."""
+        oldest = self._kept[0].number
+        if oldest <= number < self._next:
+            return self._kept[number - oldest]
+        return None
 
     def at(self, point: TimePoint) -> Version:
         """The version a time point names: by number, or the last committed at or before

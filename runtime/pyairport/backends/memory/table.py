@@ -3,6 +3,7 @@ applied at commit (storage.py, patch.py and mask.py hold the layers it applies i
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ from airport_contracts import (
     AddColumnOptions,
     AddFieldOptions,
     ChangeColumnTypeOptions,
+    ColumnStats,
     Context,
     DMLOptions,
     DMLResult,
@@ -25,6 +27,7 @@ from airport_contracts import (
     RenameColumnOptions,
     RenameFieldOptions,
     ScanOptions,
+    ScanPartition,
     SchemaRequest,
     SetDefaultOptions,
     SetNotNullOptions,
@@ -36,6 +39,8 @@ from airport_contracts import (
 from ... import filters
 from ..base import BackendTable
 from ..capabilities import ALL_CAPABILITIES, with_capabilities
+from ..column_stats import arrow_column_stats
+from ..scan_parts import SPLIT
 from ..shaping import (
     UpdateColumns,
     conform_insert,
@@ -119,6 +124,8 @@ class MemoryTable(BackendTable["_Pending"]):
         self._rewrites = 0
         self._next_rowid = 1
         self._history = History(versions_kept)
+        # the statistics of the committed state (_version, _rewrites) by column
+        self._statistics: tuple[tuple[int, int], dict[str, ColumnStats]] = ((-1, -1), {})
         self._history_started = False  # the seed rows are part of version 0
         if rows is not None and rows.num_rows:
             self._seed(rows)
@@ -134,9 +141,14 @@ class MemoryTable(BackendTable["_Pending"]):
         point, the rows (and columns) of the version it names (history.py)."""
         ctx.raise_if_done()
         point = opts.time_point if opts is not None else None
-        if point is not None:
+        mask: _DeletionMask | None = None
+        if opts is not None and opts.partition:
+            version, start, stop = self._part(opts.partition)
+            schema, data = version.schema, version.stored_between(start, stop)
+            live = version.live(start, stop)
+        elif point is not None:
             version = self._version_at(point)
-            schema, data, mask, live = version.schema, version.rows(), None, None
+            schema, data, live = version.schema, version.rows(), None
         else:
             # Nothing that can raise between holding the mask and the generator releasing it.
             schema = self.schema
@@ -167,6 +179,73 @@ class MemoryTable(BackendTable["_Pending"]):
 
         return pa.RecordBatchReader.from_batches(schema, batches())
 
+    # --- PartitionedTable: ranges of stored rows of one kept version ------------------------
+
+    def scan_partitions(self, ctx: Context, opts: ScanOptions) -> list[ScanPartition]:
+        """Ranges of the stored rows of the version the scan reads (now, or its time
+        point), as many as scan_parts.SPLIT says: every part reads that version, whatever is
+        committed or compacted meanwhile."""
+        with self._lock:
+            version = (
+                self._history.latest()
+                if opts.time_point is None
+                else self._history_at(opts.time_point)
+            )
+        stored = version.data.num_rows
+        count = SPLIT.parts(stored, stored)
+        bounds = [stored * i // count for i in range(count + 1)]
+        parts = []
+        for start, stop in zip(bounds, bounds[1:], strict=False):
+            live = version.live(start, stop)
+            rows = stop - start if live is None else int(np.count_nonzero(live))
+            token = json.dumps({"version": version.number, "start": start, "stop": stop})
+            parts.append(ScanPartition(token=token, rows=rows))
+        return parts
+
+    def _part(self, token: str) -> tuple[Version, int, int]:
+        try:
+            part = json.loads(token)
+            number, start, stop = int(part["version"]), int(part["start"]), int(part["stop"])
+        except (ValueError, KeyError, TypeError):
+            raise ValueError(f"not a scan part of table {self._name}: {token!r}") from None
+        with self._lock:
+            version = self._history.number(number)
+        if version is None:
+            raise TimePointInvalid(
+                error=f"version {number} of table {self._name} is no longer kept"
+            )
+        return version, start, stop
+
+    def _history_at(self, point: TimePoint) -> Version:
+        try:
+            return self._history.at(point)
+        except TimePointError as exc:
+            raise TimePointInvalid(error=str(exc)) from None
+
+    # --- StatisticsTable ---------------------------------------------------------------------
+
+    def column_statistics(self, ctx: Context, column_name: str, column_type: str) -> ColumnStats:
+        """The column's statistics over the live rows, computed once per committed state."""
+        if column_name not in self.schema.names:
+            raise NotFound()
+        data, mask, live, state = self._reading_state()
+        try:
+            with self._lock:
+                known, by_column = self._statistics
+                if known == state and column_name in by_column:
+                    return by_column[column_name]
+            column = data.column(column_name)
+            if live is not None:
+                column = column.filter(pa.array(live[: len(column)]))
+            stats = arrow_column_stats(column)
+        finally:
+            self._done_reading(mask)
+        with self._lock:
+            if self._statistics[0] != state:
+                self._statistics = (state, {})
+            self._statistics[1][column_name] = stats
+        return stats
+
     # --- DynamicSchemaTable: time travel (history.py) ------------------------------------------
 
     def schema_for_request(self, ctx: Context, request: SchemaRequest) -> pa.Schema:
@@ -177,10 +256,7 @@ class MemoryTable(BackendTable["_Pending"]):
 
     def _version_at(self, point: TimePoint) -> Version:
         with self._lock:
-            try:
-                return self._history.at(point)
-            except TimePointError as exc:
-                raise TimePointInvalid(error=str(exc)) from None
+            return self._history_at(point)
 
     def _record_version(self) -> None:
         """The committed state is a new version (call with the lock held)."""
@@ -296,15 +372,23 @@ class MemoryTable(BackendTable["_Pending"]):
         """The committed data with the patch written in (done once, under the lock, so the
         next reader finds it done), its deletion mask, held until _done_reading (no DELETE
         changes a held mask), and the mask's rows as they are now."""
+        data, mask, live, _ = self._reading_state()
+        return data, mask, live
+
+    def _reading_state(
+        self,
+    ) -> tuple[pa.Table, _DeletionMask | None, np.ndarray | None, tuple[int, int]]:
+        """_reading, and which committed state it is (_version, _rewrites after the patch)."""
         with self._lock:
             if self._patch.columns:
                 self._data, self._patch = _materialize(self._data, self._patch), _Patch()
                 self._rewrites += 1
+            state = (self._version, self._rewrites)
             mask = self._mask
             if mask is None:
-                return self._data, None, None
+                return self._data, None, None, state
             mask.readers += 1
-            return self._data, mask, mask.live
+            return self._data, mask, mask.live, state
 
     def _done_reading(self, mask: _DeletionMask | None) -> None:
         if mask is not None:

@@ -15,16 +15,19 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from airport_contracts import Context
 
 from ... import filters
-from ..shaping import full_width
+from ..shaping import full_width, null_batch
+from .delta_stats import files_of
+from .file_parts import keep_masks
 from .scans import SCAN_BATCH_ROWS, log_version
 
 log = logging.getLogger("pyairport.spark")
@@ -76,6 +79,21 @@ def shape(snapshot: Any) -> str:
     )
 
 
+_KEPT_DERIVED = 32
+
+
+def _row_count(snapshot: Any) -> int | None:
+    records = files_of(snapshot).column("num_records")
+    if records.null_count:
+        return None
+    deleted = 0
+    with pa.RecordBatchReader.from_stream(snapshot.deletion_vectors()) as masks:
+        for batch in masks:
+            keep = pc.list_flatten(batch.column("selection_vector"))
+            deleted += len(keep) - pc.sum(keep).as_py() if len(keep) else 0
+    return int(pc.sum(records).as_py() or 0) - deleted
+
+
 class Snapshots:
     """delta-rs's view of one table folder: the latest version, opened once per commit."""
 
@@ -84,6 +102,7 @@ class Snapshots:
         self._lock = threading.Lock()
         self._latest: Any = None
         self._unreadable: int | None = None  # the latest version delta-rs failed to open
+        self._kept: dict[tuple[int, str], Any] = {}
 
     def latest(self, version: int | None = None) -> Any:
         """The table's latest version as a deltalake.DeltaTable, or None when delta-rs cannot
@@ -103,6 +122,38 @@ class Snapshots:
             elif self._latest is None or self._latest.version() < opened.version():
                 self._latest = opened
         return opened
+
+    def row_count(self, snapshot: Any) -> int | None:
+        """How many rows a version has, from its log alone: the files' record counts less the
+        rows their deletion vectors delete; None when a file was committed without its
+        count."""
+        count: int | None = self._derived(snapshot, "rows", lambda: _row_count(snapshot))
+        return count
+
+    def files(self, snapshot: Any) -> pa.Table:
+        """The version's data files with their statistics (delta_stats.files_of)."""
+        files: pa.Table = self._derived(snapshot, "files", lambda: files_of(snapshot))
+        return files
+
+    def keep_masks(self, snapshot: Any) -> dict[str, Any]:
+        """The version's deletion vectors as keep masks by file (file_parts.keep_masks)."""
+        masks: dict[str, Any] = self._derived(
+            snapshot, "masks", lambda: keep_masks(snapshot, self.location)
+        )
+        return masks
+
+    def _derived(self, snapshot: Any, what: str, compute: Callable[[], Any]) -> Any:
+        """What is read from a version's log, kept per version (a version never changes)."""
+        key = (snapshot.version(), what)
+        with self._lock:
+            if key in self._kept:
+                return self._kept[key]
+        value = compute()
+        with self._lock:
+            if len(self._kept) >= _KEPT_DERIVED:
+                self._kept.pop(next(iter(self._kept)))
+            self._kept[key] = value
+        return value
 
     def at(self, version: int) -> Any:
         """The table at a version (time travel), or None when delta-rs cannot open it: a
@@ -163,5 +214,16 @@ def read(
                 ctx.raise_if_done()
                 if batch.num_rows:
                     yield full_width(batch, schema, wanted)
+
+    return pa.RecordBatchReader.from_batches(schema, batches())
+
+
+def null_rows(schema: pa.Schema, count: int) -> pa.RecordBatchReader:
+    """count rows of schema with every column null, in scan-sized batches: the answer to a
+    scan that needs only the number of rows (deviation scan_needs_no_columns)."""
+
+    def batches() -> Iterable[pa.RecordBatch]:
+        for start in range(0, count, SCAN_BATCH_ROWS):
+            yield null_batch(schema, min(SCAN_BATCH_ROWS, count - start))
 
     return pa.RecordBatchReader.from_batches(schema, batches())

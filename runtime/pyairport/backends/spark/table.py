@@ -53,6 +53,7 @@ from ..time_points import TimePointError
 from . import direct
 from .ddl import DeltaColumns
 from .layout import ROWID, Layout, read_layout
+from .planning import DeltaScanPlanning
 from .scans import Scanner, as_of, log_version
 from .sql import affected, client_cause, one_line, quote, sql_literal
 from .staging import (
@@ -81,7 +82,7 @@ INLINE_UPDATE_ROWS = 64  # rows whose values differ per row, one CASE branch eac
 ROWIDS_TAKEN = "pyairport: rowids taken by another writer"  # SQL text: no quotes
 
 
-class SparkTable(BackendTable[Pending], DeltaColumns):
+class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
     """A Delta table; `with_capabilities` adds the DML interfaces it serves."""
 
     def __init__(
@@ -179,10 +180,18 @@ class SparkTable(BackendTable[Pending], DeltaColumns):
                 for n in schema.names
                 if opts is None or not opts.columns or n in opts.columns or n == ROWID
             ]
+            if opts is not None and opts.rows_only:  # Spark's SELECT needs one column
+                wanted = [] if snapshot is not None or opts.partition else wanted[:1]
             # Not pushed down: columns stored as another type (stored_types.py); DuckDB
             # filters them itself.
             pushable = pa.schema([f for f in schema if f.name not in layout.retyped])
             predicate = filters.parse(opts.filter, pushable) if opts is not None else None
+            if opts is not None and opts.partition:
+                return self._read_part(ctx, layout, opts.partition, wanted, predicate, limit)
+            if snapshot is not None and not wanted and predicate is None and not limit:
+                count = self._snapshots.row_count(snapshot) if self._snapshots else None
+                if count is not None:  # counted from the log: no file is read
+                    return direct.null_rows(schema, count)
             if snapshot is not None and not (layout.rowids == "tracked" and ROWID in wanted):
                 return direct.read(ctx, snapshot, schema, wanted, predicate, limit)
             return self._scanner.scan(

@@ -1,0 +1,191 @@
+"""DuckDB reading a Delta lake through pyairport, against DuckDB reading the same files itself
+(the `delta` extension's delta_scan): the limit a Flight server is held to.
+
+A plain Delta table of N rows in 5 files (id, customer, amount, note) and a 1,024-row
+dimension table (customer, region), written by delta-rs into a fresh warehouse, served by
+`pyairport serve --backend spark --warehouse` in its own process. One DuckDB 1.4.4 with the
+Airport and delta extensions runs each query both ways, best of --repeats, and prints the
+ratio (pyairport / delta_scan; 1.0 is DuckDB's own speed). The answers of both ways must
+agree, or the query is reported as wrong and not timed.
+
+The last line is a join of two lake tables whose plan statistics change: EXPLAIN through
+pyairport shows whether DuckDB pruned it from the tables' statistics.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from bench.duckdb_client import _free_port  # noqa: E402
+from tests.duckdb import extension as airport_extension  # noqa: E402
+
+FILES = 5
+CUSTOMERS = 1024
+
+QUERIES: dict[str, str] = {
+    "count(*)": "SELECT count(*) FROM {sales}",
+    "sum(amount)": "SELECT round(sum(amount), 2) FROM {sales}",
+    "GROUP BY customer": "SELECT customer, round(sum(amount), 2) FROM {sales} GROUP BY customer ORDER BY 1",
+    "WHERE note = 'n5'": "SELECT count(*) FROM {sales} WHERE note = 'n5'",
+    "join dimension, GROUP BY region": (
+        "SELECT c.region, round(sum(s.amount), 2) FROM {sales} s JOIN {customers} c USING (customer)"
+        " GROUP BY c.region ORDER BY 1"
+    ),
+    "WHERE id BETWEEN 1000 AND 1999": "SELECT * FROM {sales} WHERE id BETWEEN 1000 AND 1999 ORDER BY id",
+    "SELECT * (all rows)": "SELECT * FROM {sales}",
+}
+# Ids of the dimension table's "late" rows lie past every sales id: with statistics DuckDB
+# sees that no sale can match and plans an empty result.
+STATS_JOIN = "SELECT count(*) FROM {sales} s JOIN {late} l ON s.id = l.id"
+
+
+def write_lake(warehouse: Path, rows: int) -> None:
+    """The tables, written by delta-rs (a plain Delta table, as any writer makes it)."""
+    import numpy as np
+    from deltalake import write_deltalake
+
+    per_file = rows // FILES
+    sales = warehouse / "lake" / "sales"
+    for part in range(FILES):
+        ids = np.arange(part * per_file, (part + 1) * per_file, dtype=np.int64)
+        batch = pa.table(
+            {
+                "id": ids,
+                "customer": pa.array(np.char.add("c", (ids % CUSTOMERS).astype(str))),
+                "amount": (ids % 1000).astype(np.float64) / 10,
+                "note": pa.array(np.char.add("n", (ids % 10).astype(str))),
+            }
+        )
+        write_deltalake(str(sales), batch, mode="append")
+    keys = np.arange(CUSTOMERS)
+    customers = pa.table(
+        {
+            "customer": pa.array(np.char.add("c", keys.astype(str))),
+            "region": pa.array(np.char.add("r", (keys % 8).astype(str))),
+        }
+    )
+    write_deltalake(str(warehouse / "lake" / "customers"), customers)
+    late = pa.table({"id": np.arange(rows * 2, rows * 2 + CUSTOMERS, dtype=np.int64)})
+    write_deltalake(str(warehouse / "lake" / "late"), late)
+
+
+@contextmanager
+def serving(warehouse: Path) -> Iterator[tuple[str, int]]:
+    """`pyairport serve --backend spark` on the warehouse; yields (location, pid)."""
+    port = _free_port()
+    command = [
+        sys.executable,
+        "-m",
+        "pyairport",
+        "serve",
+        "--backend",
+        "spark",
+        "--warehouse",
+        str(warehouse),
+        "--port",
+        str(port),
+    ]
+    jars = ROOT / ".cache" / "jars"
+    if (jars / ".fetched").exists():
+        command += ["--jars-dir", str(jars)]
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT
+    )
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:
+            if "serving" in line.lower():
+                break
+        else:
+            raise RuntimeError("pyairport serve exited before serving")
+        yield f"grpc://127.0.0.1:{port}", process.pid
+    finally:
+        process.terminate()
+        process.wait(60)
+
+
+def _same_rows(a: pa.Table, b: pa.Table) -> bool:
+    """The same rows, in any order (a scan's order is not a query's answer)."""
+    if a.equals(b):
+        return True
+    keys = [(name, "ascending") for name in a.column_names]
+    return a.schema == b.schema and a.sort_by(keys).equals(b.sort_by(keys))
+
+
+def best_of(repeats: int, run: Callable[[], Any]) -> tuple[float, Any]:
+    best, answer = float("inf"), None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        answer = run()
+        best = min(best, time.perf_counter() - start)
+    return best, answer
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=5_000_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    extension = airport_extension.locate()
+    with tempfile.TemporaryDirectory(prefix="pyairport-lake-bench-") as scratch:
+        warehouse = Path(scratch) / "warehouse"
+        write_lake(warehouse, args.rows)
+        with serving(warehouse) as (location, _pid):
+            db = airport_extension.connect(extension)
+            db.execute("LOAD delta")
+            db.execute(f"ATTACH '' AS lake (TYPE airport, LOCATION '{location}')")
+            own = {
+                name: f"delta_scan('{warehouse / 'lake' / name}')"
+                for name in ("sales", "customers", "late")
+            }
+            served = {name: f"lake.lake.{name}" for name in own}
+            print(
+                f"DuckDB {db.execute('SELECT version()').fetchone()[0]} reading a {args.rows:,}-row"
+                f" Delta table ({FILES} files), best of {args.repeats}"
+            )
+            print(f"  {'query':<34}{'pyairport':>11}{'delta_scan':>12}{'ratio':>8}")
+            for label, query in QUERIES.items():
+                times = {}
+                answers = {}
+                for way, names in (("pyairport", served), ("delta_scan", own)):
+                    sql = query.format(**names)
+                    times[way], answers[way] = best_of(
+                        args.repeats, lambda sql=sql: db.execute(sql).fetch_arrow_table()
+                    )
+                if not _same_rows(answers["pyairport"], answers["delta_scan"]):
+                    print(f"  {label:<34} WRONG: the answers differ")
+                    continue
+                ratio = times["pyairport"] / times["delta_scan"]
+                print(
+                    f"  {label:<34}{times['pyairport']:>10.3f}s{times['delta_scan']:>11.3f}s{ratio:>8.2f}"
+                )
+            plan = db.execute("EXPLAIN " + STATS_JOIN.format(**served)).fetchall()
+            text = "\n".join(row[1] for row in plan)
+            pruned = "EMPTY_RESULT" in text or not re.search(r"HASH_JOIN|NESTED_LOOP", text)
+            times = {}
+            for way, names in (("pyairport", served), ("delta_scan", own)):
+                sql = STATS_JOIN.format(**names)
+                times[way], _ = best_of(args.repeats, lambda sql=sql: db.execute(sql).fetchall())
+            print(
+                f"  {'join of two lake tables':<34}{times['pyairport']:>10.3f}s"
+                f"{times['delta_scan']:>11.3f}s{times['pyairport'] / times['delta_scan']:>8.2f}"
+                f"   plan through pyairport: {'pruned by statistics' if pruned else 'a join'}"
+            )
+            db.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+"""What a Delta version's log says of its files, read by delta-rs without opening them: the
+column statistics DuckDB plans with (StatisticsTable).
+
+The log's per-file statistics are bounds of the rows each file was written with: deletion
+vectors only remove rows, so they still hold (the counts of nulls and rows are upper bounds,
+and only what holds for a subset is claimed from them). Delta writes a timestamp's bounds in
+milliseconds, the lower one rounded down and the upper one cut (below the real value): the
+upper is widened by a millisecond. A float's bounds leave NaN out, which DuckDB orders above
+every number: no float bounds are given.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from airport_contracts import ColumnStats
+
+
+def files_of(snapshot: Any) -> pa.Table:
+    """The version's data files, a row each: path, num_records and the flattened statistics
+    (null_count.<column>, min.<column>, max.<column>)."""
+    return pa.table(snapshot.get_add_actions(flatten=True))
+
+
+def _column(files: pa.Table, name: str) -> pa.ChunkedArray | None:
+    return files.column(name) if name in files.column_names else None
+
+
+def _bounded(type_: pa.DataType) -> bool:
+    """Types whose log bounds hold as DuckDB compares values (see the module's doc)."""
+    t = pa.types
+    return bool(
+        t.is_integer(type_)
+        or t.is_decimal(type_)
+        or t.is_date(type_)
+        or t.is_timestamp(type_)
+        or t.is_boolean(type_)
+        or t.is_string(type_)
+        or t.is_large_string(type_)
+    )
+
+
+def column_stats(files: pa.Table, field: pa.Field) -> ColumnStats:
+    """One column's statistics from the log (unknown where any file lacks them)."""
+    nulls = _column(files, f"null_count.{field.name}")
+    records = files.column("num_records")
+    has_null = has_not_null = None
+    if nulls is not None and not nulls.null_count and not records.null_count:
+        has_null = bool(pc.any(pc.greater(nulls, 0)).as_py()) if len(nulls) else False
+        has_not_null = bool(pc.any(pc.less(nulls, records)).as_py()) if len(nulls) else False
+    low = high = None
+    lows, highs = _column(files, f"min.{field.name}"), _column(files, f"max.{field.name}")
+    if (
+        lows is not None
+        and highs is not None
+        and len(files)
+        and _bounded(field.type)
+        and not lows.null_count
+        and not highs.null_count
+    ):
+        low, high = pc.min(lows), pc.max(highs)
+        if pa.types.is_timestamp(field.type):
+            high = pa.scalar(high.as_py() + timedelta(milliseconds=1), high.type)
+        low, high = low.cast(field.type), high.cast(field.type)
+    return ColumnStats(has_not_null=has_not_null, has_null=has_null, min=low, max=high)

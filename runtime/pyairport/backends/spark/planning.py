@@ -1,0 +1,141 @@
+"""What DuckDB plans a Delta table's scan with, from the table's log (delta_stats.py): the
+scan split into parts of one version (PartitionedTable: DuckDB reads each endpoint on a
+thread), and column statistics (StatisticsTable). A mixin of SparkTable.
+
+A part's token pins the version, so every part reads the same one whatever is committed
+meanwhile: a count is split into row counts, a scan into groups of its files
+(file_parts.py). Scans delta-rs cannot serve (Spark's) are one part, unpinned; a table whose
+files cannot be read as they are (column mapping) is one part, pinned.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
+from urllib.parse import unquote
+
+import pyarrow as pa
+
+from airport_contracts import ColumnStats, Context, NotFound, ScanOptions, ScanPartition
+
+from ... import filters
+from ..scan_parts import SPLIT
+from . import delta_stats, direct, file_parts
+from .layout import ROWID, Layout
+
+
+class DeltaScanPlanning:
+    """PartitionedTable and StatisticsTable for a Delta table read by delta-rs."""
+
+    # SparkTable's: its delta-rs view, its layout as it is now (with the log's latest
+    # version), the version to read as delta-rs opened it (or None: Spark reads it), and its
+    # way of turning Spark's failures into what a client may see
+    _snapshots: direct.Snapshots | None
+    _fresh_layout: Callable[[], tuple[Layout, int | None]]
+    _direct_snapshot: Callable[..., Any]
+    _client_errors: Callable[[str], AbstractContextManager[None]]
+
+    def scan_partitions(self, ctx: Context, opts: ScanOptions) -> list[ScanPartition]:
+        layout, latest = self._fresh_layout()
+        with self._client_errors("scan"):
+            snapshot = self._direct_snapshot(layout, opts.time_point, latest)
+        tracked_rowids = layout.rowids == "tracked" and (not opts.columns or ROWID in opts.columns)
+        if snapshot is None or self._snapshots is None or tracked_rowids:
+            return [ScanPartition(token="")]  # Spark reads it, whole
+        version = snapshot.version()
+        predicate = filters.parse(opts.filter, _pushable(layout)) if opts.filter else None
+        count = self._snapshots.row_count(snapshot)
+        if opts.rows_only and predicate is None and count is not None:
+            parts = SPLIT.parts(count, count)
+            sizes = [count * (i + 1) // parts - count * i // parts for i in range(parts)]
+            return [
+                ScanPartition(token=json.dumps({"version": version, "rows": n}), rows=n)
+                for n in sizes
+            ]
+        if not file_parts.readable_by_files(snapshot, layout.location):
+            return [ScanPartition(token=json.dumps({"version": version}), rows=_known(count))]
+        files = self._snapshots.files(snapshot)
+        masks = self._snapshots.keep_masks(snapshot)
+        records = files.column("num_records").to_pylist()
+        if None in records:
+            return [ScanPartition(token=json.dumps({"version": version}), rows=_known(count))]
+        paths = [unquote(p) for p in files.column("path").to_pylist()]
+        live = [
+            rows if path not in masks else int(masks[path].sum())
+            for rows, path in zip(records, paths, strict=True)
+        ]
+        parts = SPLIT.parts(sum(live), len(live))
+        if parts == 1:  # delta-rs reads the version whole, skipping files by the filter
+            return [ScanPartition(token=json.dumps({"version": version}), rows=sum(live))]
+        digest = file_parts.digest(files)
+        return [
+            ScanPartition(
+                token=json.dumps({"version": version, "files": group, "digest": digest}),
+                rows=sum(live[i] for i in group),
+            )
+            for group in file_parts.groups(live, parts)
+        ]
+
+    def _read_part(
+        self,
+        ctx: Context,
+        layout: Layout,
+        token: str,
+        wanted: list[str],
+        predicate: filters.Predicate | None,
+        limit: int,
+    ) -> pa.RecordBatchReader:
+        """One part of a scan_partitions answer (the version it pins, as delta-rs reads it)."""
+        try:
+            part = json.loads(token)
+            version = int(part["version"])
+        except (ValueError, KeyError, TypeError):
+            raise ValueError(f"not a scan part of this table: {token!r}") from None
+        snapshot = self._snapshots.at(version) if self._snapshots is not None else None
+        if snapshot is None or not direct.readable(snapshot, layout.features):
+            raise RuntimeError(f"version {version} of the table cannot be read any more")
+        if direct.shape(snapshot) != direct.shape(self._snapshots.latest()):  # type: ignore[union-attr]
+            raise RuntimeError("the table's columns changed while it was read; run the query again")
+        if "rows" in part:
+            return direct.null_rows(layout.schema, int(part["rows"]))
+        if "files" not in part or layout.location is None:
+            return direct.read(ctx, snapshot, layout.schema, wanted, predicate, limit)
+        files = self._snapshots.files(snapshot)  # type: ignore[union-attr]
+        if part.get("digest") != file_parts.digest(files):
+            raise RuntimeError("the table's files are not those the scan was planned over")
+        files_read = file_parts.PartFiles(
+            location=layout.location,
+            schema=layout.schema,
+            partitions=layout.partitions,
+            files=files,
+            masks=self._snapshots.keep_masks(snapshot),  # type: ignore[union-attr]
+        )
+        return file_parts.read(ctx, files_read, list(part["files"]), wanted, predicate, limit)
+
+    def column_statistics(self, ctx: Context, column_name: str, column_type: str) -> ColumnStats:
+        """A column's statistics from the latest version's log; unknown for the columns Delta
+        keeps no usable statistics of (partition columns, those stored as another type, the
+        rowid row tracking computes) and for tables Spark reads."""
+        layout, latest = self._fresh_layout()
+        if column_name not in layout.schema.names:
+            raise NotFound()
+        with self._client_errors("statistics"):
+            snapshot = self._direct_snapshot(layout, None, latest)
+        unknowable = set(layout.retyped) | set(layout.partitions)
+        if layout.rowids == "tracked":
+            unknowable.add(ROWID)
+        if snapshot is None or self._snapshots is None or column_name in unknowable:
+            return ColumnStats()
+        files = self._snapshots.files(snapshot)
+        return delta_stats.column_stats(files, layout.schema.field(column_name))
+
+
+def _known(count: int | None) -> int:
+    return -1 if count is None else count
+
+
+def _pushable(layout: Layout) -> pa.Schema:
+    """The columns a filter is pushed down on (not those stored as another type)."""
+    return pa.schema([f for f in layout.schema if f.name not in layout.retyped])
