@@ -43,7 +43,9 @@ def arrow_column_stats(column: pa.ChunkedArray) -> ColumnStats:
         if not has_nan:
             bounds = pc.min_max(column)
             low, high = bounds["min"], bounds["max"]
-    distinct = pc.count_distinct(column).as_py() if rows <= DISTINCT_COUNT_ROWS else None
+    distinct = None
+    if _ordered(type_) and rows <= DISTINCT_COUNT_ROWS:
+        distinct = pc.count_distinct(column).as_py()
     longest = unicode = None
     text = pa.types.is_string(type_) or pa.types.is_large_string(type_)
     if text or pa.types.is_binary(type_) or pa.types.is_large_binary(type_):

@@ -1,0 +1,294 @@
+"""DuckDB reading as its users do, on memory and on a lake plain Spark wrote: statistics asked
+and answered for every column type (and no query failing over a type DuckDB cannot read
+statistics of), plans statistics change, scans split over several endpoints equal to the
+one-endpoint scan (after UPDATE and DELETE, and at a version), and the answers always DuckDB's
+own on the same rows."""
+
+from __future__ import annotations
+
+import decimal
+from collections.abc import Iterator
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import pyarrow as pa
+import pytest
+
+from airport_contracts import flight_pb2
+from pyairport.backends.memory import memory_table
+from pyairport.backends.scan_parts import SPLIT
+from pyairport.catalog import CatalogSchema, MutableCatalog
+from pyairport.client import AirportClient
+
+from ..backend.test_lake import lake_server
+from ..protocol.conftest import serving
+from .conftest import OpenSession
+from .session import Session
+
+pytestmark = pytest.mark.duckdb
+
+TYPED_ROWS = pa.table(
+    {
+        "i": pa.array([3, -7, None, 12], pa.int32()),
+        "big": pa.array([2**40, None, -5, 0], pa.int64()),
+        "f": pa.array([1.5, -2.25, None, 8.0], pa.float64()),
+        "d": pa.array(
+            [decimal.Decimal("1.25"), None, decimal.Decimal("-9.99"), decimal.Decimal("0.01")],
+            pa.decimal128(10, 2),
+        ),
+        "day": pa.array([date(2024, 1, 2), None, date(1999, 12, 31), date(2000, 2, 29)]),
+        "ts": pa.array(
+            [
+                datetime(2024, 1, 1, 0, 0, 0, 123456),
+                None,
+                datetime(1970, 1, 1),
+                datetime(2030, 5, 5),
+            ],
+            pa.timestamp("us"),
+        ),
+        "s": pa.array(["bo", "ann", None, "zoë"]),
+        "b": pa.array([b"\x01", None, b"zz", b""]),
+        "ok": pa.array([True, None, False, True]),
+        "l": pa.array([[1], None, [], [2, 3]], pa.list_(pa.int64())),
+    }
+)
+# Per column: predicates below, at and above its values, on nulls, and one that DuckDB's
+# statistics decide alone (a bound outside the range).
+PREDICATES = {
+    "i": ["i > 12", "i >= 12", "i < -7", "i = 3", "i BETWEEN -7 AND 3", "i > 1000"],
+    "big": ["big > 1099511627776", "big = 1099511627776", "big < -5", "big <= -5"],
+    "f": ["f > 8.0", "f = -2.25", "f < -2.25"],
+    "d": ["d > 1.25", "d = -9.99", "d < -9.99"],
+    "day": ["day > DATE '2024-01-02'", "day = DATE '1999-12-31'", "day < DATE '1999-12-31'"],
+    "ts": [
+        "ts > TIMESTAMP '2030-05-05'",
+        "ts >= TIMESTAMP '2030-05-05'",
+        "ts < TIMESTAMP '1970-01-01'",
+    ],
+    "s": ["s > 'zoë'", "s = 'ann'", "s < 'ann'", "s LIKE 'z%'", "length(s) = 3"],
+    "b": ["b > 'zz'::BLOB", "b = ''::BLOB"],
+    "ok": ["ok", "NOT ok"],
+    "l": ["len(l) = 2"],
+}
+
+
+@pytest.fixture
+def split() -> Iterator[None]:
+    """Every scan of more than one row split into up to 3 parts, for this test."""
+    before = (SPLIT.max_parts, SPLIT.rows_per_part)
+    SPLIT.max_parts, SPLIT.rows_per_part = 3, 1
+    yield
+    SPLIT.max_parts, SPLIT.rows_per_part = before
+
+
+def _own(duck: Session, name: str, rows: pa.Table) -> None:
+    """The rows as a table of DuckDB's own (the answers every query is held to)."""
+    duck.connection.register("incoming", rows)
+    duck.run(f"CREATE TABLE {name} AS SELECT * FROM incoming")
+    duck.connection.unregister("incoming")
+
+
+def _same_answers(duck: Session, served: str, own: str, queries: list[str]) -> None:
+    for query in queries:
+        through = sorted(duck.run(query.format(t=served)), key=repr)
+        local = sorted(duck.run(query.format(t=own)), key=repr)
+        assert through == local, query
+
+
+def _typed_queries() -> list[str]:
+    queries = [
+        "SELECT * FROM {t}",
+        "SELECT count(*) FROM {t}",
+        "SELECT min(i), max(i), min(s), max(s), min(ts), max(ts), min(d), max(d) FROM {t}",
+    ]
+    for column, predicates in PREDICATES.items():
+        queries += [f"SELECT {column} FROM {{t}} WHERE {p}" for p in predicates]
+        queries += [
+            f"SELECT count(*) FROM {{t}} WHERE {column} IS NULL",
+            f"SELECT count(*) FROM {{t}} WHERE {column} IS NOT NULL",
+        ]
+    return queries
+
+
+def test_memory_statistics_of_every_type_give_duckdbs_own_answers(
+    open_session: OpenSession,
+) -> None:
+    table = memory_table("typed", TYPED_ROWS.schema, rows=TYPED_ROWS)
+    interval = memory_table(
+        "spans",
+        pa.schema([("id", pa.int64()), ("span", pa.month_day_nano_interval())]),
+        rows=pa.table(
+            {
+                "id": pa.array([1, 2], pa.int64()),
+                "span": pa.array([(1, 2, 3), None], pa.month_day_nano_interval()),
+            }
+        ),
+    )
+    with serving(MutableCatalog("", [CatalogSchema("s", tables=[table, interval])])) as running:
+        duck = open_session(running.server.location)
+        _own(duck, "typed", TYPED_ROWS)
+        _same_answers(duck, "lake.s.typed", "typed", _typed_queries())
+        # a type DuckDB has no statistics reader for: the table says it has none, and
+        # queries over it work
+        assert duck.run("SELECT id FROM lake.s.spans WHERE span IS NOT NULL") == [(1,)]
+        assert duck.run("SELECT count(*) FROM lake.s.spans WHERE id > 1") == [(1,)]
+
+
+def _plan(duck: Session, query: str) -> str:
+    return "\n".join(row[1] for row in duck.run("EXPLAIN " + query))
+
+
+def test_statistics_change_the_plan(open_session: OpenSession) -> None:
+    """A filter outside a column's range and a join of disjoint keys: with statistics DuckDB
+    knows before reading that nothing matches, and plans an empty result."""
+    orders = memory_table(
+        "orders",
+        pa.schema([("id", pa.int64()), ("customer", pa.string())]),
+        rows=pa.table({"id": pa.array(range(1000), pa.int64()), "customer": ["c"] * 1000}),
+    )
+    late = memory_table(
+        "late",
+        pa.schema([("id", pa.int64())]),
+        rows=pa.table({"id": pa.array(range(5000, 5100), pa.int64())}),
+    )
+    with serving(MutableCatalog("", [CatalogSchema("s", tables=[orders, late])])) as running:
+        duck = open_session(running.server.location)
+        join = "SELECT count(*) FROM lake.s.orders o JOIN lake.s.late l ON o.id = l.id"
+        assert "EMPTY_RESULT" in _plan(duck, join) and duck.run(join) == [(0,)]
+        outside = "SELECT * FROM lake.s.orders WHERE id > 999"
+        assert "EMPTY_RESULT" in _plan(duck, outside) and duck.run(outside) == []
+        inside = "SELECT count(*) FROM lake.s.orders WHERE id > 998"
+        assert "EMPTY_RESULT" not in _plan(duck, inside) and duck.run(inside) == [(1,)]
+        # rows that change the range change the plan: no stale statistics
+        duck.run("INSERT INTO lake.s.orders VALUES (5050, 'late')")
+        assert "EMPTY_RESULT" not in _plan(duck, join) and duck.run(join) == [(1,)]
+
+
+def test_memory_split_scans_equal_one_endpoint(open_session: OpenSession, split: None) -> None:
+    table = memory_table("typed", TYPED_ROWS.schema, rows=TYPED_ROWS)
+    with serving(MutableCatalog("", [CatalogSchema("s", tables=[table])])) as running:
+        duck = open_session(running.server.location)
+        _own(duck, "typed", TYPED_ROWS)
+        _own(duck, "created", TYPED_ROWS)
+        queries = [
+            "SELECT * FROM {t}",
+            "SELECT count(*), sum(i) FROM {t}",
+            "SELECT s FROM {t} WHERE i > 0",
+        ]
+        _same_answers(duck, "lake.s.typed", "typed", queries)
+        for statement in ("UPDATE {t} SET s = 'new' WHERE i > 0", "DELETE FROM {t} WHERE i < 0"):
+            duck.run(statement.format(t="lake.s.typed"))
+            duck.run(statement.format(t="typed"))
+            _same_answers(duck, "lake.s.typed", "typed", queries)
+        # the table as created, split as well
+        _same_answers(duck, "lake.s.typed AT (VERSION => 0)", "created", queries)
+
+
+# --- a lake plain Spark wrote ------------------------------------------------------------------
+
+SPARK_TYPED = (
+    "(i INT, big BIGINT, f DOUBLE, d DECIMAL(10,2), day DATE, ts TIMESTAMP, ntz TIMESTAMP_NTZ,"
+    " s STRING, b BINARY, ok BOOLEAN, l ARRAY<BIGINT>, part STRING) USING delta"
+    " PARTITIONED BY (part) TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')"
+)
+
+
+@pytest.fixture
+def spark_lake(
+    spark_backend: Any, tmp_path: Path, airport_extension_path: str
+) -> Iterator[tuple[Any, str, str]]:
+    """A table plain Spark wrote in several files and partitions, with deletion vectors after
+    a DELETE and an UPDATE; yields (spark, its SQL name, the server's location)."""
+    spark = spark_backend.spark
+    lake = tmp_path / "lake"
+    ident = f"delta.`{lake / 'sales' / 'typed'}`"
+    spark.sql(f"CREATE TABLE {ident} {SPARK_TYPED}")
+    spark.sql(
+        f"INSERT INTO {ident} SELECT /*+ REPARTITION(3) */ CAST(id AS INT) - 50, id * 1099511627,"
+        " id / 4, CAST(id / 3 AS DECIMAL(10,2)), DATE '2020-01-01' + CAST(id AS INT),"
+        " TIMESTAMP '2024-01-01 00:00:00.123456' + make_interval(0, 0, 0, 0, 0, 0, id),"
+        " TIMESTAMP_NTZ '2024-01-01 00:00:00' + make_interval(0, 0, 0, 0, id, 0, 0),"
+        " CASE WHEN id % 7 = 0 THEN NULL ELSE concat('s', id, CASE WHEN id % 5 = 0 THEN 'é' ELSE '' END) END,"
+        " CAST(concat('b', id) AS BINARY), id % 2 = 0, array(id, id + 1),"
+        " CASE WHEN id % 3 = 0 THEN 'eu' WHEN id % 3 = 1 THEN 'us' ELSE NULL END"
+        " FROM range(0, 300)"
+    )
+    spark.sql(f"DELETE FROM {ident} WHERE i % 10 = 0")
+    spark.sql(f"UPDATE {ident} SET s = 'upd' WHERE i % 10 = 1")
+    with lake_server(spark, lake) as location:
+        yield spark, ident, location
+
+
+def _endpoints(location: str, schema: str, table: str) -> int:
+    """How many endpoints a scan of every column gets, asked as DuckDB asks."""
+    descriptor = flight_pb2.FlightDescriptor(
+        type=flight_pb2.FlightDescriptor.PATH, path=[schema, table]
+    ).SerializeToString()
+    request = {"descriptor": descriptor, "parameters": {"column_ids": [], "json_filters": ""}}
+    with AirportClient(location) as client:
+        (body,) = client.action("endpoints", msgpack.packb(request))
+    return len(msgpack.unpackb(body, raw=True))
+
+
+def _spark_rows(spark: Any, ident: str) -> pa.Table:
+    return spark.sql(f"SELECT * FROM {ident}").toArrow()
+
+
+@pytest.mark.spark
+def test_a_spark_lakes_statistics_give_duckdbs_own_answers(
+    spark_lake: tuple[Any, str, str], open_session: OpenSession
+) -> None:
+    spark, ident, location = spark_lake
+    duck = open_session(location)
+    _own(duck, "typed", _spark_rows(spark, ident))
+    queries = [
+        "SELECT * FROM {t}",
+        "SELECT count(*) FROM {t}",
+        "SELECT min(i), max(i), min(ts), max(ts), min(ntz), max(ntz), min(s), max(s), min(d) FROM {t}",
+        "SELECT count(*) FROM {t} WHERE i > 249",
+        "SELECT count(*) FROM {t} WHERE i >= 249",
+        "SELECT count(*) FROM {t} WHERE ts >= (SELECT max(ts) FROM {t})",
+        "SELECT count(*) FROM {t} WHERE ntz >= (SELECT max(ntz) FROM {t})",
+        "SELECT count(*) FROM {t} WHERE s = 'upd'",
+        "SELECT count(*) FROM {t} WHERE s > 's99'",
+        "SELECT count(*) FROM {t} WHERE s IS NULL",
+        "SELECT count(*) FROM {t} WHERE part IS NULL",
+        "SELECT part, count(*) FROM {t} GROUP BY part",
+        "SELECT count(*) FROM {t} WHERE day = DATE '2020-01-02'",
+        "SELECT count(*) FROM {t} WHERE d > 99.0",
+        "SELECT count(*) FROM {t} WHERE length(s) = 5",
+    ]
+    _same_answers(duck, "lake.sales.typed", "typed", queries)
+    # the log's bounds: a filter beyond the largest i is planned empty
+    assert "EMPTY_RESULT" in _plan(duck, "SELECT * FROM lake.sales.typed WHERE i > 1000")
+
+
+@pytest.mark.spark
+def test_a_spark_lakes_split_scans_equal_one_endpoint(
+    spark_lake: tuple[Any, str, str], open_session: OpenSession
+) -> None:
+    spark, ident, location = spark_lake
+    queries = [
+        "SELECT * FROM {t}",
+        "SELECT count(*) FROM {t}",
+        "SELECT part, count(*), sum(i) FROM {t} GROUP BY part",
+        "SELECT s FROM {t} WHERE i BETWEEN 20 AND 120",
+        "SELECT * FROM {t} AT (VERSION => 1)",
+    ]
+    whole = open_session(location)
+    assert _endpoints(location, "sales", "typed") == 1
+    answers = {q: sorted(whole.run(q.format(t="lake.sales.typed")), key=repr) for q in queries}
+    before = (SPLIT.max_parts, SPLIT.rows_per_part)
+    SPLIT.max_parts, SPLIT.rows_per_part = 3, 1
+    try:
+        assert _endpoints(location, "sales", "typed") == 3  # groups of the version's files
+        parts = open_session(location)
+        for query in queries:
+            assert sorted(parts.run(query.format(t="lake.sales.typed")), key=repr) == answers[query]
+    finally:
+        SPLIT.max_parts, SPLIT.rows_per_part = before
+    assert answers["SELECT count(*) FROM {t}"] == [
+        (spark.sql(f"SELECT count(*) FROM {ident}").first()[0],)
+    ]

@@ -1,0 +1,163 @@
+"""A scan as DuckDB reads it, on the wire: several endpoints of one snapshot (deviation
+several_endpoints), the progress each DoGet message carries (scan_progress_reported), a count
+that reads no column (scan_needs_no_columns) and the columns not asked for typed null
+(unrequested_columns_null_typed). pyarrow.flight is the client, framing calls as DuckDB's
+extension does."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+
+import msgpack
+import pyarrow as pa
+import pyarrow.flight as flight
+import pytest
+
+from airport_contracts import flight_pb2
+from pyairport.backends.memory import memory_table
+from pyairport.backends.scan_parts import SPLIT
+from pyairport.catalog import CatalogSchema, MutableCatalog
+from pyairport.column_ids import ROWID_COLUMN_ID
+
+from .conftest import Running, serving
+
+COLUMNS = pa.schema([("id", pa.int64()), ("name", pa.string())])
+ROWS = 5_000
+
+
+@pytest.fixture
+def split() -> Iterator[None]:
+    """Scans of more than 1,000 rows split in up to 4 parts, for this test."""
+    before = (SPLIT.max_parts, SPLIT.rows_per_part)
+    SPLIT.max_parts, SPLIT.rows_per_part = 4, 1_000
+    yield
+    SPLIT.max_parts, SPLIT.rows_per_part = before
+
+
+@pytest.fixture
+def running() -> Iterator[Running]:
+    rows = pa.table({"id": range(ROWS), "name": [f"n{i}" for i in range(ROWS)]})
+    table = memory_table("t", COLUMNS, rows=rows)
+    with serving(MutableCatalog("", [CatalogSchema("s", tables=[table])])) as live:
+        yield live
+
+
+def _endpoints(
+    running: Running,
+    column_ids: list[int],
+    bindings: list[str],
+    filters: list[object] = (),  # type: ignore[assignment]
+) -> list[flight_pb2.FlightEndpoint]:
+    descriptor = flight_pb2.FlightDescriptor(
+        type=flight_pb2.FlightDescriptor.PATH, path=["s", "t"]
+    ).SerializeToString()
+    json_filters = json.dumps({"filters": list(filters), "column_binding_names_by_index": bindings})
+    request = {
+        "descriptor": descriptor,
+        "parameters": {"column_ids": column_ids, "json_filters": json_filters},
+    }
+    (body,) = running.client.action("endpoints", msgpack.packb(request))
+    endpoints = []
+    for raw in msgpack.unpackb(body, raw=True):
+        endpoint = flight_pb2.FlightEndpoint()
+        endpoint.ParseFromString(raw)
+        endpoints.append(endpoint)
+    return endpoints
+
+
+def _read(running: Running, endpoint: flight_pb2.FlightEndpoint) -> tuple[pa.Table, list[float]]:
+    """One endpoint's rows and the progress its messages reported."""
+    batches, progress = [], []
+    with contextlib.closing(flight.connect(running.server.location)) as client:
+        for chunk in client.do_get(flight.Ticket(endpoint.ticket.ticket)):
+            batches.append(chunk.data)
+            if chunk.app_metadata is not None:
+                progress.append(msgpack.unpackb(chunk.app_metadata.to_pybytes())["progress"])
+    return pa.Table.from_batches(batches), progress
+
+
+def test_a_large_scan_is_several_endpoints_of_one_snapshot(running: Running, split: None) -> None:
+    endpoints = _endpoints(running, [0, 1], ["id", "name"])
+    assert len(endpoints) == 4
+    # the table changes after the endpoints were handed out: every part still reads the
+    # version they were planned on
+    running.client.delete("s", "t", list(range(1, 101)))
+    running.client.insert("s", "t", pa.table({"id": [-1], "name": ["late"]}))
+    parts = [_read(running, endpoint)[0] for endpoint in endpoints]
+    assert [p.num_rows for p in parts] == [1_250] * 4
+    together = pa.concat_tables(parts).select(["id", "name"]).sort_by("id")
+    assert together["id"].to_pylist() == list(range(ROWS))
+    # the next scan sees the change
+    after = pa.concat_tables([_read(running, e)[0] for e in _endpoints(running, [0], ["id"])])
+    assert after.num_rows == ROWS - 100 + 1
+
+
+def test_each_message_reports_progress_ending_at_one(running: Running, split: None) -> None:
+    for endpoint in _endpoints(running, [0], ["id"]):
+        _, progress = _read(running, endpoint)
+        assert progress and all(0 <= p <= 1 for p in progress)
+        assert progress == sorted(progress) and progress[-1] == 1.0
+
+
+def test_a_count_reads_no_column(running: Running, split: None) -> None:
+    """DuckDB's count(*): the rowid id alone, no column binding."""
+    endpoints = _endpoints(running, [ROWID_COLUMN_ID], [])
+    assert all(json.loads(e.ticket.ticket)["rows_only"] is True for e in endpoints)
+    parts = [_read(running, e)[0] for e in endpoints]
+    assert sum(p.num_rows for p in parts) == ROWS
+    assert {f.type for p in parts for f in p.schema} == {pa.null()}
+    # SELECT rowid names the rowid: it is read
+    (rowids,) = [_read(running, e)[0] for e in _endpoints(running, [ROWID_COLUMN_ID], ["rowid"])][
+        :1
+    ]
+    assert rowids.schema.field("rowid").type == pa.int64() and rowids["rowid"].null_count == 0
+
+
+def test_columns_not_asked_for_are_typed_null(running: Running) -> None:
+    (endpoint,) = _endpoints(running, [1], ["name"])
+    rows, _ = _read(running, endpoint)
+    assert rows.schema.names == ["id", "name", "rowid"]
+    assert [f.type for f in rows.schema] == [pa.null(), pa.string(), pa.null()]
+    assert rows.schema.field("rowid").metadata == {b"is_rowid": b"true"}
+    assert rows["name"].to_pylist() == [f"n{i}" for i in range(ROWS)]
+
+
+def test_a_filtered_split_scan_keeps_exactly_the_matching_rows(
+    running: Running, split: None
+) -> None:
+    between = {
+        "expression_class": "BOUND_BETWEEN",
+        "type": "COMPARE_BETWEEN",
+        "alias": "",
+        "input": _column(),
+        "lower": _constant(1_000),
+        "upper": _constant(3_999),
+        "lower_inclusive": True,
+        "upper_inclusive": True,
+    }
+    endpoints = _endpoints(running, [0], ["id"], [between])
+    assert len(endpoints) == 4
+    found = pa.concat_tables([_read(running, e)[0] for e in endpoints])
+    assert sorted(found["id"].to_pylist()) == list(range(1_000, 4_000))
+
+
+def _column() -> dict[str, object]:
+    return {
+        "expression_class": "BOUND_COLUMN_REF",
+        "type": "BOUND_COLUMN_REF",
+        "alias": "id",
+        "return_type": {"id": "BIGINT", "type_info": None},
+        "binding": {"table_index": 0, "column_index": 0},
+        "depth": 0,
+    }
+
+
+def _constant(value: int) -> dict[str, object]:
+    return {
+        "expression_class": "BOUND_CONSTANT",
+        "type": "VALUE_CONSTANT",
+        "alias": "",
+        "value": {"type": {"id": "BIGINT", "type_info": None}, "is_null": False, "value": value},
+    }
