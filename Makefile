@@ -151,6 +151,7 @@ bench: $(STAMP) jars $(DUCKDB_EXTENSION)
 	$(PY) bench/run.py
 	$(PY) bench/duckdb_shaped.py
 	$(PY) bench/duckdb_client.py
+	$(PY) bench/duckdb_lake.py
 	$(PY) bench/functions.py
 	$(PY) bench/spark.py
 	$(PY) bench/vs_go.py

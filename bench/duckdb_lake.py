@@ -8,8 +8,10 @@ Airport and delta extensions runs each query both ways, best of --repeats, and p
 ratio (pyairport / delta_scan; 1.0 is DuckDB's own speed). The answers of both ways must
 agree, or the query is reported as wrong and not timed.
 
-The last line is a join of two lake tables whose plan statistics change: EXPLAIN through
-pyairport shows whether DuckDB pruned it from the tables' statistics.
+The last lines: a join of two lake tables whose plan statistics change (EXPLAIN through
+pyairport shows whether DuckDB pruned it from the tables' statistics), and how much the
+server's resident memory grew while DuckDB read every row (the table is about 75 times the
+server's 65,536-row batches: a server that held the table would grow by its size).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -125,6 +128,36 @@ def _same_rows(a: pa.Table, b: pa.Table) -> bool:
     return a.schema == b.schema and a.sort_by(keys).equals(b.sort_by(keys))
 
 
+def _rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def rss_growth(pid: int, run: Callable[[], Any]) -> tuple[int, int]:
+    """(RSS before, the largest RSS growth seen while run ran), in KiB, sampled every 5 ms."""
+    before = _rss_kib(pid)
+    peak = before
+    done = threading.Event()
+
+    def watch() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, _rss_kib(pid))
+            done.wait(0.005)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        run()
+    finally:
+        done.set()
+        watcher.join()
+    return before, peak - before
+
+
 def best_of(repeats: int, run: Callable[[], Any]) -> tuple[float, Any]:
     best, answer = float("inf"), None
     for _ in range(repeats):
@@ -143,7 +176,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="pyairport-lake-bench-") as scratch:
         warehouse = Path(scratch) / "warehouse"
         write_lake(warehouse, args.rows)
-        with serving(warehouse) as (location, _pid):
+        with serving(warehouse) as (location, pid):
             db = airport_extension.connect(extension)
             db.execute("LOAD delta")
             db.execute(f"ATTACH '' AS lake (TYPE airport, LOCATION '{location}')")
@@ -183,6 +216,12 @@ def main() -> None:
                 f"  {'join of two lake tables':<34}{times['pyairport']:>10.3f}s"
                 f"{times['delta_scan']:>11.3f}s{times['pyairport'] / times['delta_scan']:>8.2f}"
                 f"   plan through pyairport: {'pruned by statistics' if pruned else 'a join'}"
+            )
+            sql = QUERIES["SELECT * (all rows)"].format(**served)
+            before, growth = rss_growth(pid, lambda: db.execute(sql).fetch_arrow_table())
+            print(
+                f"  server RSS {before / 1024:.0f} MiB, grew {growth / 1024:.0f} MiB while DuckDB"
+                f" read all {args.rows:,} rows ({args.rows * 26 / 2**20:.0f} MiB of values)"
             )
             db.close()
 

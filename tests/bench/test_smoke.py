@@ -157,3 +157,31 @@ def test_duckdb_client_benchmark_prints_every_server_beside_duckdb() -> None:
     for row in rows:
         # DuckDB's own figure, then pyairport memory, Spark and airport-go with their ratios
         assert len(re.findall(r"[\d,]+ \(\d+\.\d{3}\)", row)) >= 3, row
+
+
+@pytest.mark.duckdb
+@pytest.mark.spark
+def test_duckdb_lake_benchmark_prints_every_query_beside_delta_scan() -> None:
+    """DuckDB reading a small Delta table through pyairport and with its own delta_scan: each
+    query's times and ratio (no answer differs), the join's plan and the server's memory."""
+    from tests.duckdb import extension
+
+    try:
+        extension.locate()
+    except extension.Unavailable as why:
+        pytest.skip(f"DuckDB tier skipped: {why}")
+    run = subprocess.run(
+        [sys.executable, str(BENCH.parent / "duckdb_lake.py"), "--rows", "50000", "--repeats", "1"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert run.returncode == 0, run.stderr
+    out = run.stdout
+    assert "WRONG" not in out
+    from bench.duckdb_lake import QUERIES
+
+    for label in [*QUERIES, "join of two lake tables"]:
+        assert re.search(rf"{re.escape(label)}\s+[\d.]+s\s+[\d.]+s\s+\d+\.\d\d", out), label
+    assert "plan through pyairport: pruned by statistics" in out
+    assert re.search(r"server RSS \d+ MiB, grew -?\d+ MiB while DuckDB read all 50,000 rows", out)

@@ -66,12 +66,18 @@ def _string_kind(type_: pa.DataType) -> str | None:
     return None
 
 
-def _readable_by_duckdb(type_: pa.DataType) -> bool:
+_EXTENSION_NAME = b"ARROW:extension:name"
+
+
+def _readable_by_duckdb(field: pa.Field) -> bool:
     """Whether DuckDB's reader of statistics (the extension's airport_flight_statistics.cpp)
-    takes a column of this Arrow type: the numbers, times, decimals, booleans and strings it
+    takes a column of this Arrow field: the numbers, times, decimals, booleans and strings it
     keeps bounds for, and the nested types it reads as unknown. It throws for the others
-    (INTERVAL, ENUM, BIT, extension types it maps to types of its own), failing the query."""
-    if isinstance(type_, pa.ExtensionType):
+    (INTERVAL, ENUM, BIT, extension types it maps to types of its own: DuckDB 1.5 reads a
+    geoarrow.wkb column, which pyarrow sees as plain binary, as GEOMETRY), failing the
+    query."""
+    type_ = field.type
+    if isinstance(type_, pa.BaseExtensionType) or _EXTENSION_NAME in (field.metadata or {}):
         return False
     t = pa.types
     if (
@@ -97,7 +103,7 @@ def _readable_by_duckdb(type_: pa.DataType) -> bool:
 def produces_statistics(table: Table) -> bool:
     """Whether the table's FlightInfo may say can_produce_statistics."""
     return implements(table, "StatisticsTable") and all(
-        _readable_by_duckdb(field.type) for field in table.arrow_schema(None)
+        _readable_by_duckdb(field) for field in table.arrow_schema(None)
     )
 
 

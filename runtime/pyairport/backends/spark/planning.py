@@ -41,7 +41,9 @@ class DeltaScanPlanning:
         layout, latest = self._fresh_layout()
         with self._client_errors("scan"):
             snapshot = self._direct_snapshot(layout, opts.time_point, latest)
-        tracked_rowids = layout.rowids == "tracked" and (not opts.columns or ROWID in opts.columns)
+        # a scan of a row-tracked table reads its rowids, which Spark computes from the log
+        # (only a count does not)
+        tracked_rowids = layout.rowids == "tracked" and not opts.rows_only
         if snapshot is None or self._snapshots is None or tracked_rowids:
             return [ScanPartition(token="")]  # Spark reads it, whole
         version = snapshot.version()

@@ -13,6 +13,7 @@ served as DuckDB sent it, and a Spark user reads a column of a Spark type:
 | float16                                | FLOAT                                            |
 | fixed-size binary                      | BINARY                                           |
 | an extension type (arrow.uuid, …)      | its storage type, as above (bool8: BOOLEAN)      |
+| an extension pyarrow does not know     | its storage type (geoarrow.wkb: BINARY)          |
 
 Which columns are stored so is the table property `pyairport.served_types`: a JSON object of
 column name → the served field as an Arrow IPC schema (base64), kept by CREATE TABLE, ADD,
@@ -86,9 +87,20 @@ def property_value(types: Mapping[str, str]) -> str:
     return json.dumps(dict(sorted(types.items())), separators=(",", ":"))
 
 
+_EXTENSION_NAME = b"ARROW:extension:name"
+
+
+def recorded(field: pa.Field) -> bool:
+    """Whether a column's served field must be kept in the table property: its type is
+    stored as another, or it is an extension type pyarrow does not know (DuckDB's
+    geoarrow.wkb GEOMETRY, its CRS in the extension's metadata), which Delta stores as its
+    storage type and would otherwise give back without its name."""
+    return stored_type(field.type) is not None or _EXTENSION_NAME in (field.metadata or {})
+
+
 def for_schema(schema: pa.Schema) -> dict[str, str]:
     """The served_types entries of a table created with schema."""
-    return {f.name: encode(f) for f in schema if stored_type(f.type) is not None}
+    return {f.name: encode(f) for f in schema if recorded(f)}
 
 
 def served(stored: pa.Field, types: Mapping[str, str]) -> pa.Field:
