@@ -426,3 +426,19 @@ def test_a_type_change_names_a_plain_conversion_as_duckdb_sends_it(
     from pyairport.dispatch.ddl_actions import conversion_expression
 
     assert (conversion_expression(expression, "age") == "") is plain
+
+
+def test_add_constraint_is_an_unknown_action_as_in_airport_go(srv: Running) -> None:
+    """The extension's add_constraint (DuckDB refuses ADD PRIMARY KEY, UNIQUE and CHECK
+    before sending it): airport-go serves no such action, and neither does pyairport."""
+    body = msgpack.packb(
+        {
+            "catalog": "",
+            "schema": "dml_schema",
+            "name": "users",
+            "ignore_not_found": False,
+            "constraint": "PRIMARY KEY (id)",
+        }
+    )
+    error = _error(lambda: srv.client.action("add_constraint", body))
+    assert_error_row("unknown_action", {"type": "add_constraint"}, error.code, error.message)
