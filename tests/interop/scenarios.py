@@ -371,6 +371,36 @@ def functions_are_not_tables(wire: Wire) -> dict[str, Any]:
     return {"scalar": wire.exchange(call, users([1]).schema)}
 
 
+@scenario
+def column_statistics_refused(wire: Wire) -> dict[str, Any]:
+    """column_statistics requests both servers refuse before asking the table (protocol
+    §2.9): the same status and message from each."""
+
+    def path(*parts: str) -> bytes:
+        return flight_pb2.FlightDescriptor(
+            type=flight_pb2.FlightDescriptor.PATH, path=list(parts)
+        ).SerializeToString()
+
+    def ask(descriptor: bytes | None, column: str = "id", type_: str = "BIGINT") -> Any:
+        request: dict[str, Any] = {"column_name": column, "type": type_}
+        if descriptor is not None:
+            request["flight_descriptor"] = descriptor
+        return wire.action("column_statistics", msgpack.packb(request))["status"]
+
+    command = flight_pb2.FlightDescriptor(type=flight_pb2.FlightDescriptor.CMD, cmd=b"x")
+    return {
+        "not_msgpack": wire.action("column_statistics", b"\xc1")["status"][0],
+        "no_column": ask(path("dml_schema", "users"), column=""),
+        "no_type": ask(path("dml_schema", "users"), type_=""),
+        "no_descriptor": ask(None),
+        "bad_descriptor": ask(b"\xff\xff")[0],
+        "not_a_path": ask(command.SerializeToString()),
+        "one_part_path": ask(path("dml_schema")),
+        "unknown_schema": ask(path("nope", "users")),
+        "unknown_table": ask(path("dml_schema", "nope")),
+    }
+
+
 # --- transactions (protocol §1.10, §2.2-2.3) ---------------------------------------------------
 
 
