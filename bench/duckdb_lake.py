@@ -5,8 +5,9 @@ A plain Delta table of N rows in 5 files (id, customer, amount, note) and a 1,02
 dimension table (customer, region), written by delta-rs into a fresh warehouse, served by
 `pyairport serve --backend spark --warehouse` in its own process. One DuckDB 1.4.4 with the
 Airport and delta extensions runs each query both ways, best of --repeats, and prints the
-ratio (pyairport / delta_scan; 1.0 is DuckDB's own speed). The answers of both ways must
-agree, or the query is reported as wrong and not timed.
+ratio (pyairport / delta_scan; 1.0 is DuckDB's own speed), and a third time through a server
+started with --delta-scan-refs (DuckDB then reads the files itself, by delta_scan). The
+answers of every way must agree, or the query is reported as wrong and not timed.
 
 The last lines: a join of two lake tables whose plan statistics change (EXPLAIN through
 pyairport shows whether DuckDB pruned it from the tables' statistics), and how much the
@@ -86,8 +87,9 @@ def write_lake(warehouse: Path, rows: int) -> None:
 
 
 @contextmanager
-def serving(warehouse: Path) -> Iterator[tuple[str, int]]:
-    """`pyairport serve --backend spark` on the warehouse; yields (location, pid)."""
+def serving(warehouse: Path, *extra: str) -> Iterator[tuple[str, int]]:
+    """`pyairport serve --backend spark` on the warehouse (and extra flags); yields
+    (location, pid)."""
     port = _free_port()
     command = [
         sys.executable,
@@ -100,6 +102,7 @@ def serving(warehouse: Path) -> Iterator[tuple[str, int]]:
         str(warehouse),
         "--port",
         str(port),
+        *extra,
     ]
     jars = ROOT / ".cache" / "jars"
     if (jars / ".fetched").exists():
@@ -176,48 +179,53 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="pyairport-lake-bench-") as scratch:
         warehouse = Path(scratch) / "warehouse"
         write_lake(warehouse, args.rows)
-        with serving(warehouse) as (location, pid):
+        with (
+            serving(warehouse) as (location, pid),
+            serving(warehouse, "--delta-scan-refs") as (refs_location, _),
+        ):
             db = airport_extension.connect(extension)
             db.execute("LOAD delta")
             db.execute(f"ATTACH '' AS lake (TYPE airport, LOCATION '{location}')")
+            db.execute(f"ATTACH '' AS refs (TYPE airport, LOCATION '{refs_location}')")
             own = {
                 name: f"delta_scan('{warehouse / 'lake' / name}')"
                 for name in ("sales", "customers", "late")
             }
-            served = {name: f"lake.lake.{name}" for name in own}
+            ways = {
+                "pyairport": {name: f"lake.lake.{name}" for name in own},
+                "--delta-scan-refs": {name: f"refs.lake.{name}" for name in own},
+                "delta_scan": own,
+            }
             print(
                 f"DuckDB {db.execute('SELECT version()').fetchone()[0]} reading a {args.rows:,}-row"
-                f" Delta table ({FILES} files), best of {args.repeats}"
+                f" Delta table ({FILES} files), best of {args.repeats}; ratios to delta_scan"
             )
-            print(f"  {'query':<34}{'pyairport':>11}{'delta_scan':>12}{'ratio':>8}")
-            for label, query in QUERIES.items():
-                times = {}
-                answers = {}
-                for way, names in (("pyairport", served), ("delta_scan", own)):
+            print(f"  {'query':<34}{'pyairport':>18}{'--delta-scan-refs':>20}{'delta_scan':>12}")
+            for label, query in [*QUERIES.items(), ("join of two lake tables", STATS_JOIN)]:
+                times, answers = {}, {}
+                for way, names in ways.items():
                     sql = query.format(**names)
                     times[way], answers[way] = best_of(
                         args.repeats, lambda sql=sql: db.execute(sql).fetch_arrow_table()
                     )
-                if not _same_rows(answers["pyairport"], answers["delta_scan"]):
-                    print(f"  {label:<34} WRONG: the answers differ")
+                wrong = [w for w in ways if not _same_rows(answers[w], answers["delta_scan"])]
+                if wrong:
+                    print(f"  {label:<34} WRONG: {', '.join(wrong)} answered otherwise")
                     continue
-                ratio = times["pyairport"] / times["delta_scan"]
+                base = times["delta_scan"]
                 print(
-                    f"  {label:<34}{times['pyairport']:>10.3f}s{times['delta_scan']:>11.3f}s{ratio:>8.2f}"
+                    f"  {label:<34}{times['pyairport']:>9.3f}s ({times['pyairport'] / base:>5.2f})"
+                    f"{times['--delta-scan-refs']:>11.3f}s ({times['--delta-scan-refs'] / base:>5.2f})"
+                    f"{base:>11.3f}s"
                 )
-            plan = db.execute("EXPLAIN " + STATS_JOIN.format(**served)).fetchall()
+            plan = db.execute("EXPLAIN " + STATS_JOIN.format(**ways["pyairport"])).fetchall()
             text = "\n".join(row[1] for row in plan)
             pruned = "EMPTY_RESULT" in text or not re.search(r"HASH_JOIN|NESTED_LOOP", text)
-            times = {}
-            for way, names in (("pyairport", served), ("delta_scan", own)):
-                sql = STATS_JOIN.format(**names)
-                times[way], _ = best_of(args.repeats, lambda sql=sql: db.execute(sql).fetchall())
             print(
-                f"  {'join of two lake tables':<34}{times['pyairport']:>10.3f}s"
-                f"{times['delta_scan']:>11.3f}s{times['pyairport'] / times['delta_scan']:>8.2f}"
-                f"   plan through pyairport: {'pruned by statistics' if pruned else 'a join'}"
+                "  the join's plan through pyairport: "
+                + ("pruned by statistics" if pruned else "a join")
             )
-            sql = QUERIES["SELECT * (all rows)"].format(**served)
+            sql = QUERIES["SELECT * (all rows)"].format(**ways["pyairport"])
             before, growth = rss_growth(pid, lambda: db.execute(sql).fetch_arrow_table())
             print(
                 f"  server RSS {before / 1024:.0f} MiB, grew {growth / 1024:.0f} MiB while DuckDB"

@@ -272,6 +272,8 @@ def _functions(n: _Node | None) -> Functions:
         named_parameter_metadata=n.string("named_parameter_metadata"),
         chunk_continues=n.string("chunk_continues"),
         chunk_finished=n.string("chunk_finished"),
+        call_uri_prefix=n.string("call_uri_prefix"),
+        call_argument_name=n.string("call_argument_name"),
         doc=n.string("doc"),
         sources=n.strs("sources", required=True),
         kinds=tuple(kinds),

@@ -422,6 +422,8 @@ class Functions:
     named_parameter_metadata: str
     chunk_continues: str
     chunk_finished: str
+    call_uri_prefix: str  # a scan endpoint DuckDB runs as a function call of its own
+    call_argument_name: str  # a format with {index} (0-based): the call's positional arguments
     doc: str
     sources: tuple[str, ...]
     kinds: tuple[FunctionKind, ...]

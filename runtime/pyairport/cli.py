@@ -139,6 +139,14 @@ def _parser() -> argparse.ArgumentParser:
         help="longest row_ids list a spec-002 UPDATE/DELETE may send (default: no limit)",
     )
     serve.add_argument(
+        "--delta-scan-refs",
+        action="store_true",
+        help="spark: let DuckDB read a Delta table itself, as delta_scan of its folder, where it"
+        " reads it as served (no rowid column, no column stored as another type, no deletion"
+        " vector, no time point); DuckDB then needs its delta extension loaded and access to"
+        " the table's files, and those reads are not covered by this server's token or TLS",
+    )
+    serve.add_argument(
         "--scan-parts",
         type=int,
         default=None,
@@ -272,6 +280,7 @@ def _catalog(args: argparse.Namespace) -> tuple[object, Callable[[], None]]:
         remote=args.spark_remote,
         session_catalog=args.spark_catalog,
         enable_row_tracking=args.enable_row_tracking,
+        delta_scan_refs=args.delta_scan_refs,
     )
     catalog = spark_demo_catalog(backend) if args.demo else backend.catalog
     backend.serve_lake_functions()

@@ -80,6 +80,8 @@ class FunctionWire:
     named_parameter_metadata: str
     chunk_continues: bytes
     chunk_finished: bytes
+    call_uri_prefix: str  # the data: URI of an endpoint DuckDB runs as a function call
+    call_argument_name: str  # format with {index}, 0-based: a call's positional arguments
 
 
 @dataclass(frozen=True)

@@ -28,12 +28,14 @@ from airport_contracts import (
     EndpointsInvalidDescriptor,
     EndpointsParameters,
     FlightInfoPathInvalid,
+    FunctionCallRequest,
     InvalidPayload,
     ListSchemasFailed,
     ScanOptions,
     ScanSchemaNotFound,
     SchemaRequest,
     Table,
+    TableRef,
     TicketData,
     TimePoint,
     TimeTravelUnsupported,
@@ -51,6 +53,7 @@ from .flight_infos import REUSE_CONNECTION, FlightInfos, scan_partitions
 from .functions import Functions
 from .go_text import go_quote
 from .statistics import Statistics
+from .table_refs import function_call_uri
 from .tables import SCAN_LOOKUP, Tables
 
 DEFAULT_SCHEMA = "main"  # Go: catalog.DefaultSchemaName
@@ -233,6 +236,22 @@ class CatalogActions:
             filters=parameters.json_filters.encode(),
             rows_only=rows_only,
         )
+        if table is not None and implements(table, "TableRef"):
+            ref: TableRef = table  # type: ignore[assignment]
+            request_calls = FunctionCallRequest(
+                filters=parameters.json_filters, columns=columns, time_point=point
+            )
+            calls = ref.function_calls(ctx, request_calls)
+            if calls:  # DuckDB reads the scan itself (deviation table_refs_beside_tables)
+                return _pack(
+                    [
+                        flight_pb2.FlightEndpoint(
+                            ticket=flight_pb2.Ticket(ticket=ticket.to_json()),
+                            location=[flight_pb2.Location(uri=function_call_uri(call))],
+                        ).SerializeToString()
+                        for call in calls
+                    ]
+                )
         if table is None or not implements(table, "PartitionedTable"):
             return self._endpoint(ticket)
         options = ScanOptions(

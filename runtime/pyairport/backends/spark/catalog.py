@@ -65,6 +65,7 @@ class SparkBackend:
         *,
         session_catalog: bool = False,
         enable_row_tracking: bool = False,
+        delta_scan_refs: bool = False,
         staging: Path | None = None,
     ) -> None:
         """warehouse: the folder whose `<schema>/<table>` Delta tables are served (and where
@@ -72,12 +73,14 @@ class SparkBackend:
         remote: the Spark Connect URL the session uses, if any (a Connect server on this
         machine reads staged files by path; a remote one is sent the rows). staging: where
         statements stage INSERT rows (default: a fresh temporary folder, never the
-        warehouse)."""
+        warehouse). delta_scan_refs: let DuckDB read the scans it can as delta_scan of the
+        table's folder (deviation table_refs_beside_tables)."""
         self.spark = spark
         self.shares_files = not is_connect(spark) or _is_loopback(remote)
         self.warehouse = warehouse.resolve() if warehouse is not None else None
         self.session_catalog = session_catalog
         self.enable_row_tracking = enable_row_tracking
+        self.delta_scan_refs = delta_scan_refs
         self.staging = staging or fresh_staging()
         self.staging.mkdir(parents=True, exist_ok=True)
         self.catalog = SparkCatalog(self)

@@ -1,6 +1,7 @@
 """What DuckDB plans a Delta table's scan with, from the table's log (delta_stats.py): the
 scan split into parts of one version (PartitionedTable: DuckDB reads each endpoint on a
-thread), and column statistics (StatisticsTable). A mixin of SparkTable.
+thread), column statistics (StatisticsTable), and, where the server allows it, the scan left
+to DuckDB's own delta_scan (TableRef). A mixin of SparkTable.
 
 A part's token pins the version, so every part reads the same one whatever is committed
 meanwhile: a count is split into row counts, a scan into groups of its files
@@ -18,7 +19,16 @@ from urllib.parse import unquote
 
 import pyarrow as pa
 
-from airport_contracts import ColumnStats, Context, NotFound, ScanOptions, ScanPartition
+from airport_contracts import (
+    ColumnStats,
+    Context,
+    FunctionCall,
+    FunctionCallArg,
+    FunctionCallRequest,
+    NotFound,
+    ScanOptions,
+    ScanPartition,
+)
 
 from ... import filters
 from ..scan_parts import SPLIT
@@ -36,6 +46,7 @@ class DeltaScanPlanning:
     _fresh_layout: Callable[[], tuple[Layout, int | None]]
     _direct_snapshot: Callable[..., Any]
     _client_errors: Callable[[str], AbstractContextManager[None]]
+    backend: Any  # its SparkBackend (delta_scan_refs: the server's --delta-scan-refs)
 
     def scan_partitions(self, ctx: Context, opts: ScanOptions) -> list[ScanPartition]:
         layout, latest = self._fresh_layout()
@@ -115,6 +126,29 @@ class DeltaScanPlanning:
             masks=self._snapshots.keep_masks(snapshot),  # type: ignore[union-attr]
         )
         return file_parts.read(ctx, files_read, list(part["files"]), wanted, predicate, limit)
+
+    def function_calls(self, ctx: Context, request: FunctionCallRequest) -> list[FunctionCall]:
+        """delta_scan of the table's folder, for DuckDB to read this scan itself, when the
+        server allows it (`--delta-scan-refs`) and DuckDB's reader gives the table as served:
+        a folder on this machine, no rowid column (DuckDB's UPDATE and DELETE scans ask for
+        it), no column stored as another type, today's rows, and no deletion vector (DuckDB's
+        delta_scan applies them when called itself, but not when the Airport extension runs
+        it for an endpoint: it would return deleted rows). Else none: DoGet serves it."""
+        layout, latest = self._fresh_layout()
+        if (
+            not self.backend.delta_scan_refs
+            or layout.location is None
+            or layout.rowids is not None
+            or layout.retyped
+            or request.time_point is not None
+        ):
+            return []
+        with self._client_errors("scan"):
+            snapshot = self._direct_snapshot(layout, None, latest)
+        if snapshot is None or self._snapshots is None or self._snapshots.keep_masks(snapshot):
+            return []
+        location = str(layout.location.resolve())
+        return [FunctionCall("delta_scan", [FunctionCallArg(location, pa.string())])]
 
     def column_statistics(self, ctx: Context, column_name: str, column_type: str) -> ColumnStats:
         """A column's statistics from the latest version's log; unknown for the columns Delta
