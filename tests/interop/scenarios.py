@@ -372,6 +372,16 @@ def functions_are_not_tables(wire: Wire) -> dict[str, Any]:
 
 
 @scenario
+def handshake(wire: Wire) -> dict[str, Any]:
+    """Handshake answers OK with no payload, as airport-go's does."""
+    try:
+        answers = list(wire.stub.Handshake(iter([flight_pb2.HandshakeRequest()])))
+        return {"handshake": ("OK", [a.payload for a in answers])}
+    except grpc.RpcError as error:
+        return {"handshake": status(error)}
+
+
+@scenario
 def column_statistics_refused(wire: Wire) -> dict[str, Any]:
     """column_statistics requests both servers refuse before asking the table (protocol
     §2.9): the same status and message from each."""
