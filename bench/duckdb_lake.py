@@ -22,7 +22,6 @@ import re
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -34,6 +33,7 @@ import pyarrow as pa
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from bench.duckdb_client import _free_port  # noqa: E402
+from bench.spark import rss_while  # noqa: E402
 from tests.duckdb import extension as airport_extension  # noqa: E402
 
 FILES = 5
@@ -131,36 +131,6 @@ def _same_rows(a: pa.Table, b: pa.Table) -> bool:
     return a.schema == b.schema and a.sort_by(keys).equals(b.sort_by(keys))
 
 
-def _rss_kib(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
-
-
-def rss_growth(pid: int, run: Callable[[], Any]) -> tuple[int, int]:
-    """(RSS before, the largest RSS growth seen while run ran), in KiB, sampled every 5 ms."""
-    before = _rss_kib(pid)
-    peak = before
-    done = threading.Event()
-
-    def watch() -> None:
-        nonlocal peak
-        while not done.is_set():
-            peak = max(peak, _rss_kib(pid))
-            done.wait(0.005)
-
-    watcher = threading.Thread(target=watch)
-    watcher.start()
-    try:
-        run()
-    finally:
-        done.set()
-        watcher.join()
-    return before, peak - before
-
-
 def best_of(repeats: int, run: Callable[[], Any]) -> tuple[float, Any]:
     best, answer = float("inf"), None
     for _ in range(repeats):
@@ -226,7 +196,8 @@ def main() -> None:
                 + ("pruned by statistics" if pruned else "a join")
             )
             sql = QUERIES["SELECT * (all rows)"].format(**ways["pyairport"])
-            before, growth = rss_growth(pid, lambda: db.execute(sql).fetch_arrow_table())
+            before, highest = rss_while(pid, lambda: db.execute(sql).fetch_arrow_table())
+            growth = highest - before
             print(
                 f"  server RSS {before / 1024:.0f} MiB, grew {growth / 1024:.0f} MiB while DuckDB"
                 f" read all {args.rows:,} rows ({args.rows * 26 / 2**20:.0f} MiB of values)"

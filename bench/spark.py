@@ -357,7 +357,7 @@ def _rss_kib(pid: int) -> int:
     return 0
 
 
-def _rss_while(pid: int, run: Callable[[], None]) -> tuple[int, int]:
+def rss_while(pid: int, run: Callable[[], None]) -> tuple[int, int]:
     """pid's resident set before run, and the most it reached while run ran (KiB)."""
     before = _rss_kib(pid)
     highest = before
@@ -399,7 +399,7 @@ def streamed_scan_bench(location: str, table: str, n: int, server_pid: int) -> N
     fastest = float("inf")
     for attempt in ("first", "second"):
         start = time.perf_counter()
-        before, highest = _rss_while(server_pid, scan)
+        before, highest = rss_while(server_pid, scan)
         seconds = time.perf_counter() - start
         fastest = min(fastest, seconds)
         assert seen["rows"] == n
