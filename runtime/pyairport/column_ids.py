@@ -98,7 +98,9 @@ def needs_no_columns(column_ids: Iterable[Any], json_filters: str) -> bool:
 
     DuckDB's count(*) asks for the rowid pseudo-column alone, as `SELECT rowid` does; what
     tells them apart is the column bindings of its filter document, which name `rowid` for
-    the latter and nothing for the count."""
+    the latter and nothing for the count. DuckDB still reads the rowid column's vector in
+    some plans (a count over a cross product copies it): it is sent typed, even when its
+    values are left null."""
     if list(column_ids) != [ROWID_COLUMN_ID]:
         return False
     try:

@@ -107,7 +107,10 @@ def test_a_count_reads_no_column(running: Running, split: None) -> None:
     assert all(json.loads(e.ticket.ticket)["rows_only"] is True for e in endpoints)
     parts = [_read(running, e)[0] for e in endpoints]
     assert sum(p.num_rows for p in parts) == ROWS
-    assert {f.type for p in parts for f in p.schema} == {pa.null()}
+    # the columns are not sent; the rowid keeps its type (DuckDB reads its vector in a count
+    # over a cross product)
+    for part in parts:
+        assert [f.type for f in part.schema] == [pa.null(), pa.null(), pa.int64()]
     # SELECT rowid names the rowid: it is read
     (rowids,) = [_read(running, e)[0] for e in _endpoints(running, [ROWID_COLUMN_ID], ["rowid"])][
         :1

@@ -223,8 +223,10 @@ class CatalogActions:
         table = schema.table(ctx, table_name) if schema is not None else None
         columns: list[str] = []
         rows_only = needs_no_columns(parameters.column_ids, parameters.json_filters)
-        if table is not None and not rows_only:
-            # DuckDB numbers the columns of the schema it bound: the past's, with a time point
+        if table is not None:
+            # DuckDB numbers the columns of the schema it bound: the past's, with a time point.
+            # A count names only the rowid, which DuckDB may still read (a cross product
+            # copies its vector): it stays typed, the values a table may leave null.
             columns = names_for_ids(schema_at(ctx, table, point), parameters.column_ids)
         ticket = TicketData(
             catalog=self.catalog.name(),
