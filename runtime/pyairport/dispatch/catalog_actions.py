@@ -245,14 +245,8 @@ class CatalogActions:
             )
             calls = ref.function_calls(ctx, request_calls)
             if calls:  # DuckDB reads the scan itself (deviation table_refs_beside_tables)
-                return _pack(
-                    [
-                        flight_pb2.FlightEndpoint(
-                            ticket=flight_pb2.Ticket(ticket=ticket.to_json()),
-                            location=[flight_pb2.Location(uri=function_call_uri(call))],
-                        ).SerializeToString()
-                        for call in calls
-                    ]
+                return self._endpoint(
+                    *(ticket for _ in calls), uris=[function_call_uri(c) for c in calls]
                 )
         if table is None or not implements(table, "PartitionedTable"):
             return self._endpoint(ticket)
@@ -270,14 +264,17 @@ class CatalogActions:
             )
         )
 
-    def _endpoint(self, *tickets: TicketData) -> bytes:
-        location = [flight_pb2.Location(uri=self.location or REUSE_CONNECTION)]
+    def _endpoint(self, *tickets: TicketData, uris: list[str] | None = None) -> bytes:
+        """One endpoint per ticket, at this server (or at uris, one each: a TableRef's
+        function calls)."""
+        here = self.location or REUSE_CONNECTION
         return _pack(
             [
                 flight_pb2.FlightEndpoint(
-                    ticket=flight_pb2.Ticket(ticket=ticket.to_json()), location=location
+                    ticket=flight_pb2.Ticket(ticket=ticket.to_json()),
+                    location=[flight_pb2.Location(uri=uris[i] if uris else here)],
                 ).SerializeToString()
-                for ticket in tickets
+                for i, ticket in enumerate(tickets)
             ]
         )
 
