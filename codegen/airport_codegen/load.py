@@ -443,6 +443,7 @@ def _helper(n: _Node) -> Helper:
         sources=n.strs("sources", required=True),
         params=tuple(_param(p) for p in n.nodes("params", required=True)),
         returns=_returns(n.node("returns")),
+        raises=n.boolean("raises", False),
     )
     n.done()
     return h

@@ -210,6 +210,7 @@ class Helper:
     sources: tuple[str, ...]
     params: tuple[Param, ...]
     returns: Returns
+    raises: bool = False  # Go returns an error beside the result
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ MODULES: dict[str, str] = {
     "errors.py.j2": "errors.py",
     "types.py.j2": "types.py",
     "helpers.py.j2": "helpers.py",
+    "auth.py.j2": "auth.py",
     "protocols.py.j2": "protocols.py",
     "payloads.py.j2": "payloads.py",
     "dispatch.py.j2": "dispatch.py",

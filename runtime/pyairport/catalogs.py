@@ -4,8 +4,8 @@ MultiCatalogServer), and which one a call is for.
 A server of one catalog sends every call to it, and that catalog's dispatcher checks the
 names the call carries as a single airport-go server does. With several, a call goes to the
 catalog its `airport-catalog` header names (DuckDB 1.5 sends it), else to the one its body or
-ticket names (DuckDB 1.4 names it only there), else to the default catalog "" (deviation
-catalog_not_found_named).
+ticket names (DuckDB 1.4 names it only there), else to the one whose transaction the call
+carries, else to the default catalog "" (deviation catalog_not_found_named).
 """
 
 from __future__ import annotations
@@ -18,7 +18,10 @@ import msgpack
 import pyarrow as pa
 
 from airport_contracts import (
+    CatalogExists,
     CatalogNotFound,
+    CatalogNotServed,
+    Context,
     EndpointsRequest,
     InvalidPayload,
     TicketData,
@@ -27,7 +30,7 @@ from airport_contracts import (
 from airport_contracts.dispatch import ACTIONS, DDL_ACTIONS, OPERATIONS, PROTOCOLS
 from airport_contracts.vocabulary import Action, Protocol
 
-from .dispatch import Dispatcher, catalog_from_headers
+from .dispatch import Dispatcher, catalog_from_headers, transaction_id_from_headers
 from .dispatch.flight_infos import REUSE_CONNECTION
 from .dispatch.go_text import go_quote
 from .ipc import serialize_schema
@@ -50,17 +53,18 @@ class Catalogs:
         self.location = ""
 
     def add(self, name: str, dispatcher: Dispatcher) -> None:
-        """Serve dispatcher's catalog as name; a name already served is a ValueError."""
+        """Serve dispatcher's catalog as name; a name already served is CatalogExists."""
         dispatcher.location = self.location
         with self._lock:
             if name in self._dispatchers:
-                raise ValueError(f"catalog {name!r} is already served")
+                raise CatalogExists()
             self._dispatchers[name] = dispatcher
 
     def remove(self, name: str) -> None:
-        """Stop serving the catalog name; a name not served is a KeyError."""
+        """Stop serving the catalog name; a name not served is CatalogNotServed."""
         with self._lock:
-            del self._dispatchers[name]
+            if self._dispatchers.pop(name, None) is None:
+                raise CatalogNotServed()
 
     def names(self) -> list[str]:
         with self._lock:
@@ -77,17 +81,32 @@ class Catalogs:
             for dispatcher in self._dispatchers.values():
                 dispatcher.location = location
 
-    def route(
-        self, protocol: str, headers: Mapping[str, str], named: str | None = None
-    ) -> Dispatcher:
-        """The dispatcher of the call's catalog; named: the catalog the body or ticket names."""
+    def target(
+        self, ctx: Context, protocol: str, headers: Mapping[str, str], named: str | None = None
+    ) -> str:
+        """The name of the catalog a call is for: its airport-catalog header's, else the one
+        its body or ticket names (named), else the one whose transaction it carries (DuckDB
+        1.4 names the catalog only when it begins one), else the default "". A server of one
+        catalog sends every call to it."""
         with self._lock:
             if len(self._dispatchers) == 1:
-                return next(iter(self._dispatchers.values()))
-            name = catalog_from_headers(protocol, headers)
-            if name is None:
-                name = named if named is not None else DEFAULT
-            dispatcher = self._dispatchers.get(name)
+                return next(iter(self._dispatchers))
+            dispatchers = list(self._dispatchers.items())
+        name = catalog_from_headers(protocol, headers)
+        if name is not None:
+            return name
+        if named is not None:
+            return named
+        tx_id = transaction_id_from_headers(protocol, headers)
+        if tx_id:
+            for catalog, dispatcher in dispatchers:
+                if dispatcher.knows_transaction(ctx, tx_id):
+                    return catalog
+        return DEFAULT
+
+    def serving(self, name: str) -> Dispatcher:
+        """The dispatcher of the catalog name, or NOT_FOUND naming it."""
+        dispatcher = self.get(name)
         if dispatcher is None:
             raise CatalogNotFound(catalog=go_quote(name))
         return dispatcher
@@ -96,8 +115,9 @@ class Catalogs:
         with self._lock:
             return len(self._dispatchers) > 1
 
-    def databases_info(self) -> flight_pb2.FlightInfo:
-        """The FlightInfo of the catalogs' listing (airport_databases())."""
+    def databases_info(self, shown: list[str]) -> flight_pb2.FlightInfo:
+        """The FlightInfo of the catalogs' listing (airport_databases()) of the catalogs
+        shown (those the caller may use)."""
         location = self.location
         return flight_pb2.FlightInfo(
             schema=serialize_schema(DATABASES),
@@ -110,11 +130,11 @@ class Catalogs:
                     location=[flight_pb2.Location(uri=location or REUSE_CONNECTION)],
                 )
             ],
-            total_records=len(self.names()),
+            total_records=len(shown),
             total_bytes=-1,
         )
 
-    def databases_endpoints(self, action: str, body: bytes) -> bytes | None:
+    def databases_endpoints(self, action: str, body: bytes, shown: list[str]) -> bytes | None:
         """The endpoints answer for the catalogs' listing (DuckDB asks endpoints for it
         before it reads), or None for any other endpoints or action."""
         if action != Action.ENDPOINTS:
@@ -127,13 +147,14 @@ class Catalogs:
         if not self.lists_databases(descriptor):
             return None
         packed: bytes = msgpack.packb(
-            [e.SerializeToString() for e in self.databases_info().endpoint]
+            [e.SerializeToString() for e in self.databases_info(shown).endpoint]
         )
         return packed
 
-    def databases(self) -> pa.RecordBatchReader:
-        """The catalogs served, a row each, by name."""
-        table = pa.table({"name": pa.array(self.names(), pa.string())}, schema=DATABASES)
+    @staticmethod
+    def databases(shown: list[str]) -> pa.RecordBatchReader:
+        """The catalogs shown, a row each, by name."""
+        table = pa.table({"name": pa.array(shown, pa.string())}, schema=DATABASES)
         return pa.RecordBatchReader.from_batches(DATABASES, table.to_batches())
 
     @staticmethod
@@ -167,12 +188,17 @@ def catalog_in_body(action_type: str, body: bytes) -> str | None:
     field = CATALOG_FIELDS.get(action_type)
     if field is None:
         return None
-    try:
-        request = msgpack.unpackb(body, raw=False, strict_map_key=False)
+    try:  # raw: DuckDB packs binary fields (create_table's arrow_schema) as msgpack str
+        request = msgpack.unpackb(body, raw=True, strict_map_key=False)
     except Exception:
         return None
-    named = request.get(field) if isinstance(request, dict) else None
-    return named if isinstance(named, str) else None
+    named = request.get(field.encode()) if isinstance(request, dict) else None
+    if not isinstance(named, bytes):
+        return None
+    try:
+        return named.decode()
+    except UnicodeDecodeError:
+        return None
 
 
 def catalog_in_ticket(ticket: bytes) -> str | None:

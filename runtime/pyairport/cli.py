@@ -9,7 +9,13 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
+
+if TYPE_CHECKING:
+    from airport_contracts import Authenticator
+
+    from .catalog import MutableCatalog
+    from .policy import Policy
 
 # gRPC's C core prints its own lines to stderr (e.g. a failed bind) before Python sees the
 # error; the CLI reports errors itself, in one line. Set before grpc is first imported.
@@ -30,6 +36,13 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     commands.add_parser(
         "diff-upstream", help="compare contracts.yaml with airport-go's Go source", add_help=False
+    )
+    commands.add_parser(
+        "hash-token",
+        help="print the line a --tokens-file keeps for a token read from stdin",
+        description="Reads a bearer token from stdin and prints its digest as a --tokens-file"
+        " stores it: `openssl rand -hex 32 | tee alice.token | pyairport hash-token`, then add"
+        " `alice <digest>` to the tokens file.",
     )
     serve = commands.add_parser(
         "serve",
@@ -104,6 +117,15 @@ def _parser() -> argparse.ArgumentParser:
         help="the catalog's name, as DuckDB attaches it: ATTACH 'NAME' (TYPE airport, …)"
         " (default \"\": ATTACH '')",
     )
+    serve.add_argument(
+        "--add-catalog",
+        action="append",
+        default=[],
+        metavar="NAME[=FOLDER]",
+        help="serve one more catalog beside the first (repeatable): spark: the Delta tables of"
+        " FOLDER as catalog NAME; memory: the demo tables as catalog NAME. DuckDB attaches each"
+        " by its name; airport_databases() lists them",
+    )
     serve.add_argument("--workers", type=int, default=32, help="gRPC worker threads (default 32)")
     serve.add_argument(
         "--max-message-mb", type=int, default=64, help="largest gRPC message in MiB (default 64)"
@@ -127,6 +149,36 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--auth-token-file", default=None, help="read the bearer token from this file instead"
+    )
+    serve.add_argument(
+        "--tokens-file",
+        default=None,
+        help="identities by token: lines `IDENTITY sha256:HEX` (pyairport hash-token prints the"
+        " digest); re-read when it changes and on SIGHUP",
+    )
+    serve.add_argument(
+        "--jwt-keys",
+        default=None,
+        metavar="FILE",
+        help="accept JWT bearer tokens signed by the key of FILE (a PEM public key or a JWKS"
+        " document); the identity is the token's sub claim; exp is required; re-read on SIGHUP",
+    )
+    serve.add_argument("--jwt-issuer", default=None, help="the iss a JWT must carry")
+    serve.add_argument("--jwt-audience", default=None, help="the aud a JWT must carry")
+    serve.add_argument(
+        "--jwt-algorithm",
+        action="append",
+        default=None,
+        help="a signature algorithm JWTs may use (repeatable; default RS256, ES256 and EdDSA)",
+    )
+    serve.add_argument(
+        "--jwt-identity-claim", default="sub", help="the JWT claim that names the identity"
+    )
+    serve.add_argument(
+        "--policy",
+        default=None,
+        help="TOML grants of read, write and ddl per identity, catalog and schema (see the"
+        " README); needs identities; re-read on SIGHUP",
     )
     serve.add_argument(
         "--tls-cert", default=None, help="PEM certificate chain: serve over TLS (needs --tls-key)"
@@ -180,41 +232,48 @@ def _serve(args: argparse.Namespace) -> int:
 
         SPLIT.max_parts = args.scan_parts
     try:
-        catalog, close_backend = _catalog(args)
-    except Exception as exc:  # SparkSetupError and Spark start-up failures: one line
-        print(f"pyairport: error: {str(exc).splitlines()[0]}", file=sys.stderr)
-        return 1
-    catalog.rename(args.catalog_name)  # type: ignore[attr-defined]
-    timeout = args.transaction_timeout or None
-    transactions = None if args.no_transactions else MemoryTransactionManager(timeout=timeout)
-    try:
         from .auth import read_token
 
         token = read_token(args.auth_token, args.auth_token_file)
         tls = _tls(args.tls_cert, args.tls_key)
+        added = _added_catalogs(args)
+        authenticator, policy = _access(args, token)
     except (OSError, ValueError) as exc:
         print(f"pyairport: error: {exc}", file=sys.stderr)
         return 2
+    try:
+        catalogs, close_backend = _catalogs(args, added)
+    except Exception as exc:  # SparkSetupError and Spark start-up failures: one line
+        print(f"pyairport: error: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 1
+    timeout = args.transaction_timeout or None
     config = ServerConfig(
         args.host,
         args.port,
         args.workers,
         args.max_message_mb * 1024 * 1024,
         max_row_ids=args.max_row_ids,
-        auth_token=token,
         tls_cert=tls[0],
         tls_key=tls[1],
     )
     try:
-        server = AirportServer(catalog, transactions, config)  # type: ignore[arg-type]
+        server = AirportServer(None, None, config, authenticator=authenticator, policy=policy)
     except ListenError as exc:
         print(f"pyairport: error: {exc}", file=sys.stderr)
         return 1
+    for catalog in catalogs:
+        transactions = None if args.no_transactions else MemoryTransactionManager(timeout=timeout)
+        server.add_catalog(catalog, transactions)  # type: ignore[arg-type]
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
+    signal.signal(signal.SIGHUP, lambda *_: _reload(authenticator, policy))
     server.start()
-    print(f"pyairport serving on {server.location} (backend {args.backend})", flush=True)
+    names = ", ".join(repr(name) for name in server.catalogs.names())
+    print(
+        f"pyairport serving on {server.location} (backend {args.backend}; catalogs {names})",
+        flush=True,
+    )
     # Python runs signal handlers in the main thread only, and the kernel may deliver the
     # signal to any thread (gRPC's, Spark's): a wait without a timeout would then never wake.
     while not stop.is_set():
@@ -249,11 +308,81 @@ def _exit_soon(seconds: float = 30.0) -> None:
     timer.start()
 
 
-def _catalog(args: argparse.Namespace) -> tuple[object, Callable[[], None]]:
+def _added_catalogs(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """--add-catalog NAME[=FOLDER] as (name, folder); every name once, beside --catalog-name."""
+    added: list[tuple[str, str]] = []
+    names = {args.catalog_name}
+    for value in args.add_catalog:
+        name, _, folder = value.partition("=")
+        if name in names:
+            raise ValueError(f"--add-catalog {value}: catalog {name!r} is served already")
+        if args.backend == "spark" and not folder:
+            raise ValueError(f"--add-catalog {value}: the spark backend needs NAME=FOLDER")
+        if args.backend == "memory" and folder:
+            raise ValueError(f"--add-catalog {value}: a memory catalog has no folder")
+        names.add(name)
+        added.append((name, folder))
+    return added
+
+
+def _access(
+    args: argparse.Namespace, token: str | None
+) -> tuple[Authenticator | None, Policy | None]:
+    """The Authenticator (the shared token, a tokens file, JWTs: any of them) and the policy."""
+    from .identities import AnyOf, JwtBearer, StaticToken, TokensFile
+    from .policy import Policy
+
+    authenticators: list[Authenticator] = []
+    if token:
+        authenticators.append(StaticToken(token))
+    if args.tokens_file:
+        authenticators.append(TokensFile(args.tokens_file))
+    if args.jwt_keys:
+        authenticators.append(
+            JwtBearer(
+                args.jwt_keys,
+                algorithms=args.jwt_algorithm or ("RS256", "ES256", "EdDSA"),
+                issuer=args.jwt_issuer,
+                audience=args.jwt_audience,
+                identity_claim=args.jwt_identity_claim,
+            )
+        )
+    elif args.jwt_issuer or args.jwt_audience or args.jwt_algorithm:
+        raise ValueError("--jwt-issuer, --jwt-audience and --jwt-algorithm need --jwt-keys")
+    policy = Policy.from_file(args.policy) if args.policy else None
+    if policy is not None and not authenticators:
+        raise ValueError("--policy grants rights to identities: give --tokens-file or --jwt-keys")
+    if not authenticators:
+        return None, policy
+    authenticator = authenticators[0] if len(authenticators) == 1 else AnyOf(authenticators)
+    return authenticator, policy
+
+
+def _reload(*reloadable: object) -> None:
+    """SIGHUP: read the tokens, keys and policy files again; a file that does not parse
+    leaves what is in force and says why."""
+    log = logging.getLogger("pyairport.cli")
+    for item in reloadable:
+        reload = getattr(item, "reload", None)
+        if not callable(reload):
+            continue
+        try:
+            reload()
+        except (OSError, ValueError) as exc:
+            log.error("reload failed, the previous one stays in force: %s", exc)
+            continue
+        log.info("reloaded %s", type(item).__name__)
+
+
+def _catalogs(
+    args: argparse.Namespace, added: list[tuple[str, str]]
+) -> tuple[list[MutableCatalog], Callable[[], None]]:
+    """The catalogs to serve, the first one named --catalog-name, and how to close them."""
     if args.backend == "memory":
         from .demo import memory_demo_catalog
 
-        return memory_demo_catalog(), lambda: None
+        first = memory_demo_catalog(args.catalog_name)
+        return [first] + [memory_demo_catalog(name) for name, _ in added], lambda: None
     from pathlib import Path
 
     from .backends.spark import SparkBackend
@@ -267,6 +396,9 @@ def _catalog(args: argparse.Namespace) -> tuple[object, Callable[[], None]]:
             raise ValueError(f"--spark-conf {setting}: expected KEY=VALUE")
         conf[key.strip()] = value
     warehouse = Path(args.warehouse)
+    for name, folder in added:
+        if not Path(folder).is_dir():
+            raise ValueError(f"--add-catalog {name}={folder}: no such folder")
     session = spark_session(
         master=args.spark_master,
         remote=args.spark_remote,
@@ -284,12 +416,38 @@ def _catalog(args: argparse.Namespace) -> tuple[object, Callable[[], None]]:
     )
     catalog = spark_demo_catalog(backend) if args.demo else backend.catalog
     backend.serve_lake_functions()
+    catalog.rename(args.catalog_name)
+    backends, catalogs = [backend], [catalog]
+    for name, folder in added:
+        lake = SparkBackend(
+            session,
+            Path(folder),
+            remote=args.spark_remote,
+            enable_row_tracking=args.enable_row_tracking,
+            delta_scan_refs=args.delta_scan_refs,
+        )
+        lake.serve_lake_functions()
+        lake.catalog.rename(name)
+        backends.append(lake)
+        catalogs.append(lake.catalog)
 
     def close() -> None:
-        backend.close()
+        for each in backends:
+            each.close()
         session.stop()
 
-    return catalog, close
+    return catalogs, close
+
+
+def _hash_token() -> int:
+    from .identities import hash_token
+
+    token = sys.stdin.readline().strip()
+    if not token:
+        print("pyairport: error: no token on stdin", file=sys.stderr)
+        return 2
+    print(hash_token(token))
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -305,10 +463,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         return diff_upstream(argv[1:], prog="pyairport diff-upstream")
     args = _parser().parse_args(argv)
-    logging.basicConfig(
-        level=getattr(args, "log_level", "INFO"),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    if args.command == "hash-token":
+        return _hash_token()
+    from . import call_log
+
+    call_log.install()
+    logging.basicConfig(level=getattr(args, "log_level", "INFO"), format=call_log.FORMAT)
     if args.command == "serve":
         return _serve(args)
     return 2

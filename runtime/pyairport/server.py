@@ -10,12 +10,23 @@ from typing import Any
 
 import grpc
 
-from airport_contracts import Catalog, TransactionManager
+from airport_contracts import (
+    Authenticator,
+    Catalog,
+    CatalogTransactionManager,
+    Context,
+    TransactionManager,
+    TransactionState,
+)
 
+from . import call_log
+from .access import Access
 from .allocator import keep_message_memory
-from .auth import BearerTokenInterceptor
 from .catalogs import Catalogs
 from .dispatch import Dispatcher
+from .dispatch.dispatcher import catalog_name
+from .identities import StaticToken
+from .policy import Policy
 from .transport import FlightService, add_to_server
 
 log = logging.getLogger("pyairport.server")
@@ -32,7 +43,7 @@ class ServerConfig:
     max_workers: int = 32  # each open DoExchange/DoPut holds one worker for its duration
     max_message_bytes: int = 64 * 1024 * 1024
     max_row_ids: int | None = None  # longest row_ids a spec-002 UPDATE/DELETE may send
-    auth_token: str | None = None  # require "authorization: Bearer <token>" on every call
+    auth_token: str | None = None  # one shared token (the identity "token"); or authenticator=
     tls_cert: bytes | None = None  # PEM certificate chain and key: serve grpc+tls://
     tls_key: bytes | None = None
     # Let freed multi-MB message buffers serve the next message (glibc; see allocator.py).
@@ -40,7 +51,12 @@ class ServerConfig:
 
 
 class AirportServer:
-    """A running Flight server: `with AirportServer(catalog) as server: server.location`."""
+    """A running Flight server: `with AirportServer(catalog) as server: server.location`.
+
+    airport-go's Server and MultiCatalogServer in one: catalog (or none) now, more with
+    add_catalog; transactions for that catalog, or catalog_transactions, one
+    CatalogTransactionManager for every catalog. authenticator (or config.auth_token, one
+    shared token): who calls; policy: what each identity may do where (pyairport.policy)."""
 
     def __init__(
         self,
@@ -49,15 +65,24 @@ class AirportServer:
         config: ServerConfig = ServerConfig(),
         extra_actions: dict[str, Callable[..., list[bytes]]] | None = None,
         interceptors: tuple[grpc.ServerInterceptor[Any, Any], ...] = (),
+        *,
+        authenticator: Authenticator | None = None,
+        policy: Policy | None = None,
+        catalog_transactions: CatalogTransactionManager | None = None,
     ) -> None:
         self.config = config
         if config.keep_message_memory:
             keep_message_memory()  # before gRPC's threads take their malloc arenas
+        call_log.install()
+        if config.auth_token:
+            if authenticator is not None:
+                raise ValueError("give auth_token or an authenticator, not both")
+            authenticator = StaticToken(config.auth_token)
+        self.access = Access(authenticator, policy)
+        self.catalog_transactions = catalog_transactions
         self.catalogs = Catalogs()
         if catalog is not None:
             self.add_catalog(catalog, transactions)
-        if config.auth_token:
-            interceptors = (BearerTokenInterceptor(config.auth_token), *interceptors)
         options = [
             ("grpc.max_receive_message_length", config.max_message_bytes),
             ("grpc.max_send_message_length", config.max_message_bytes),
@@ -86,22 +111,30 @@ class AirportServer:
             raise ListenError(f"cannot listen on {address}: address in use or not available")
         # Scan endpoints name this address (protocol §2.7), known once the port is bound.
         self.catalogs.set_location(self.location)
-        service = FlightService(self.catalogs, extra_actions)
+        service = FlightService(self.catalogs, extra_actions, self.access)
         add_to_server(service, self._server)
 
     def add_catalog(
         self, catalog: Catalog, transactions: TransactionManager | None = None
     ) -> Dispatcher:
-        """Serve catalog (under its name()) beside the others, now or while serving, with
-        its own TransactionManager (airport-go's MultiCatalogServer.AddCatalog); a name
-        already served is a ValueError."""
+        """Serve catalog (under its name()) beside the others, now or while serving, with its
+        own TransactionManager, else the server's CatalogTransactionManager for it
+        (airport-go's MultiCatalogServer.AddCatalog); a name already served is CatalogExists."""
+        name = catalog_name(catalog)
+        if transactions is None and self.catalog_transactions is not None:
+            transactions = CatalogTransactions(self.catalog_transactions, name)
         dispatcher = Dispatcher(catalog, transactions, self.config.max_row_ids)
-        self.catalogs.add(catalog_name(catalog), dispatcher)
+        self.catalogs.add(name, dispatcher)
         return dispatcher
 
     def remove_catalog(self, name: str) -> None:
-        """Stop serving the catalog name (RemoveCatalog); calls under way finish on it."""
+        """Stop serving the catalog name (RemoveCatalog); calls under way finish on it. A
+        name not served is CatalogNotServed."""
         self.catalogs.remove(name)
+
+    def is_exists(self, name: str) -> bool:
+        """Whether the catalog name is served (Go's IsExists)."""
+        return self.catalogs.get(name) is not None
 
     @property
     def dispatcher(self) -> Dispatcher:
@@ -137,7 +170,25 @@ class AirportServer:
         self.stop(0)
 
 
-def catalog_name(catalog: Catalog) -> str:
-    """A catalog's name: name() where it has one (Go's NamedCatalog), else the default ""."""
-    name = getattr(catalog, "name", None)
-    return str(name()) if callable(name) else ""
+class CatalogTransactions:
+    """One catalog's TransactionManager over the server's CatalogTransactionManager: its
+    transactions begin in that catalog (airport-go's catalogTxManagerAdapter)."""
+
+    def __init__(self, manager: CatalogTransactionManager, catalog: str) -> None:
+        self.manager = manager
+        self.catalog = catalog
+
+    def begin_transaction(self, ctx: Context) -> str:
+        return self.manager.begin_transaction(ctx, self.catalog)
+
+    def commit_transaction(self, ctx: Context, tx_id: str) -> None:
+        self.manager.commit_transaction(ctx, tx_id)
+
+    def rollback_transaction(self, ctx: Context, tx_id: str) -> None:
+        self.manager.rollback_transaction(ctx, tx_id)
+
+    def get_transaction_status(
+        self, ctx: Context, tx_id: str
+    ) -> tuple[TransactionState | None, bool]:
+        state, _catalog, exists = self.manager.get_transaction_status(ctx, tx_id)
+        return state, exists

@@ -22,11 +22,14 @@ from airport_contracts import (
     StatusCode,
     flight_pb2,
     flight_pb2_grpc,
+    identity_from_context,
     with_context_meta,
     with_transaction_id,
 )
 from airport_contracts.vocabulary import Protocol
 
+from . import call_log
+from .access import Access
 from .auth import AUTHORIZATION_HEADER
 from .catalogs import DATABASES_TICKET, Catalogs, catalog_in_body, catalog_in_ticket
 from .dispatch import (
@@ -79,21 +82,6 @@ _PROTOCOL_OF = {
 }
 
 
-def _call(grpc_context: grpc.ServicerContext, rpc: str) -> tuple[Context, dict[str, str]]:
-    """The call's Context, carrying its ContextMeta (trace id, session, …), and its headers;
-    logged with the trace id DuckDB gives each query."""
-    headers = call_headers(grpc_context)
-    meta = context_meta(_PROTOCOL_OF[rpc], headers, AUTHORIZATION_HEADER)
-    log.debug(
-        "%s trace=%s session=%s agent=%s",
-        rpc,
-        meta.trace_id or "-",
-        meta.session_id or "-",
-        meta.user_agent or "-",
-    )
-    return with_context_meta(call_context(grpc_context), meta), headers
-
-
 def _abort(grpc_context: grpc.ServicerContext, error: AirportError) -> None:
     grpc_context.abort(grpc.StatusCode[StatusCode(error.code).name], error.message)
 
@@ -114,9 +102,38 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
         self,
         catalogs: Catalogs,
         extra_actions: dict[str, Callable[..., list[bytes]]] | None = None,
+        access: Access | None = None,
     ) -> None:
         self.catalogs = catalogs
         self.extra_actions = dict(extra_actions or {})
+        self.access = access or Access()
+
+    def _call(self, grpc_context: grpc.ServicerContext, rpc: str) -> tuple[Context, dict[str, str]]:
+        """The call's Context, carrying its ContextMeta (trace id, session, …) and the
+        caller's identity, and its headers; a caller the Authenticator refuses ends here.
+        Every log line of the call names its identity, trace and session (call_log)."""
+        headers = call_headers(grpc_context)
+        meta = context_meta(
+            _PROTOCOL_OF.get(rpc, Protocol.GETFLIGHTINFO), headers, AUTHORIZATION_HEADER
+        )
+        call_log.serving("-", meta.trace_id, meta.session_id)
+        ctx = with_context_meta(call_context(grpc_context), meta)
+        ctx = self._guard(grpc_context, rpc, lambda: self.access.admit(ctx))
+        call_log.serving(identity_from_context(ctx), meta.trace_id, meta.session_id)
+        log.debug("%s agent=%s", rpc, meta.user_agent or "-")
+        return ctx, headers
+
+    def _route(
+        self, ctx: Context, protocol: str, headers: dict[str, str], named: str | None = None
+    ) -> tuple[Context, Dispatcher]:
+        """The catalog the call is for, authorized for the caller before it is looked up (a
+        refused caller learns nothing of whether it exists), and its dispatcher."""
+        name = self.catalogs.target(ctx, protocol, headers, named)
+        ctx = self.access.authorize(ctx, name)
+        return ctx, self.catalogs.serving(name)
+
+    def _shown_catalogs(self, ctx: Context) -> list[str]:
+        return self.access.visible(ctx, self.catalogs.names())
 
     def _guard(self, grpc_context: grpc.ServicerContext, what: str, fn: Callable[[], T]) -> T:
         try:
@@ -130,20 +147,22 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
     def Handshake(
         self, request_iterator: Iterator[flight_pb2.HandshakeRequest], context: grpc.ServicerContext
     ) -> Iterator[flight_pb2.HandshakeResponse]:
-        """OK with no answer, as airport-go's: a bearer token is checked on every call."""
+        """OK with no answer, as airport-go's: the bearer token is checked on every call,
+        this one too."""
+        self._call(context, "Handshake")
         return iter(())
 
     def DoExchange(
         self, request_iterator: Iterator[flight_pb2.FlightData], context: grpc.ServicerContext
     ) -> Iterator[bytes]:  # FlightData wire bytes (see add_to_server)
-        ctx, headers = _call(context, "DoExchange")
+        ctx, headers = self._call(context, "DoExchange")
+        routed, dispatcher = self._guard(
+            context, "DoExchange", lambda: self._route(ctx, Protocol.DOEXCHANGE, headers)
+        )
         request = self._guard(context, "DoExchange", lambda: parse_exchange_headers(headers))
+        stream = FlightDataInput(client_messages(request_iterator, context))
         events = self._guard(
-            context,
-            "DoExchange",
-            lambda: self.catalogs.route(Protocol.DOEXCHANGE, headers).exchange(
-                ctx, request, FlightDataInput(client_messages(request_iterator, context))
-            ),
+            context, "DoExchange", lambda: dispatcher.exchange(routed, request, stream)
         )
         try:
             while True:
@@ -164,16 +183,16 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
     def DoPut(
         self, request_iterator: Iterator[flight_pb2.FlightData], context: grpc.ServicerContext
     ) -> Iterator[flight_pb2.PutResult]:
-        ctx, headers = _call(context, "DoPut")
+        ctx, headers = self._call(context, "DoPut")
         stream = FlightDataInput(client_messages(request_iterator, context))
 
         def put() -> bytes:
+            routed, dispatcher = self._route(ctx, Protocol.DOPUT, headers)
             descriptor = stream.read_descriptor()
             if descriptor is None or descriptor.type != flight_pb2.FlightDescriptor.CMD:
                 raise MissingDescriptor()
-            return self.catalogs.route(Protocol.DOPUT, headers).put(
-                ctx, descriptor.cmd, transaction_id_from_headers(Protocol.DOPUT, headers), stream
-            )
+            tx_id = transaction_id_from_headers(Protocol.DOPUT, headers)
+            return dispatcher.put(routed, descriptor.cmd, tx_id, stream)
 
         metadata = self._guard(context, "DoPut", put)
         yield flight_pb2.PutResult(app_metadata=metadata)
@@ -181,7 +200,7 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
     def DoAction(
         self, request: flight_pb2.Action, context: grpc.ServicerContext
     ) -> Iterator[flight_pb2.Result]:
-        ctx, headers = _call(context, "DoAction")
+        ctx, headers = self._call(context, "DoAction")
         extra = self.extra_actions.get(request.type)
         if extra is not None:
             bodies = self._guard(context, request.type, lambda: extra(ctx, request.body, headers))
@@ -189,13 +208,15 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
             tx_id = transaction_id_from_headers(Protocol.DOACTION, headers)
 
             def act() -> list[bytes]:
-                listing = self.catalogs.databases_endpoints(request.type, request.body)
+                listing = self.catalogs.databases_endpoints(
+                    request.type, request.body, self._shown_catalogs(ctx)
+                )
                 if listing is not None:
                     return [listing]
                 several = self.catalogs.several()
                 named = catalog_in_body(request.type, request.body) if several else None
-                dispatcher = self.catalogs.route(Protocol.DOACTION, headers, named)
-                return dispatcher.action(ctx, request.type, request.body, tx_id)
+                routed, dispatcher = self._route(ctx, Protocol.DOACTION, headers, named)
+                return dispatcher.action(routed, request.type, request.body, tx_id)
 
             bodies = self._guard(context, request.type, act)
         for body in bodies:
@@ -204,16 +225,17 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
     def DoGet(
         self, request: flight_pb2.Ticket, context: grpc.ServicerContext
     ) -> Iterator[bytes]:  # FlightData wire bytes (see add_to_server)
-        ctx, headers = _call(context, "DoGet")
+        ctx, headers = self._call(context, "DoGet")
         transaction_id = transaction_id_from_headers(Protocol.DOGET, headers)
         if transaction_id:
             ctx = with_transaction_id(ctx, transaction_id)
 
         def scan() -> ServedScan:
             if request.ticket == DATABASES_TICKET:
-                return ServedScan(self.catalogs.databases())
+                return ServedScan(self.catalogs.databases(self._shown_catalogs(ctx)))
             named = catalog_in_ticket(request.ticket) if self.catalogs.several() else None
-            return self.catalogs.route(Protocol.DOGET, headers, named).get(ctx, request.ticket)
+            routed, dispatcher = self._route(ctx, Protocol.DOGET, headers, named)
+            return dispatcher.get(routed, request.ticket)
 
         served = self._guard(context, "DoGet", scan)
         report = ProgressReport(served)
@@ -224,28 +246,31 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
     def GetFlightInfo(
         self, request: flight_pb2.FlightDescriptor, context: grpc.ServicerContext
     ) -> flight_pb2.FlightInfo:
-        ctx, headers = _call(context, "GetFlightInfo")
+        ctx, headers = self._call(context, "GetFlightInfo")
         if self.catalogs.lists_databases(request):
-            return self.catalogs.databases_info()
-        return self._guard(
-            context,
-            "GetFlightInfo",
-            lambda: self.catalogs.route(Protocol.GETFLIGHTINFO, headers).flight_info(ctx, request),
-        )
+            return self.catalogs.databases_info(self._shown_catalogs(ctx))
+
+        def info() -> flight_pb2.FlightInfo:
+            routed, dispatcher = self._route(ctx, Protocol.GETFLIGHTINFO, headers)
+            return dispatcher.flight_info(routed, request)
+
+        return self._guard(context, "GetFlightInfo", info)
 
     def ListFlights(
         self, request: flight_pb2.Criteria, context: grpc.ServicerContext
     ) -> Iterator[flight_pb2.FlightInfo]:
-        ctx, headers = _call(context, "ListFlights")
-        yield from self._guard(
-            context,
-            "ListFlights",
-            lambda: list(self.catalogs.route(Protocol.GETFLIGHTINFO, headers).list_flights(ctx)),
-        )
+        ctx, headers = self._call(context, "ListFlights")
+
+        def infos() -> list[flight_pb2.FlightInfo]:
+            routed, dispatcher = self._route(ctx, Protocol.GETFLIGHTINFO, headers)
+            return list(dispatcher.list_flights(routed))
+
+        yield from self._guard(context, "ListFlights", infos)
 
     def ListActions(
         self, request: flight_pb2.Empty, context: grpc.ServicerContext
     ) -> Iterator[flight_pb2.ActionType]:
+        self._call(context, "ListActions")
         for name, description in sorted(Dispatcher.action_descriptions().items()):
             yield flight_pb2.ActionType(type=name, description=description)
 

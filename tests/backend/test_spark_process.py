@@ -48,7 +48,9 @@ def _serve(warehouse: Path) -> tuple[subprocess.Popen[str], str]:
     )
     assert process.stdout is not None
     line = process.stdout.readline()
-    match = re.fullmatch(r"pyairport serving on (grpc://\S+) \(backend spark\)\n", line)
+    match = re.fullmatch(
+        r"pyairport serving on (grpc://\S+) \(backend spark; catalogs [^)]*\)\n", line
+    )
     if not match:
         os.killpg(process.pid, signal.SIGKILL)
         raise AssertionError(f"server did not start: {line!r}")

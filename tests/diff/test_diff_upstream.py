@@ -493,7 +493,12 @@ def test_an_identifier_added_removed_and_changed_in_each_package_is_drift(
         ("missing in Go", ".", "Go no longer exports airport.NoAuth"),
         ("missing in the contract", "auth/auth.go", "func auth.Anonymous (func() string)"),
         ("missing in Go", "auth", "Go no longer exports auth.BearerAuth"),
-        ("changed signature", "auth/auth.go", "Go func(context.Context, []byte) context.Context"),
+        # WithIdentity is bound (helpers): compared with its parameter names
+        (
+            "changed signature",
+            "auth/auth.go",
+            "Go WithIdentity(ctx context.Context, identity []byte)",
+        ),
         ("changed field or tag", "catalog/types.go", "contract type bool; Go type int"),
         ("missing in Go", "catalog/helpers.go", "no function FindRowIDColumn in package catalog"),
         ("missing in the contract", "catalog/table.go", "type catalog.Truncatable (interface{})"),

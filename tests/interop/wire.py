@@ -31,11 +31,13 @@ def status(error: grpc.RpcError) -> tuple[str, str]:
 
 
 class Wire:
-    """A raw gRPC Flight connection to one server."""
+    """A raw gRPC Flight connection to one server; headers go with every call (a token, the
+    airport-catalog header)."""
 
-    def __init__(self, location: str) -> None:
+    def __init__(self, location: str, headers: dict[str, str] | None = None) -> None:
         parsed = urlparse(location)
         self.location = location
+        self.headers = dict(headers or {})
         # the Go server sends a scan as one batch: allow large messages like DuckDB does
         self.channel = grpc.insecure_channel(
             f"{parsed.hostname}:{parsed.port}",
@@ -45,6 +47,9 @@ class Wire:
 
     def close(self) -> None:
         self.channel.close()
+
+    def metadata(self) -> list[tuple[str, str]]:
+        return sorted(self.headers.items())
 
     # --- DoExchange --------------------------------------------------------------------------
 
@@ -66,7 +71,8 @@ class Wire:
         messages: list[tuple[Any, ...]] = []
         out_schema = None
         try:
-            for data in self.stub.DoExchange(iter(requests), metadata=sorted(headers.items())):
+            metadata = sorted({**self.headers, **headers}.items())
+            for data in self.stub.DoExchange(iter(requests), metadata=metadata):
                 if not data.data_header:
                     messages.append(("metadata", data.app_metadata.hex()))
                     continue
@@ -104,7 +110,9 @@ class Wire:
 
     def action(self, action_type: str, body: bytes = b"") -> dict[str, Any]:
         try:
-            results = self.stub.DoAction(flight_pb2.Action(type=action_type, body=body))
+            results = self.stub.DoAction(
+                flight_pb2.Action(type=action_type, body=body), metadata=self.metadata()
+            )
             return {"results": [r.body for r in results], "status": ("OK", "")}
         except grpc.RpcError as error:
             return {"results": [], "status": status(error)}
@@ -130,7 +138,7 @@ class Wire:
 
     def do_get(self, ticket: bytes) -> pa.Table:
         schema, batches = None, []
-        for data in self.stub.DoGet(flight_pb2.Ticket(ticket=ticket)):
+        for data in self.stub.DoGet(flight_pb2.Ticket(ticket=ticket), metadata=self.metadata()):
             message = read_message(data)
             if message.type == "schema":
                 schema = pa.ipc.read_schema(message)

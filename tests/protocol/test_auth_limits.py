@@ -17,7 +17,7 @@ from pyairport.demo import memory_demo_catalog
 from pyairport.ipc import schema_message
 from pyairport.server import AirportServer, ServerConfig
 
-from .conftest import Running, users
+from .conftest import Running, assert_error_row, users
 
 TOKEN = "s3cr3t-t0ken-value"
 
@@ -60,23 +60,34 @@ def _calls(stub: object, headers: list[tuple[str, str]]) -> dict[str, Callable[[
         "GetFlightInfo": lambda: stub.GetFlightInfo(descriptor, metadata=headers),  # type: ignore[attr-defined]
         "ListFlights": lambda: list(stub.ListFlights(flight_pb2.Criteria(), metadata=headers)),  # type: ignore[attr-defined]
         "ListActions": lambda: list(stub.ListActions(flight_pb2.Empty(), metadata=headers)),  # type: ignore[attr-defined]
+        "Handshake": lambda: list(stub.Handshake(iter([]), metadata=headers)),  # type: ignore[attr-defined]
     }
 
 
 @pytest.mark.parametrize(
-    "headers",
-    [[], [("authorization", "Bearer wrong")], [("authorization", TOKEN)]],
-    ids=["none", "wrong", "no-scheme"],
+    ("headers", "row_id"),
+    [
+        ([], "auth_header_invalid"),
+        ([("authorization", "Bearer wrong")], "unauthenticated"),
+        ([("authorization", TOKEN)], "auth_header_invalid"),
+        ([("authorization", "Bearer ")], "auth_token_empty"),
+        ([("authorization", f"bearer {TOKEN}")], "auth_header_invalid"),
+    ],
+    ids=["none", "wrong", "no-scheme", "empty", "lower-case-scheme"],
 )
 def test_every_rpc_refuses_a_missing_or_wrong_token(
-    secured: Running, headers: list[tuple[str, str]], caplog: pytest.LogCaptureFixture
+    secured: Running,
+    headers: list[tuple[str, str]],
+    row_id: str,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    """airport-go's interceptor: its three UNAUTHENTICATED answers, on every RPC."""
     caplog.set_level(logging.DEBUG)
-    for name, call in _calls(secured.client.stub, headers).items():
+    for call in _calls(secured.client.stub, headers).values():
         with pytest.raises(grpc.RpcError) as err:
             call()
-        assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED, name  # type: ignore[attr-defined]
-        assert err.value.details() == "missing or invalid bearer token", name  # type: ignore[attr-defined]
+        code, message = err.value.code(), err.value.details()  # type: ignore[attr-defined]
+        assert_error_row(row_id, {}, code, message)
     assert secured.rows("dml_schema") == []  # nothing touched
     assert TOKEN not in caplog.text
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import importlib.util
 import os
 import re
@@ -32,9 +33,11 @@ def _start(*args: str) -> tuple[subprocess.Popen[str], str]:
     assert process.stdout is not None
     line = process.stdout.readline()
     match = re.fullmatch(
-        r"pyairport serving on (grpc://127\.0\.0\.1:\d+) \(backend memory\)\n", line
+        r"pyairport serving on (grpc://127\.0\.0\.1:\d+) \(backend memory; catalogs [^)]*\)\n", line
     )
-    assert match, line + (process.stderr.read() if process.stderr else "")
+    if not match:
+        process.kill()  # else reading its stderr waits for a server that keeps serving
+        raise AssertionError(line + (process.stderr.read() if process.stderr else ""))
     return process, match.group(1)
 
 
@@ -236,3 +239,93 @@ def test_negative_transaction_timeout_is_one_line(value: str) -> None:
     )
     assert done.returncode == 2
     assert done.stderr == "pyairport: error: --transaction-timeout must be 0 or more\n"
+
+
+def test_a_team_server_from_flags_reloads_on_sighup(tmp_path: Path) -> None:
+    """`serve --catalog-name sales --add-catalog hr --tokens-file F --policy P`: identities and
+    grants as the files say, a log line per call naming its identity, an audit line per
+    statement; on SIGHUP the files are read again."""
+    from ..team import make_team
+
+    team = make_team(tmp_path)
+    process, location = _start(
+        "--catalog-name",
+        "sales",
+        "--add-catalog",
+        "hr",
+        "--tokens-file",
+        str(team.tokens_file),
+        "--policy",
+        str(team.policy_file),
+        "--log-level",
+        "DEBUG",
+    )
+    data = pa.table({"id": pa.array([1], pa.int64()), "name": ["a"], "email": ["b"]})
+    try:
+        with AirportClient(location, token=team.tokens["reader"], catalog="sales") as reader:
+            assert {s.name for s in reader.list_schemas("sales")} >= {"dml_schema"}
+            with pytest.raises(RemoteError, match='"reader" has no write grant'):
+                reader.insert("dml_schema", "users", data)
+            # the policy now lets reader write sales.dml_schema
+            grant = '\n[[grant]]\nidentity = "reader"\ncatalog = "sales"\nschemas = ["dml_schema"]\nrights = ["write"]\n'
+            team.policy_file.write_text(team.policy_file.read_text() + grant)
+            process.send_signal(signal.SIGHUP)
+            deadline = time.monotonic() + 10
+            while True:
+                try:
+                    assert reader.insert("dml_schema", "users", data).total_changed == 1
+                    break
+                except RemoteError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.1)
+        with AirportClient(location, token=team.tokens["admin"], catalog="hr") as admin:
+            assert {s.name for s in admin.list_schemas("hr")} >= {"dml_schema"}
+    finally:
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=20)
+    assert process.returncode == 0, err
+    assert "reloaded Policy" in err
+    assert 'reader insert "sales"."dml_schema"."users" rows=1 ok' in err  # the audit line
+    assert "[reader trace=- session=-]" in err  # every line of a call names its identity
+    assert team.tokens["reader"] not in err and team.tokens["admin"] not in err
+
+
+def test_hash_token_prints_what_a_tokens_file_keeps() -> None:
+    done = subprocess.run(
+        [*PYAIRPORT, "hash-token"], input="s3cret\n", capture_output=True, text=True, timeout=60
+    )
+    expected = "sha256:" + hashlib.sha256(b"s3cret").hexdigest()
+    assert (done.returncode, done.stdout) == (0, expected + "\n")
+
+
+def test_a_policy_without_identities_is_one_line(tmp_path: Path) -> None:
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[[grant]]\nidentity = "a"\ncatalog = ""\nrights = ["read"]\n')
+    done = subprocess.run(
+        [*PYAIRPORT, "serve", "--port", "0", "--policy", str(policy)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stderr) == (
+        2,
+        "pyairport: error: --policy grants rights to identities: give --tokens-file or"
+        " --jwt-keys\n",
+    )
+
+
+def test_a_token_stored_in_clear_is_refused(tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens.txt"
+    tokens.write_text("alice s3cret\n")
+    done = subprocess.run(
+        [*PYAIRPORT, "serve", "--port", "0", "--tokens-file", str(tokens)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"pyairport: error: {tokens}:1: the token must be stored hashed, as `pyairport"
+        " hash-token` prints it\n"
+    )

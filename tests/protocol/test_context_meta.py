@@ -79,7 +79,7 @@ def test_the_headers_reach_the_tables_context_and_the_log(caplog: pytest.LogCapt
         ContextMeta(trace_id="trace-7", session_id="sess-3", user_agent="airport/test"),
         ContextMeta(),
     ]
-    assert any(
-        "DoExchange trace=trace-7 session=sess-3 agent=airport/test" in r.getMessage()
-        for r in caplog.records
-    )
+    # every line of the call carries its trace and session (call_log); the call's own line
+    # names the agent
+    line = next(r for r in caplog.records if r.getMessage() == "DoExchange agent=airport/test")
+    assert (line.trace, line.session) == ("trace-7", "sess-3")  # type: ignore[attr-defined]

@@ -247,8 +247,13 @@ _OTHER_PROTOCOLS = {
     "transaction_not_active",
     "transaction_not_found",
     "unauthenticated",
+    "auth_header_invalid",
+    "auth_token_empty",
+    "catalog_authorization_failed",
+    "permission_denied",
 }
-# (unauthenticated is checked on every RPC in tests/protocol/test_auth_limits.py)
+# (the authentication rows are checked on every RPC in tests/protocol/test_auth_limits.py,
+# the authorization rows on every RPC and action in tests/protocol/test_access.py)
 
 
 def test_every_doexchange_row_is_triggered_or_explained() -> None:

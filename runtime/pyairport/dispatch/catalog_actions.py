@@ -52,6 +52,7 @@ from ..ipc import serialize_schema
 from .flight_infos import REUSE_CONNECTION, FlightInfos, scan_partitions
 from .functions import Functions
 from .go_text import go_quote
+from .grants import readable, require
 from .statistics import Statistics
 from .table_refs import function_call_uri
 from .tables import SCAN_LOOKUP, Tables
@@ -163,7 +164,7 @@ class CatalogActions:
         check_catalog(self.catalog, requested)
         try:
             self.catalog.refresh()
-            schemas = self.catalog.schemas(ctx)
+            schemas = readable(ctx, self.catalog.schemas(ctx), lambda s: s.name())
         except AirportError:
             raise
         except Exception as exc:
@@ -216,6 +217,7 @@ class CatalogActions:
                 point,
             )
             return self._endpoint(ticket)
+        require(ctx, schema_name)
         try:
             schema = self.catalog.schema(ctx, schema_name)
         except Exception:

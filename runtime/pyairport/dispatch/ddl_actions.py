@@ -54,9 +54,11 @@ from airport_contracts.errors import DdlSchemaNotFound, DdlTableNotFound
 from airport_contracts.vocabulary import Action
 from airport_support.rows import DdlActionRow
 
+from .audit import audit
 from .catalog_actions import check_catalog, compressed
 from .flight_infos import FlightInfos
 from .go_text import go_quote
+from .grants import require
 from .tables import Tables
 
 
@@ -246,15 +248,26 @@ class DdlActions:
 
     SERVED: ClassVar[Mapping[str, Callable[[Any], Bound]]] = BINDERS
 
-    def __init__(self, tables: Tables, infos: FlightInfos) -> None:
+    def __init__(self, tables: Tables, infos: FlightInfos, catalog_name: str = "") -> None:
         self.tables = tables
         self.infos = infos
+        self.catalog_name = catalog_name
 
     def serve(self, ctx: Context, row: DdlActionRow, body: bytes) -> list[bytes]:
         try:
             request = row.request.decode(body)
         except InvalidPayload as exc:  # Go's msgpack.Decode words its errors so
             raise row.bad_payload(error=f"failed to decode MessagePack: {exc.problem}") from None
+        where = (self.catalog_name, *_changed_object(row, request))
+        try:
+            answer = self._serve(ctx, row, request)
+        except Exception as exc:
+            audit(ctx, row.name, where, None, exc)
+            raise
+        audit(ctx, row.name, where, None)
+        return answer
+
+    def _serve(self, ctx: Context, row: DdlActionRow, request: Any) -> list[bytes]:
         catalog = self.tables.catalog
         check_catalog(catalog, getattr(request, row.catalog_field))  # type: ignore[arg-type]
         for field_name, error in row.required:
@@ -264,6 +277,8 @@ class DdlActions:
         schema: Schema | None = None
         table: Table | None = None
         target: Any = catalog
+        if row.target == "catalog":  # create_schema, drop_schema: the schema is the object
+            require(ctx, _changed_object(row, request)[0])
         if row.target in ("schema", "table"):
             schema_name = getattr(request, row.schema_field)
             schema = self.tables.schema(ctx, schema_name)
@@ -348,3 +363,16 @@ def _mapped(row: DdlActionRow, bound: Bound, exc: Exception) -> AirportError:
             wanted = getattr(error, "params", ())
             return error(**{name: names.get(name, "") for name in wanted})
     return row.failed(error=exc)
+
+
+def _changed_object(row: DdlActionRow, request: Any) -> tuple[str, ...]:
+    """The schema (and table) a DDL request changes: create_schema names it `schema`,
+    drop_schema `name` (else `schema_name`), the others by their row's fields."""
+    if row.target == "catalog":
+        named = getattr(request, "schema", "") or getattr(request, "name", "")
+        return (named or getattr(request, "schema_name", ""),)
+    schema = getattr(request, row.schema_field)
+    if row.target == "table":
+        return (schema, getattr(request, row.table_field))
+    table = getattr(request, "table_name", None) or getattr(request, "name", None)
+    return (schema, table) if isinstance(table, str) and table else (schema,)

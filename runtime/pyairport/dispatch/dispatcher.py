@@ -5,15 +5,19 @@ transactions, catalog_actions, do_get); the dispatcher gives each the table acce
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Generator, Iterator, Mapping
 from typing import Any
+
+import msgpack
 
 from airport_contracts import (
     Catalog,
     Context,
     InvalidPayload,
     InvalidPutOperation,
+    StatementCanceled,
     TransactionManager,
     flight_pb2,
 )
@@ -29,15 +33,25 @@ from airport_contracts.vocabulary import Protocol
 from airport_support.rows import ActionRow, OperationRow
 
 from . import validation
+from .audit import audit
 from .catalog_actions import CatalogActions
 from .ddl_actions import DdlActions
 from .do_action_dml import run_action_dml
 from .do_exchange import run_exchange
 from .do_get import Scans, ServedScan
 from .do_put import json_command, run_put
-from .events import ActionCall, ExchangeCall, ExchangeEvent, ExchangeInput, ExchangeRequest, PutCall
+from .events import (
+    ActionCall,
+    ExchangeCall,
+    ExchangeEvent,
+    ExchangeInput,
+    ExchangeRequest,
+    OutputFinal,
+    PutCall,
+)
 from .flight_infos import FlightInfos
 from .functions import Functions
+from .grants import Right, needing
 from .headers import FUNCTION_OPERATIONS
 from .tables import Tables
 from .transactions import TRANSACTION_ACTIONS, abort_transaction
@@ -91,12 +105,13 @@ class Dispatcher(OperationStubs[ExchangeCall, PutCall, ActionCall]):
         operations: Mapping[str, OperationRow] = OPERATIONS,
     ) -> None:
         self.catalog = catalog
+        self.name = catalog_name(catalog)
         self.transactions = transactions
         self.tables = Tables(catalog, max_row_ids)
         infos = FlightInfos(catalog)  # type: ignore[arg-type]
         self.functions = Functions(catalog)
         self.read_actions = CatalogActions(self.tables, infos, self.functions)
-        self.ddl_actions = DdlActions(self.tables, infos)
+        self.ddl_actions = DdlActions(self.tables, infos, self.name)
         self.scans = Scans(self.tables, infos, self.functions)
         self.by_wire_name = {(row.protocol, row.name): row for row in operations.values()}
 
@@ -118,74 +133,109 @@ class Dispatcher(OperationStubs[ExchangeCall, PutCall, ActionCall]):
         it."""
         kind = FUNCTION_OPERATIONS.get(request.operation)
         if kind is not None:
-            return self.functions.exchange(ctx, kind, request, stream)
+            return self.functions.exchange(needing(ctx, Right.READ), kind, request, stream)
         row = self.by_wire_name.get((Protocol.DOEXCHANGE, request.operation))
         if row is None:
             unknown = PROTOCOLS[Protocol.DOEXCHANGE].unknown_operation
             assert unknown is not None
             raise unknown(operation=request.operation)
-        events: Generator[ExchangeEvent, None, None] = getattr(self, row.id)(
-            ctx, ExchangeCall(request, stream)
+        ctx = needing(ctx, Right.WRITE)
+        where = (self.name, request.schema_name, request.table_name)
+        try:
+            events: Generator[ExchangeEvent, None, None] = getattr(self, row.id)(
+                ctx, ExchangeCall(request, stream)
+            )
+        except Exception as exc:
+            audit(ctx, request.operation, where, None, exc)
+            raise
+        return self._audited(
+            ctx,
+            request.operation,
+            where,
+            self._aborting_on_failure(ctx, request.transaction_id, events),
         )
-        return self._aborting_on_failure(ctx, request.transaction_id, events)
 
     def put(
         self, ctx: Context, command: bytes, transaction_id: str, stream: ExchangeInput
     ) -> bytes:
         """Serve one DoPut DML request; returns the PutResult's app_metadata."""
+        ctx = needing(ctx, Right.WRITE)
+        operation = "put"  # until the descriptor says more
+        where: tuple[str, ...] = (self.name,)
         try:
             descriptor = json_command(command)
-            operation = descriptor.get("operation")
-            if operation is None:
+            named = descriptor.get("operation")
+            if named is None:
                 raise InvalidPayload(payload="descriptor", problem="missing field 'operation'")
-            if not isinstance(operation, str):
+            if not isinstance(named, str):
                 raise InvalidPayload(
                     payload="descriptor", problem="field 'operation' must be a string"
                 )
+            operation = named
             row = self.by_wire_name.get((Protocol.DOPUT, operation))
             if row is None or row.request is None:
                 raise InvalidPutOperation(operation=operation)
             request = row.request.from_mapping(descriptor)
+            where = (self.name, str(request.schema_name), str(request.table_name))
             answer: bytes = getattr(self, row.id)(ctx, PutCall(request, transaction_id, stream))
-            return answer
-        except Exception:
+        except Exception as exc:
+            audit(ctx, operation, where, None, exc)
             self._abort_transaction(ctx, transaction_id)
             raise
+        audit(ctx, operation, where, _affected_rows(answer))
+        return answer
 
     def action(
         self, ctx: Context, action_type: str, body: bytes, transaction_id: str = ""
     ) -> list[bytes]:
         """Serve one DoAction of the contract; returns the Result bodies."""
         if action_type in ACTIONS:
-            return [self.read_actions.serve(ctx, action_type, body)]
+            return [self.read_actions.serve(needing(ctx, Right.READ), action_type, body)]
         ddl = DDL_ACTIONS.get(action_type)
         if ddl is not None:
-            return self.ddl_actions.serve(ctx, ddl, body)
+            return self.ddl_actions.serve(needing(ctx, Right.DDL), ddl, body)
         row = self.by_wire_name.get((Protocol.DOACTION, action_type))
         if row is None:
             unknown = PROTOCOLS[Protocol.DOACTION].unknown_action
             assert unknown is not None
             raise unknown(type=action_type)
-        transaction_id = transaction_id if row.interfaces else ""  # only DML takes part
+        if not row.interfaces:  # the transaction actions: they name no schema
+            return [getattr(self, row.id)(needing(ctx, None), ActionCall(body, ""))]
+        ctx = needing(ctx, Right.WRITE)
+        where = (self.name, *_named_table(body))
         try:
-            return [getattr(self, row.id)(ctx, ActionCall(body, transaction_id))]
-        except Exception:
+            answer = getattr(self, row.id)(ctx, ActionCall(body, transaction_id))
+        except Exception as exc:
+            audit(ctx, action_type, where, None, exc)
             self._abort_transaction(ctx, transaction_id)
             raise
+        audit(ctx, action_type, where, _affected_rows(answer))
+        return [answer]
 
     def get(self, ctx: Context, ticket: bytes) -> ServedScan:
         """Serve one DoGet: the ticket's rows."""
-        return self.scans.scan(ctx, ticket)
+        return self.scans.scan(needing(ctx, Right.READ), ticket)
 
     def flight_info(
         self, ctx: Context, descriptor: flight_pb2.FlightDescriptor
     ) -> flight_pb2.FlightInfo:
         """Serve one GetFlightInfo."""
-        return self.scans.flight_info(ctx, descriptor)
+        return self.scans.flight_info(needing(ctx, Right.READ), descriptor)
 
     def list_flights(self, ctx: Context) -> Iterator[flight_pb2.FlightInfo]:
-        """Serve one ListFlights: every table's FlightInfo."""
-        return self.scans.list_flights(ctx)
+        """Serve one ListFlights: the FlightInfo of every table the call may read."""
+        return self.scans.list_flights(needing(ctx, Right.READ))
+
+    def knows_transaction(self, ctx: Context, transaction_id: str) -> bool:
+        """Whether the transaction began in this catalog (a call that names no catalog but
+        carries its transaction is this catalog's)."""
+        if self.transactions is None:
+            return False
+        try:
+            _state, exists = self.transactions.get_transaction_status(ctx, transaction_id)
+        except Exception:
+            return False
+        return bool(exists)
 
     @staticmethod
     def action_descriptions() -> dict[str, str]:
@@ -210,6 +260,38 @@ class Dispatcher(OperationStubs[ExchangeCall, PutCall, ActionCall]):
             return run_action_dml(self.tables, self.transactions, operation, ctx, call)
         return TRANSACTION_ACTIONS[operation.name](self.transactions, operation, ctx, call.body)
 
+    # --- the audit line of a DoExchange statement --------------------------------------------
+
+    @staticmethod
+    def _audited(
+        ctx: Context,
+        operation: str,
+        where: tuple[str, ...],
+        events: Generator[ExchangeEvent, None, None],
+    ) -> Generator[ExchangeEvent, None, None]:
+        """events, with the statement's audit line when it ends: ok with its row count once
+        its final metadata went out, else failed."""
+        changed: int | None = None
+        try:
+            for event in events:
+                if isinstance(event, OutputFinal):
+                    changed = event.total_changed
+                yield event
+        except GeneratorExit:
+            events.close()  # the client went away: roll back now, not at garbage collection
+            audit(
+                ctx,
+                operation,
+                where,
+                changed,
+                None if changed is not None else StatementCanceled(operation=operation),
+            )
+            raise
+        except Exception as exc:
+            audit(ctx, operation, where, None, exc)
+            raise
+        audit(ctx, operation, where, changed)
+
     # --- a failed statement's transaction ----------------------------------------------------
 
     def _aborting_on_failure(
@@ -228,3 +310,35 @@ class Dispatcher(OperationStubs[ExchangeCall, PutCall, ActionCall]):
     def _abort_transaction(self, ctx: Context, transaction_id: str) -> None:
         if transaction_id and self.transactions is not None:
             abort_transaction(self.transactions, ctx, transaction_id)
+
+
+def catalog_name(catalog: Catalog) -> str:
+    """A catalog's name: name() where it has one (Go's NamedCatalog), else the default ""."""
+    name = getattr(catalog, "name", None)
+    return str(name()) if callable(name) else ""
+
+
+def _affected_rows(answer: bytes) -> int | None:
+    """The affected_rows of a DML answer (a DMLResponse in msgpack, a DeleteActionResult in
+    JSON), for the audit line; None when it does not say."""
+    try:
+        decoded = msgpack.unpackb(answer, raw=False, strict_map_key=False)
+    except Exception:
+        try:
+            decoded = json.loads(answer)
+        except ValueError:
+            return None
+    rows = decoded.get("affected_rows") if isinstance(decoded, dict) else None
+    return rows if isinstance(rows, int) else None
+
+
+def _named_table(body: bytes) -> tuple[str, ...]:
+    """The schema and table a DML action's body names, for the audit line (its own decoding
+    reports a body that is wrong)."""
+    try:
+        request = msgpack.unpackb(body, raw=False, strict_map_key=False)
+    except Exception:
+        return ()
+    if not isinstance(request, dict):
+        return ()
+    return tuple(str(request.get(key, "")) for key in ("schema_name", "table_name"))

@@ -29,6 +29,7 @@ from ..column_ids import requested_only, served_reader
 from .catalog_actions import check_catalog, time_point
 from .flight_infos import FlightInfos
 from .functions import Functions
+from .grants import readable
 from .tables import SCAN_LOOKUP, Tables
 
 
@@ -162,6 +163,7 @@ class Scans:
         return info
 
     def list_flights(self, ctx: Context) -> Iterator[flight_pb2.FlightInfo]:
-        for schema in sorted(self.tables.catalog.schemas(ctx), key=lambda s: s.name()):
+        schemas = readable(ctx, self.tables.catalog.schemas(ctx), lambda s: s.name())
+        for schema in sorted(schemas, key=lambda s: s.name()):
             for table in schema.tables(ctx):
                 yield self.infos.for_table(schema.name(), table)

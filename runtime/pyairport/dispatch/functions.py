@@ -44,6 +44,7 @@ from ..ipc import serialize_schema
 from .events import ExchangeEvent, ExchangeInput, ExchangeRequest, OutputBatch, OutputSchema
 from .flight_infos import REUSE_CONNECTION
 from .function_rows import in_out_answers
+from .grants import require
 
 log = logging.getLogger("pyairport.functions")
 
@@ -142,6 +143,7 @@ class Functions:
         return found
 
     def _schema(self, ctx: Context, schema_name: str) -> Any:
+        require(ctx, schema_name)
         try:
             schema = self.catalog.schema(ctx, schema_name)
         except AirportError:

@@ -40,6 +40,7 @@ from airport_contracts import (
 from ..catalog import MutableCatalog
 from ..column_ids import served_schema
 from .go_text import go_quote
+from .grants import require
 from .payloads import ipc_stream_bytes
 
 CAN_PRODUCE_STATISTICS = b"can_produce_statistics"
@@ -184,6 +185,7 @@ class Statistics:
         return answer(schema.field(request.column_name), stats)
 
     def _table(self, ctx: Context, schema_name: str, table_name: str) -> Table:
+        require(ctx, schema_name)
         try:
             schema = self.catalog.schema(ctx, schema_name)
         except AirportError:

@@ -29,6 +29,7 @@ from airport_contracts import (
 from airport_support.rows import CapabilityMethod, ErrorFactory, OperationRow
 
 from . import validation
+from .grants import require
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,9 @@ class Tables:
     def schema(
         self, ctx: Context, name: str, failed: ErrorFactory | None = SchemaLookupFailed
     ) -> Schema | None:
-        """The schema name, or None; a catalog that raises is `failed` (None: as it is)."""
+        """The schema name, or None; a catalog that raises is `failed` (None: as it is).
+        A call whose identity may not use the schema so is refused first (grants)."""
+        require(ctx, name)
         try:
             return self.catalog.schema(ctx, name)
         except AirportError:

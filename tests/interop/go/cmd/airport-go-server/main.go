@@ -24,6 +24,7 @@ import (
 
 	"pyairport.dev/interop/internal/ddl"
 	"pyairport.dev/interop/internal/functions"
+	"pyairport.dev/interop/internal/team"
 	"pyairport.dev/interop/internal/users"
 )
 
@@ -31,7 +32,15 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "listen address (port 0 picks a free port)")
 	noTx := flag.Bool("no-transactions", false, "serve without a transaction manager")
 	maxMessageMB := flag.Int("max-message-mb", 64, "largest gRPC message accepted and sent, in MiB")
+	multi := flag.Bool("multi", false, "serve catalogs sales and hr (each the demo catalog, no transactions) from a MultiCatalogServer, with team.Tokens as Authenticator and CatalogAuthorizer")
 	flag.Parse()
+	if *multi {
+		if err := serveMulti(*addr); err != nil {
+			fmt.Fprintln(os.Stderr, "airport-go-server:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := serve(*addr, !*noTx, *maxMessageMB<<20); err != nil {
 		fmt.Fprintln(os.Stderr, "airport-go-server:", err)
 		os.Exit(1)
@@ -87,6 +96,37 @@ func serve(addr string, transactions bool, maxMessage int) error {
 	if err := airport.NewServer(server, config); err != nil {
 		return err
 	}
+	return run(server, lis)
+}
+
+func serveMulti(addr string) error {
+	catalogs := []catalog.Catalog{}
+	for _, name := range []string{"sales", "hr"} {
+		cat, err := demoCatalog()
+		if err != nil {
+			return err
+		}
+		catalogs = append(catalogs, team.Named{Catalog: cat, CatalogName: name})
+	}
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	warn := slog.LevelWarn
+	config := airport.MultiCatalogServerConfig{
+		Catalogs: catalogs,
+		Address:  lis.Addr().String(),
+		Auth:     team.Tokens{},
+		LogLevel: &warn,
+	}
+	server := grpc.NewServer(airport.MultiCatalogServerOptions(config)...)
+	if _, err := airport.NewMultiCatalogServer(server, config); err != nil {
+		return err
+	}
+	return run(server, lis)
+}
+
+func run(server *grpc.Server, lis net.Listener) error {
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
 	go func() {

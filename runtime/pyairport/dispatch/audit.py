@@ -1,0 +1,33 @@
+"""The audit trail: one line per DML or DDL statement on the `pyairport.audit` logger — who
+(the call's identity), what (the operation), where ("catalog"."schema"."table"), how many
+rows it changed and how it ended (ok, or failed with the gRPC status the client got)."""
+
+from __future__ import annotations
+
+import logging
+
+from airport_contracts import AirportError, Context, StatusCode, identity_from_context
+
+from .go_text import go_quote
+
+log = logging.getLogger("pyairport.audit")
+
+
+def audit(
+    ctx: Context,
+    operation: str,
+    where: tuple[str, ...],
+    rows: int | None,
+    error: BaseException | None = None,
+) -> None:
+    """Log one statement; where: catalog, schema and (when the statement has one) table."""
+    identity = identity_from_context(ctx) or "-"
+    target = ".".join(go_quote(name) for name in where)
+    if error is None:
+        outcome = "ok"
+    elif isinstance(error, AirportError):
+        outcome = f"failed {StatusCode(error.code).name}"
+    else:
+        outcome = "failed INTERNAL"
+    changed = "-" if rows is None else str(rows)
+    log.info("%s %s %s rows=%s %s", identity, operation, target, changed, outcome)

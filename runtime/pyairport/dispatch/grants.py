@@ -1,0 +1,84 @@
+"""Per-schema rights (deviation schema_grants): what a call needs, checked where the dispatcher
+looks a schema up, before any of its tables is touched.
+
+The transport puts the call's access in its Context (with_access: the grants in force, the
+identity, the catalog); each dispatcher entry point states the right its call needs
+(needing); require() then refuses a schema the identity may not use that way, and
+readable() filters a listing. A Context without access (a server without a policy) is
+never refused here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from typing import Protocol, TypeVar
+
+from airport_contracts import Context, PermissionDenied
+
+from .go_text import go_quote
+
+_ACCESS = "pyairport.access"  # the key the call's access is kept under
+
+T = TypeVar("T")
+
+
+class Right(StrEnum):
+    READ = "read"
+    WRITE = "write"
+    DDL = "ddl"
+
+
+class Grants(Protocol):
+    """Who may do what where (pyairport.policy.Policy)."""
+
+    def allows(self, identity: str, catalog: str, schema: str, right: Right) -> bool:
+        """Whether identity holds right on catalog.schema."""
+        ...
+
+
+@dataclass(frozen=True)
+class CallAccess:
+    grants: Grants
+    identity: str
+    catalog: str
+    right: Right | None = None  # None: the call names no schema (transactions)
+
+
+def with_access(ctx: Context, grants: Grants, identity: str, catalog: str) -> Context:
+    """ctx carrying the call's access: identity, in catalog, under grants."""
+    return ctx.with_value(_ACCESS, CallAccess(grants, identity, catalog))
+
+
+def needing(ctx: Context, right: Right | None) -> Context:
+    """ctx for a call that needs right on every schema it names."""
+    access = ctx.value(_ACCESS)
+    if not isinstance(access, CallAccess):
+        return ctx
+    return ctx.with_value(_ACCESS, replace(access, right=right))
+
+
+def require(ctx: Context, schema: str) -> None:
+    """PermissionDenied unless the call's identity holds the right the call needs on schema."""
+    access = ctx.value(_ACCESS)
+    if not isinstance(access, CallAccess) or access.right is None:
+        return
+    if not access.grants.allows(access.identity, access.catalog, schema, access.right):
+        raise PermissionDenied(
+            identity=go_quote(access.identity),
+            right=access.right.value,
+            catalog=go_quote(access.catalog),
+            schema=go_quote(schema),
+        )
+
+
+def readable(ctx: Context, items: Iterable[T], name: Callable[[T], str]) -> list[T]:
+    """The items (schemas, FlightInfos) whose schema name the call's identity may read."""
+    access = ctx.value(_ACCESS)
+    if not isinstance(access, CallAccess):
+        return list(items)
+    allows = access.grants.allows
+    return [
+        item for item in items if allows(access.identity, access.catalog, name(item), Right.READ)
+    ]

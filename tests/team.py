@@ -1,0 +1,136 @@
+"""A server as a team runs it: two catalogs, identities from a tokens file and from JWTs, and a
+policy. Shared by the security tests (tests/protocol/test_access.py), the load test
+(tests/reliability/test_identities_load.py) and the DuckDB sessions (tests/duckdb)."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from airport_contracts import Context, CreateSchemaOptions, CreateTableOptions
+from pyairport.backends.memory.transactions import MemoryTransactionManager
+from pyairport.demo import memory_demo_catalog
+from pyairport.identities import AnyOf, JwtBearer, TokensFile, hash_token
+from pyairport.policy import Policy
+from pyairport.server import AirportServer, ServerConfig
+
+ISSUER = "https://idp.example.test"
+AUDIENCE = "pyairport"
+
+POLICY = """
+# reader: reads sales
+[[grant]]
+identity = "reader"
+catalog = "sales"
+rights = ["read"]
+
+# writer: reads sales, changes the rows of sales.dml_schema only
+[[grant]]
+identity = "writer"
+catalog = "sales"
+rights = ["read"]
+
+[[grant]]
+identity = "writer"
+catalog = "sales"
+schemas = ["dml_schema"]
+rights = ["write"]
+
+# admin: everything, everywhere
+[[grant]]
+identity = "admin"
+catalog = "*"
+rights = ["read", "write", "ddl"]
+
+# analyst (a JWT): reads hr's dml_schema
+[[grant]]
+identity = "analyst"
+catalog = "hr"
+schemas = ["dml_schema"]
+rights = ["read"]
+"""
+
+SECRET_NAMES = ("payroll", "salaries")
+"""hr's schema and table only admin may see: never named to anyone else."""
+
+
+@dataclass
+class Team:
+    tokens: dict[str, str]  # identity → its bearer token
+    tokens_file: Path
+    policy_file: Path
+    jwt_key: Any  # the IdP's private key (Ed25519)
+    jwt_public_file: Path
+
+    def jwt(self, subject: str, expires_in: float = 600, **claims: Any) -> str:
+        import jwt
+
+        payload = {
+            "sub": subject,
+            "iss": ISSUER,
+            "aud": AUDIENCE,
+            "exp": int(time.time() + expires_in),
+        }
+        payload.update(claims)
+        return jwt.encode(payload, self.jwt_key, algorithm="EdDSA")
+
+    def authenticator(self) -> AnyOf:
+        return AnyOf(
+            [
+                TokensFile(self.tokens_file),
+                JwtBearer(
+                    self.jwt_public_file, algorithms=["EdDSA"], issuer=ISSUER, audience=AUDIENCE
+                ),
+            ]
+        )
+
+
+def make_team(folder: Path) -> Team:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    tokens = {name: secrets.token_hex(24) for name in ("reader", "writer", "admin")}
+    tokens_file = folder / "tokens.txt"
+    lines = ["# identity  token digest"] + [
+        f"{name} {hash_token(token)}" for name, token in tokens.items()
+    ]
+    tokens_file.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    policy_file = folder / "policy.toml"
+    policy_file.write_text(POLICY, encoding="utf-8")
+    key = Ed25519PrivateKey.generate()
+    public = key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    public_file = folder / "idp.pem"
+    public_file.write_bytes(public)
+    return Team(tokens, tokens_file, policy_file, key, public_file)
+
+
+def hr_catalog() -> Any:
+    """The demo catalog as "hr", with the schema and table only admin may see."""
+    catalog = memory_demo_catalog("hr")
+    ctx = Context.background()
+    catalog.create_schema(ctx, SECRET_NAMES[0], CreateSchemaOptions())
+    payroll = catalog.schema(ctx, SECRET_NAMES[0])
+    columns = pa.schema([pa.field("id", pa.int64()), pa.field("amount", pa.float64())])
+    payroll.create_table(ctx, SECRET_NAMES[1], columns, CreateTableOptions())
+    return catalog
+
+
+def team_server(team: Team, **config: Any) -> AirportServer:
+    """Catalogs "sales" and "hr" (each with its own transactions), the team's identities
+    and policy; started."""
+    server = AirportServer(
+        memory_demo_catalog("sales"),
+        MemoryTransactionManager(),
+        ServerConfig(port=0, **config),
+        authenticator=team.authenticator(),
+        policy=Policy.from_file(team.policy_file),
+    )
+    server.add_catalog(hr_catalog(), MemoryTransactionManager())
+    return server.start()
