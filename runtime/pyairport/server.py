@@ -192,3 +192,8 @@ class CatalogTransactions:
     ) -> tuple[TransactionState | None, bool]:
         state, _catalog, exists = self.manager.get_transaction_status(ctx, tx_id)
         return state, exists
+
+    def owns(self, ctx: Context, tx_id: str) -> bool:
+        """Whether the transaction began in this catalog (routing a call that names none)."""
+        _state, catalog, exists = self.manager.get_transaction_status(ctx, tx_id)
+        return exists and catalog == self.catalog

@@ -5,6 +5,7 @@ is NOT_FOUND naming it; a server of one catalog answers as a single airport-go s
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import msgpack
 import pyarrow as pa
@@ -106,3 +107,59 @@ def test_the_databases_path_lists_the_catalogs_as_pyarrow_reads_it(two: AirportS
     with pytest.raises(pa.ArrowInvalid, match="path must contain exactly 2 elements"):
         client.get_flight_info(flight.FlightDescriptor.for_path("__tables"))
     client.close()
+
+
+class _OneManagerForAll:
+    """A CatalogTransactionManager: every catalog's transactions in one place, each knowing
+    the catalog it began in."""
+
+    def __init__(self) -> None:
+        from pyairport.backends.memory.transactions import MemoryTransactionManager
+
+        self.inner = MemoryTransactionManager()
+        self.began: dict[str, str] = {}
+
+    def begin_transaction(self, ctx: Any, catalog_name: str) -> str:
+        tx_id = self.inner.begin_transaction(ctx)
+        self.began[tx_id] = catalog_name
+        return tx_id
+
+    def commit_transaction(self, ctx: Any, tx_id: str) -> None:
+        self.inner.commit_transaction(ctx, tx_id)
+
+    def rollback_transaction(self, ctx: Any, tx_id: str) -> None:
+        self.inner.rollback_transaction(ctx, tx_id)
+
+    def get_transaction_status(self, ctx: Any, tx_id: str) -> tuple[Any, str, bool]:
+        state, exists = self.inner.get_transaction_status(ctx, tx_id)
+        return state, self.began.get(tx_id, ""), exists
+
+
+def test_one_catalog_transaction_manager_serves_every_catalog() -> None:
+    """AirportServer(catalog_transactions=…): each catalog's transactions begin in it (Go's
+    catalogTxManagerAdapter); a DML call carrying one, without a header (DuckDB 1.4), goes to
+    the catalog it began in."""
+    manager = _OneManagerForAll()
+    server = AirportServer(None, None, ServerConfig(port=0), catalog_transactions=manager)
+    server.add_catalog(memory_demo_catalog("sales"))
+    server.add_catalog(memory_demo_catalog("hr"))
+    with server, AirportClient(server.location) as client:
+        tx = client.begin_transaction("hr")
+        assert tx is not None and manager.began == {tx: "hr"}
+        client.insert("dml_schema", "users", ROWS, transaction_id=tx)
+        with AirportClient(server.location, catalog="hr") as hr:
+            assert _names(hr) == ["Ann"]
+        with AirportClient(server.location, catalog="sales") as sales:
+            assert _names(sales) == []
+
+
+def test_adding_a_served_name_or_removing_an_unknown_one_is_refused() -> None:
+    from airport_contracts import CatalogExists, CatalogNotServed
+
+    server = AirportServer(memory_demo_catalog("sales"), None, ServerConfig(port=0))
+    with pytest.raises(CatalogExists, match="catalog already exists"):
+        server.add_catalog(memory_demo_catalog("sales"))
+    with pytest.raises(CatalogNotServed, match="catalog not found"):
+        server.remove_catalog("hr")
+    assert server.is_exists("sales") and not server.is_exists("hr")
+    server.stop(0)

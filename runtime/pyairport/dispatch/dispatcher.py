@@ -231,7 +231,12 @@ class Dispatcher(OperationStubs[ExchangeCall, PutCall, ActionCall]):
         carries its transaction is this catalog's)."""
         if self.transactions is None:
             return False
+        # A manager shared by every catalog (server.CatalogTransactions) knows each one's
+        # transactions and says whose a transaction is; a catalog's own knows only its own.
+        owns = getattr(self.transactions, "owns", None)
         try:
+            if callable(owns):
+                return bool(owns(ctx, transaction_id))
             _state, exists = self.transactions.get_transaction_status(ctx, transaction_id)
         except Exception:
             return False
