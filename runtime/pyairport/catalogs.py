@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import msgpack
 import pyarrow as pa
@@ -134,9 +134,12 @@ class Catalogs:
             total_bytes=-1,
         )
 
-    def databases_endpoints(self, action: str, body: bytes, shown: list[str]) -> bytes | None:
+    def databases_endpoints(
+        self, action: str, body: bytes, shown: Callable[[], list[str]]
+    ) -> bytes | None:
         """The endpoints answer for the catalogs' listing (DuckDB asks endpoints for it
-        before it reads), or None for any other endpoints or action."""
+        before it reads), or None for any other endpoints or action; shown: the catalogs the
+        caller may use, asked only for the listing."""
         if action != Action.ENDPOINTS:
             return None
         try:
@@ -147,7 +150,7 @@ class Catalogs:
         if not self.lists_databases(descriptor):
             return None
         packed: bytes = msgpack.packb(
-            [e.SerializeToString() for e in self.databases_info(shown).endpoint]
+            [e.SerializeToString() for e in self.databases_info(shown()).endpoint]
         )
         return packed
 

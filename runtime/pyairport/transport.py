@@ -209,7 +209,7 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
 
             def act() -> list[bytes]:
                 listing = self.catalogs.databases_endpoints(
-                    request.type, request.body, self._shown_catalogs(ctx)
+                    request.type, request.body, lambda: self._shown_catalogs(ctx)
                 )
                 if listing is not None:
                     return [listing]

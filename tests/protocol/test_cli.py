@@ -281,11 +281,30 @@ def test_a_team_server_from_flags_reloads_on_sighup(tmp_path: Path) -> None:
                     time.sleep(0.1)
         with AirportClient(location, token=team.tokens["admin"], catalog="hr") as admin:
             assert {s.name for s in admin.list_schemas("hr")} >= {"dml_schema"}
+            # reader's token revoked: gone from the file, and SIGHUP
+            kept = [
+                line
+                for line in team.tokens_file.read_text().splitlines()
+                if not line.startswith("reader ")
+            ]
+            team.tokens_file.write_text("\n".join(kept) + "\n")
+            process.send_signal(signal.SIGHUP)
+            with AirportClient(location, token=team.tokens["reader"], catalog="sales") as gone:
+                deadline = time.monotonic() + 10
+                while True:
+                    try:
+                        gone.list_schemas("sales")
+                    except RemoteError as error:
+                        assert error.message == "unauthenticated"
+                        break
+                    assert time.monotonic() < deadline, "the revoked token still works"
+                    time.sleep(0.1)
+            assert {s.name for s in admin.list_schemas("hr")} >= {"dml_schema"}
     finally:
         process.send_signal(signal.SIGTERM)
         out, err = process.communicate(timeout=20)
     assert process.returncode == 0, err
-    assert "reloaded Policy" in err
+    assert "reloaded Policy" in err and "reloaded TokensFile" in err
     assert 'reader insert "sales"."dml_schema"."users" rows=1 ok' in err  # the audit line
     assert "[reader trace=- session=-]" in err  # every line of a call names its identity
     assert team.tokens["reader"] not in err and team.tokens["admin"] not in err
