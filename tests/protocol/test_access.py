@@ -416,3 +416,21 @@ def test_a_tokens_file_is_reloaded_when_it_changes(
         assert_error_row("unauthenticated", {}, error.code, error.message)
     with AirportClient(server.location, token=fresh, catalog="sales") as new:
         new.list_schemas("sales")
+
+
+def test_every_read_of_a_schema_without_a_grant_is_refused(
+    team: Team, server: AirportServer
+) -> None:
+    """analyst may read hr's dml_schema only: each way of reading batch_schema is refused."""
+    with _client(server, team, "analyst", "hr") as analyst:
+        for call in _reads("hr", "dml_schema").values():
+            call(analyst)
+        for call in _reads("hr", "batch_schema").values():
+            error = _refusal(lambda call=call: call(analyst))
+            params = {
+                "identity": '"analyst"',
+                "right": "read",
+                "catalog": '"hr"',
+                "schema": '"batch_schema"',
+            }
+            assert_error_row("permission_denied", params, error.code, error.message)
