@@ -23,8 +23,14 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import jwt
 
 from airport_contracts import Authenticator, Context
+
+if TYPE_CHECKING:
+    from jwt.types import Options
 
 HASH_PREFIX = "sha256:"
 
@@ -168,9 +174,6 @@ class JwtBearer:
         identity_claim: str = "sub",
         leeway_seconds: float = 0.0,
     ) -> None:
-        import jwt  # PyJWT, a dependency of pyairport
-
-        self._jwt = jwt
         self.key_file = Path(key_file)
         self.algorithms = list(algorithms)
         self.issuer = issuer
@@ -178,24 +181,29 @@ class JwtBearer:
         self.identity_claim = identity_claim
         self.leeway = leeway_seconds
         self._lock = threading.Lock()
-        self._keys: dict[str | None, object] = {}
+        self._keys: dict[str | None, Any] = {}
         self.reload()
 
     def reload(self) -> None:
-        """Read the keys again (a key rotation: `serve` calls it on SIGHUP)."""
-        text = self.key_file.read_text(encoding="utf-8")
-        keys: dict[str | None, object] = {}
-        if text.lstrip().startswith("{"):
-            jwks = self._jwt.PyJWKSet.from_dict(json.loads(text))
+        """Read the keys again (a key rotation: `serve` calls it on SIGHUP); a file that
+        holds no usable key is a ValueError naming it, and the keys in force stay."""
+        text = self.key_file.read_text(encoding="utf-8").strip()
+        keys: dict[str | None, Any] = {}
+        if text.startswith("{"):
+            try:
+                jwks = jwt.PyJWKSet.from_dict(json.loads(text))
+            except (ValueError, jwt.PyJWTError) as exc:
+                raise ValueError(f"{self.key_file}: not a JWKS document: {exc}") from None
             for key in jwks.keys:
                 keys[key.key_id] = key.key
+        elif text.startswith("-----BEGIN") or any(a.startswith("HS") for a in self.algorithms):
+            keys[None] = text  # a PEM key, or the shared secret of HS* tokens
         else:
-            keys[None] = text.strip()
+            raise ValueError(f"{self.key_file}: neither a PEM public key nor a JWKS document")
         with self._lock:
             self._keys = keys
 
     def authenticate(self, ctx: Context, token: str) -> str:
-        jwt = self._jwt
         try:
             kid = jwt.get_unverified_header(token).get("kid")
             with self._lock:
@@ -206,7 +214,10 @@ class JwtBearer:
                 key = next(iter(keys.values()))
             else:
                 raise TokenRefused("no key for the token")
-            options = {"require": ["exp"] + (["iss"] if self.issuer else [])}
+            options: Options = {
+                "require": ["exp"] + (["iss"] if self.issuer else []),
+                "verify_aud": self.audience is not None,
+            }
             claims = jwt.decode(
                 token,
                 key=key,
@@ -214,7 +225,7 @@ class JwtBearer:
                 issuer=self.issuer,
                 audience=self.audience,
                 leeway=self.leeway,
-                options={**options, "verify_aud": self.audience is not None},
+                options=options,
             )
         except jwt.PyJWTError as exc:
             raise TokenRefused(str(exc)) from None

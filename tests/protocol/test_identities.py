@@ -169,3 +169,11 @@ def test_a_policy_file_that_cannot_be_used_says_why(
     path.write_text(text)
     with pytest.raises(PolicyError, match=problem):
         Policy.from_file(path)
+
+
+def test_a_key_file_that_holds_no_key_says_which(tmp_path: Path) -> None:
+    for text in ('{"keys": [{"kty": "nope"}]}', "hello"):
+        path = tmp_path / "keys"
+        path.write_text(text)
+        with pytest.raises(ValueError, match=str(path)):
+            JwtBearer(path)
