@@ -39,7 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands.add_parser(
         "hash-token",
-        help="print the line a --tokens-file keeps for a token read from stdin",
+        help="print the digest a --tokens-file keeps for a token read from stdin",
         description="Reads a bearer token from stdin and prints its digest as a --tokens-file"
         " stores it: `openssl rand -hex 32 | tee alice.token | pyairport hash-token`, then add"
         " `alice <digest>` to the tokens file.",
@@ -161,7 +161,8 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         metavar="FILE",
         help="accept JWT bearer tokens signed by the key of FILE (a PEM public key or a JWKS"
-        " document); the identity is the token's sub claim; exp is required; re-read on SIGHUP",
+        " document); the identity is the token's sub claim (--jwt-identity-claim); exp is"
+        " required; re-read on SIGHUP",
     )
     serve.add_argument("--jwt-issuer", default=None, help="the iss a JWT must carry")
     serve.add_argument("--jwt-audience", default=None, help="the aud a JWT must carry")
