@@ -12,8 +12,10 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from importlib.metadata import version
 from pathlib import Path
+from typing import TypeVar
 
 import pyarrow as pa
 import pytest
@@ -21,6 +23,7 @@ import pytest
 from pyairport.client import AirportClient, RemoteError
 
 PYAIRPORT = [sys.executable, "-m", "pyairport"]
+T = TypeVar("T")
 
 
 def _start(*args: str) -> tuple[subprocess.Popen[str], str]:
@@ -270,15 +273,8 @@ def test_a_team_server_from_flags_reloads_on_sighup(tmp_path: Path) -> None:
             grant = '\n[[grant]]\nidentity = "reader"\ncatalog = "sales"\nschemas = ["dml_schema"]\nrights = ["write"]\n'
             team.policy_file.write_text(team.policy_file.read_text() + grant)
             process.send_signal(signal.SIGHUP)
-            deadline = time.monotonic() + 10
-            while True:
-                try:
-                    assert reader.insert("dml_schema", "users", data).total_changed == 1
-                    break
-                except RemoteError:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.1)
+            inserted = _once_reloaded(lambda: reader.insert("dml_schema", "users", data))
+            assert inserted.total_changed == 1
         with AirportClient(location, token=team.tokens["admin"], catalog="hr") as admin:
             assert {s.name for s in admin.list_schemas("hr")} >= {"dml_schema"}
             # reader's token revoked: gone from the file, and SIGHUP
@@ -290,15 +286,13 @@ def test_a_team_server_from_flags_reloads_on_sighup(tmp_path: Path) -> None:
             team.tokens_file.write_text("\n".join(kept) + "\n")
             process.send_signal(signal.SIGHUP)
             with AirportClient(location, token=team.tokens["reader"], catalog="sales") as gone:
-                deadline = time.monotonic() + 10
-                while True:
-                    try:
+
+                def refused() -> RemoteError:
+                    with pytest.raises(RemoteError) as raised:
                         gone.list_schemas("sales")
-                    except RemoteError as error:
-                        assert error.message == "unauthenticated"
-                        break
-                    assert time.monotonic() < deadline, "the revoked token still works"
-                    time.sleep(0.1)
+                    return raised.value
+
+                assert _once_reloaded(refused).message == "unauthenticated"
             assert {s.name for s in admin.list_schemas("hr")} >= {"dml_schema"}
     finally:
         process.send_signal(signal.SIGTERM)
@@ -308,6 +302,26 @@ def test_a_team_server_from_flags_reloads_on_sighup(tmp_path: Path) -> None:
     assert 'reader insert "sales"."dml_schema"."users" rows=1 ok' in err  # the audit line
     assert "[reader trace=- session=-]" in err  # every line of a call names its identity
     assert team.tokens["reader"] not in err and team.tokens["admin"] not in err
+
+
+def _once_reloaded(call: Callable[[], T]) -> T:
+    """call's result once the server has acted on its SIGHUP (within 10 s): until then call
+    raises (a RemoteError, or the AssertionError of a refusal that did not come yet)."""
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            return call()
+        except (RemoteError, AssertionError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def _serve_refused(*args: str) -> subprocess.CompletedProcess[str]:
+    """`pyairport serve --port 0 ARGS` that must not start: its exit and its stderr."""
+    return subprocess.run(
+        [*PYAIRPORT, "serve", "--port", "0", *args], capture_output=True, text=True, timeout=60
+    )
 
 
 def test_hash_token_prints_what_a_tokens_file_keeps() -> None:
@@ -321,12 +335,7 @@ def test_hash_token_prints_what_a_tokens_file_keeps() -> None:
 def test_a_policy_without_identities_is_one_line(tmp_path: Path) -> None:
     policy = tmp_path / "policy.toml"
     policy.write_text('[[grant]]\nidentity = "a"\ncatalog = ""\nrights = ["read"]\n')
-    done = subprocess.run(
-        [*PYAIRPORT, "serve", "--port", "0", "--policy", str(policy)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = _serve_refused("--policy", str(policy))
     assert (done.returncode, done.stderr) == (
         2,
         "pyairport: error: --policy grants rights to identities: give --tokens-file or"
@@ -337,12 +346,7 @@ def test_a_policy_without_identities_is_one_line(tmp_path: Path) -> None:
 def test_a_token_stored_in_clear_is_refused(tmp_path: Path) -> None:
     tokens = tmp_path / "tokens.txt"
     tokens.write_text("alice s3cret\n")
-    done = subprocess.run(
-        [*PYAIRPORT, "serve", "--port", "0", "--tokens-file", str(tokens)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = _serve_refused("--tokens-file", str(tokens))
     assert done.returncode == 2
     assert done.stderr == (
         f"pyairport: error: {tokens}:1: the token must be stored hashed, as `pyairport"
