@@ -434,3 +434,21 @@ def test_every_read_of_a_schema_without_a_grant_is_refused(
                 "schema": '"batch_schema"',
             }
             assert_error_row("permission_denied", params, error.code, error.message)
+
+
+def test_every_dml_protocol_writes_its_audit_line(
+    team: Team, server: AirportServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """DoExchange, spec 002's DoPut (JSON descriptor) and DoAction delete (JSON body): each
+    statement's line names the table and the rows it changed."""
+    caplog.set_level(logging.INFO, logger="pyairport.audit")
+    with _client(server, team, "admin", "sales") as admin:
+        admin.insert("dml_schema", "users", ROWS)
+        admin.put_insert("dml_schema", "users", ROWS)
+        rowid = admin.scan("dml_schema", "users", ["rowid"]).read_all()["rowid"][0].as_py()
+        admin.action_delete("dml_schema", "users", [rowid])
+    assert [r.getMessage() for r in caplog.records if r.name == "pyairport.audit"] == [
+        'admin insert "sales"."dml_schema"."users" rows=1 ok',
+        'admin insert "sales"."dml_schema"."users" rows=1 ok',
+        'admin delete "sales"."dml_schema"."users" rows=1 ok',
+    ]

@@ -5,12 +5,9 @@ transactions, catalog_actions, do_get); the dispatcher gives each the table acce
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Generator, Iterator, Mapping
 from typing import Any
-
-import msgpack
 
 from airport_contracts import (
     Catalog,
@@ -182,7 +179,7 @@ class Dispatcher(OperationStubs[ExchangeCall, PutCall, ActionCall]):
             audit(ctx, operation, where, None, exc)
             self._abort_transaction(ctx, transaction_id)
             raise
-        audit(ctx, operation, where, _affected_rows(answer))
+        audit(ctx, operation, where, _affected_rows(row, answer))
         return answer
 
     def action(
@@ -202,14 +199,14 @@ class Dispatcher(OperationStubs[ExchangeCall, PutCall, ActionCall]):
         if not row.interfaces:  # the transaction actions: they name no schema
             return [getattr(self, row.id)(needing(ctx, None), ActionCall(body, ""))]
         ctx = needing(ctx, Right.WRITE)
-        where = (self.name, *_named_table(body))
+        where = (self.name, *_named_table(row, body))
         try:
             answer = getattr(self, row.id)(ctx, ActionCall(body, transaction_id))
         except Exception as exc:
             audit(ctx, action_type, where, None, exc)
             self._abort_transaction(ctx, transaction_id)
             raise
-        audit(ctx, action_type, where, _affected_rows(answer))
+        audit(ctx, action_type, where, _affected_rows(row, answer))
         return [answer]
 
     def get(self, ctx: Context, ticket: bytes) -> ServedScan:
@@ -323,27 +320,23 @@ def catalog_name(catalog: Catalog) -> str:
     return str(name()) if callable(name) else ""
 
 
-def _affected_rows(answer: bytes) -> int | None:
-    """The affected_rows of a DML answer (a DMLResponse in msgpack, a DeleteActionResult in
-    JSON), for the audit line; None when it does not say."""
-    try:
-        decoded = msgpack.unpackb(answer, raw=False, strict_map_key=False)
-    except Exception:
-        try:
-            decoded = json.loads(answer)
-        except ValueError:
-            return None
-    rows = decoded.get("affected_rows") if isinstance(decoded, dict) else None
+def _affected_rows(row: OperationRow, answer: bytes) -> int | None:
+    """The affected_rows of a DML answer, decoded by the operation's response payload, for the
+    audit line."""
+    if row.response is None:
+        return None
+    rows = getattr(row.response.decode(answer), "affected_rows", None)
     return rows if isinstance(rows, int) else None
 
 
-def _named_table(body: bytes) -> tuple[str, ...]:
-    """The schema and table a DML action's body names, for the audit line (its own decoding
-    reports a body that is wrong)."""
+def _named_table(row: OperationRow, body: bytes) -> tuple[str, ...]:
+    """The schema and table a DML action's body names, decoded by the operation's request
+    payload, for the audit line (a body that does not decode names none; the action's own
+    decoding reports it)."""
+    if row.request is None:
+        return ()
     try:
-        request = msgpack.unpackb(body, raw=False, strict_map_key=False)
-    except Exception:
+        request = row.request.decode(body)
+    except InvalidPayload:
         return ()
-    if not isinstance(request, dict):
-        return ()
-    return tuple(str(request.get(key, "")) for key in ("schema_name", "table_name"))
+    return (str(request.schema_name), str(request.table_name))
