@@ -694,3 +694,88 @@ def test_the_column_types_duckdb_sends(spark_backend: Any, fresh_lake: Path) -> 
     assert read[2]["tags"] == ["r"] and dict(read[2]["attrs"]) == {"m": 9}
     assert read[2]["local"] == datetime.datetime(2030, 1, 1, 1)
     assert read[1]["price"] == decimal.Decimal("1.5") and read[1]["tags"] == ["p", "q"]
+
+
+def test_two_lakes_plain_spark_wrote_as_two_catalogs_to_a_pyarrow_client(
+    spark_backend: Any, tmp_path: Path
+) -> None:
+    """`serve --catalog-name sales --add-catalog hr=…` over lakes plain Spark wrote, with a
+    tokens file and a policy, read and written by pyarrow.flight (a client this project did not
+    make) sending the airport-catalog header: each catalog's own tables, the refusals as the
+    contract words them, nothing of Spark (no plan, path or stack) in any message."""
+    import pyarrow.flight as flight
+
+    from pyairport.backends.spark import SparkBackend
+    from pyairport.identities import TokensFile, hash_token
+    from pyairport.policy import Policy
+
+    spark = spark_backend.spark
+    sales_ident = make_table(spark, tmp_path / "sales", "orders")
+    hr_ident = make_table(spark, tmp_path / "hr", "tracked", schema="people")
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"ann {hash_token('ann-token')}\n")
+    policy = tmp_path / "policy.toml"
+    policy.write_text(
+        '[[grant]]\nidentity = "ann"\ncatalog = "sales"\nrights = ["read", "write"]\n'
+    )
+    backends = [SparkBackend(spark, tmp_path / "sales"), SparkBackend(spark, tmp_path / "hr")]
+    server = AirportServer(
+        None,
+        None,
+        ServerConfig(port=0),
+        authenticator=TokensFile(tokens),
+        policy=Policy.from_file(policy),
+    )
+    for name, backend in zip(("sales", "hr"), backends, strict=True):
+        backend.catalog.rename(name)
+        server.add_catalog(backend.catalog, MemoryTransactionManager())
+    server.start()
+    client = flight.connect(server.location)
+
+    def options(catalog: str) -> flight.FlightCallOptions:
+        return flight.FlightCallOptions(
+            headers=[
+                (b"authorization", b"Bearer ann-token"),
+                (b"airport-catalog", catalog.encode()),
+            ]
+        )
+
+    try:
+        path = flight.FlightDescriptor.for_path("sales", "orders")
+        info = client.get_flight_info(path, options("sales"))
+        read = client.do_get(info.endpoints[0].ticket, options("sales")).read_all()
+        assert served_rows(read) == spark_rows(spark, sales_ident)
+        rows = pa.table(
+            {"order_id": pa.array([4], pa.int64()), "customer": ["di"], "amount": [40.0]}
+        )
+        dml = flight.FlightCallOptions(
+            headers=[
+                (b"authorization", b"Bearer ann-token"),
+                (b"airport-catalog", b"sales"),
+                (b"airport-operation", b"insert"),
+                (b"airport-flight-path", b"sales/orders"),
+                (b"return-chunks", b"0"),
+            ]
+        )
+        writer, answers = client.do_exchange(path, dml)
+        writer.begin(rows.schema)
+        writer.write_table(rows)
+        writer.done_writing()
+        for _chunk in answers:  # the output schema, then the final metadata
+            pass
+        writer.close()
+        assert [r["order_id"] for r in spark_rows(spark, sales_ident)] == [1, 2, 3, 4]
+        with pytest.raises(flight.FlightError) as refused:
+            client.get_flight_info(
+                flight.FlightDescriptor.for_path("people", "tracked"), options("hr")
+            )
+        message = str(refused.value)
+        assert 'catalog authorization failed: "ann" has no grant on catalog "hr"' in message
+        for leak in ("Traceback", "org.apache", str(tmp_path), ".py"):
+            assert leak not in message
+        assert len(spark_rows(spark, hr_ident)) == 4  # hr untouched
+    finally:
+        client.close()
+        server.stop(0)
+        for backend in backends:
+            backend.close()

@@ -4,6 +4,7 @@ is NOT_FOUND naming it; a server of one catalog answers as a single airport-go s
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -163,3 +164,25 @@ def test_adding_a_served_name_or_removing_an_unknown_one_is_refused() -> None:
         server.remove_catalog("hr")
     assert server.is_exists("sales") and not server.is_exists("hr")
     server.stop(0)
+
+
+def test_a_named_catalogs_flight_info_ticket_reads_it_from_pyarrow(two: AirportServer) -> None:
+    """pyarrow.flight's GetFlightInfo then DoGet on catalog "sales": the ticket names the
+    catalog (as Go's GetFlightInfo's does), so DoGet reads sales' table, header or not."""
+    import pyarrow.flight as flight
+
+    with AirportClient(two.location, catalog="sales") as sales:
+        sales.insert("dml_schema", "users", ROWS)
+    client = flight.connect(two.location)
+    try:
+        header = flight.FlightCallOptions(headers=[(b"airport-catalog", b"sales")])
+        info = client.get_flight_info(
+            flight.FlightDescriptor.for_path("dml_schema", "users"), header
+        )
+        for options in (header, flight.FlightCallOptions()):
+            table = client.do_get(info.endpoints[0].ticket, options).read_all()
+            assert table.column("name").to_pylist() == ["Ann"]
+        listed = list(client.list_flights(options=header))
+        assert all(json.loads(i.endpoints[0].ticket.ticket)["catalog"] == "sales" for i in listed)
+    finally:
+        client.close()

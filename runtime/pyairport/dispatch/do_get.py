@@ -158,7 +158,8 @@ class Scans:
             raise FlightInfoPathLength()
         schema_name, table_name = descriptor.path
         table = self.tables.table(ctx, schema_name, table_name, SCAN_LOOKUP)
-        info = self.infos.for_table(schema_name, table)
+        # the ticket names the catalog, as Go's GetFlightInfo's: DoGet checks it
+        info = self.infos.for_table(schema_name, table, ticket_catalog=True)
         info.total_records = self.infos.row_count(ctx, table, None)
         return info
 
@@ -166,4 +167,4 @@ class Scans:
         schemas = readable(ctx, self.tables.catalog.schemas(ctx), lambda s: s.name())
         for schema in sorted(schemas, key=lambda s: s.name()):
             for table in schema.tables(ctx):
-                yield self.infos.for_table(schema.name(), table)
+                yield self.infos.for_table(schema.name(), table, ticket_catalog=True)
