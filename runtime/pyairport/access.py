@@ -27,7 +27,7 @@ from airport_contracts import (
     validate_token,
 )
 
-from .dispatch.grants import with_access
+from .grants import with_access
 from .policy import Policy
 
 

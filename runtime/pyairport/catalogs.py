@@ -32,7 +32,7 @@ from airport_contracts.vocabulary import Action, Protocol
 
 from .dispatch import Dispatcher, catalog_from_headers, transaction_id_from_headers
 from .dispatch.flight_infos import REUSE_CONNECTION
-from .dispatch.go_text import go_quote
+from .go_text import go_quote
 from .ipc import serialize_schema
 
 DEFAULT = ""

@@ -64,6 +64,8 @@ CATALOG_HEADER = next(
     h.name for h in PROTOCOLS[Protocol.DOACTION].headers if h.role is HeaderRole.CATALOG
 )
 
+# The headers the client takes in an answer (trailers with long messages): the server's default.
+MAX_HEADER_BYTES = 64 * 1024
 _END = object()
 _OUTBOX_MESSAGES = 4  # serialized batches waiting for gRPC to send them
 _Result = TypeVar("_Result")
@@ -207,6 +209,8 @@ class AirportClient(DdlCalls):
         options = [
             ("grpc.max_receive_message_length", max_message_bytes),
             ("grpc.max_send_message_length", max_message_bytes),
+            ("grpc.max_metadata_size", MAX_HEADER_BYTES),
+            ("grpc.absolute_max_metadata_size", MAX_HEADER_BYTES),
         ]
         target = f"{parsed.hostname}:{parsed.port}"
         if parsed.scheme == "grpc+tls":

@@ -13,6 +13,17 @@ pa.array takes) of the same length. A table function gets its arguments as Pytho
 returns or yields record batches (or tables); an in-out function gets the client's rows as an
 iterator of record batches after its arguments. A table function's schema is fixed or a
 callable of the arguments (an in-out function's also of the rows' schema).
+
+A function, or a schema callable, with a keyword parameter named `ctx` also gets the call's
+Context: the caller's identity (`identity_from_context`), and what a function needs to refuse a
+read the caller may not make. A function that reads a table it is given by name authorizes it
+first, as the lake's history and table_changes do:
+
+    @table_function(params=[pa.string()], schema=ROWS)
+    def sample(name, *, ctx):
+        schema, _, table = name.partition(".")
+        authorize_table_read(ctx, schema, table)   # PERMISSION_DENIED as a scan of it would be
+        ...
 """
 
 from __future__ import annotations
@@ -28,6 +39,21 @@ import pyarrow as pa
 
 from airport_contracts import Context, FunctionSignature, ScanOptions
 from airport_contracts.dispatch import FUNCTION_WIRE
+
+from .grants import authorize_table_read
+
+__all__ = [
+    "ANY",
+    "Parameter",
+    "PythonScalarFunction",
+    "PythonTableFunction",
+    "PythonTableFunctionInOut",
+    "as_reader",
+    "authorize_table_read",
+    "scalar_function",
+    "table_function",
+    "table_function_in_out",
+]
 
 STABILITIES = ("consistent", "volatile", "consistent_within_query")
 """DuckDB's function stabilities (deviation function_stability)."""
@@ -57,6 +83,21 @@ def _parameter(spec: ParameterSpec) -> Parameter:
     if isinstance(spec, pa.DataType):
         return Parameter(spec)
     raise TypeError(f"a parameter is a pyarrow DataType or a Parameter, not {spec!r}")
+
+
+def _with_ctx(fn: Callable[..., Any], ctx: Context, *args: Any, **kwargs: Any) -> Any:
+    """fn(*args, **kwargs), given ctx too when it has a parameter of that name."""
+    if _takes(fn, "ctx"):
+        kwargs["ctx"] = ctx
+    return fn(*args, **kwargs)
+
+
+@functools.cache
+def _takes(fn: Callable[..., Any], name: str) -> bool:
+    try:
+        return name in inspect.signature(fn).parameters
+    except (TypeError, ValueError):  # a builtin without a signature
+        return False
 
 
 def _field(parameter: Parameter, index: int, table_input: bool = False) -> pa.Field:
@@ -119,7 +160,7 @@ class PythonScalarFunction(_Function):
         )
 
     def execute(self, ctx: Context, input: pa.RecordBatch) -> pa.Array:
-        result = self.fn(*input.columns)
+        result = _with_ctx(self.fn, ctx, *input.columns)
         if isinstance(result, pa.ChunkedArray):
             result = result.combine_chunks()
         if not isinstance(result, pa.Array):
@@ -139,29 +180,28 @@ class _RowsFunction(_Function):
         super().__init__(fn, **kwargs)
         self.schema = schema
 
-    def _schema(self, *arguments: Any) -> pa.Schema:
-        return self.schema if isinstance(self.schema, pa.Schema) else self.schema(*arguments)
+    def _schema(self, ctx: Context, *arguments: Any) -> pa.Schema:
+        if isinstance(self.schema, pa.Schema):
+            return self.schema
+        schema: pa.Schema = _with_ctx(self.schema, ctx, *arguments)
+        return schema
 
 
 class PythonTableFunction(_RowsFunction):
     """A Python function of scalar arguments that returns rows (TableFunction)."""
 
-    def __init__(self, fn: Callable[..., Any], **kwargs: Any) -> None:
-        super().__init__(fn, **kwargs)
-        self.takes_options = "options" in inspect.signature(fn).parameters
-
     def signature(self) -> FunctionSignature:
         return FunctionSignature(parameters=[p.type for p in self.parameters])
 
     def schema_for_parameters(self, ctx: Context, params: list[Any]) -> pa.Schema:
-        return self._schema(*params)
+        return self._schema(ctx, *params)
 
     def execute(
         self, ctx: Context, params: list[Any], opts: ScanOptions | None = None
     ) -> pa.RecordBatchReader:
         schema = self.schema_for_parameters(ctx, params)
-        extra = {"options": opts or ScanOptions()} if self.takes_options else {}
-        return as_reader(schema, self.fn(*params, **extra))
+        extra = {"options": opts or ScanOptions()} if _takes(self.fn, "options") else {}
+        return as_reader(schema, _with_ctx(self.fn, ctx, *params, **extra))
 
 
 class PythonTableFunctionInOut(_RowsFunction):
@@ -178,7 +218,7 @@ class PythonTableFunctionInOut(_RowsFunction):
     def schema_for_parameters(
         self, ctx: Context, params: list[Any], input_schema: pa.Schema | None
     ) -> pa.Schema:
-        return self._schema(*params, input_schema)
+        return self._schema(ctx, *params, input_schema)
 
     def execute(
         self,
@@ -188,7 +228,7 @@ class PythonTableFunctionInOut(_RowsFunction):
         opts: ScanOptions | None = None,
     ) -> pa.RecordBatchReader:
         schema = self.schema_for_parameters(ctx, params, input.schema)
-        return as_reader(schema, self.fn(*params, iter(input)))
+        return as_reader(schema, _with_ctx(self.fn, ctx, *params, iter(input)))
 
 
 def as_reader(schema: pa.Schema, result: Any) -> pa.RecordBatchReader:

@@ -26,8 +26,8 @@ from typing import Any
 
 from airport_contracts import Context, identity_from_context
 
-from .dispatch.go_text import go_quote
-from .dispatch.grants import Right
+from .go_text import go_quote
+from .grants import Right
 
 ANY = "*"
 _IMPLIED = {

@@ -42,6 +42,10 @@ class ServerConfig:
     port: int = 8815  # 0 picks a free port
     max_workers: int = 32  # each open DoExchange/DoPut holds one worker for its duration
     max_message_bytes: int = 64 * 1024 * 1024
+    # The headers of one call: an identity provider's JWT runs to 8-16 KiB (many claims), which
+    # gRPC's defaults (8 KiB soft, 16 KiB hard) refuse, at random between the two, before the
+    # authenticator sees it. 64 KiB leaves a 32 KiB token room for the other headers.
+    max_header_bytes: int = 64 * 1024
     max_row_ids: int | None = None  # longest row_ids a spec-002 UPDATE/DELETE may send
     auth_token: str | None = None  # one shared token (the identity "token"); or authenticator=
     tls_cert: bytes | None = None  # PEM certificate chain and key: serve grpc+tls://
@@ -86,6 +90,8 @@ class AirportServer:
         options = [
             ("grpc.max_receive_message_length", config.max_message_bytes),
             ("grpc.max_send_message_length", config.max_message_bytes),
+            ("grpc.max_metadata_size", config.max_header_bytes),
+            ("grpc.absolute_max_metadata_size", config.max_header_bytes),
             # Without this, Linux lets a second server bind the same port silently.
             ("grpc.so_reuseport", 0),
         ]

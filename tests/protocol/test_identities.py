@@ -21,7 +21,7 @@ from airport_contracts import (
     token_from_authorization_header,
     validate_token,
 )
-from pyairport.dispatch.grants import Right
+from pyairport.grants import Right
 from pyairport.identities import (
     AnyOf,
     JwtBearer,

@@ -48,11 +48,12 @@ from airport_support.rows import ActionRow
 
 from ..catalog import MutableCatalog
 from ..column_ids import names_for_ids, needs_no_columns, served_schema
+from ..go_text import go_quote
+from ..grants import admit_schema, readable
 from ..ipc import serialize_schema
+from ..names import check_name
 from .flight_infos import REUSE_CONNECTION, FlightInfos, scan_partitions
 from .functions import Functions
-from .go_text import go_quote
-from .grants import readable, require
 from .statistics import Statistics
 from .table_refs import function_call_uri
 from .tables import SCAN_LOOKUP, Tables
@@ -217,7 +218,8 @@ class CatalogActions:
                 point,
             )
             return self._endpoint(ticket)
-        require(ctx, schema_name)
+        admit_schema(ctx, schema_name)
+        check_name("table", table_name)
         try:
             schema = self.catalog.schema(ctx, schema_name)
         except Exception:

@@ -54,11 +54,12 @@ from airport_contracts.errors import DdlSchemaNotFound, DdlTableNotFound
 from airport_contracts.vocabulary import Action
 from airport_support.rows import DdlActionRow
 
-from .audit import audit
+from ..audit import audit
+from ..go_text import go_quote
+from ..grants import admit_schema
+from ..names import NameRefused, check_columns, check_name, refused
 from .catalog_actions import check_catalog, compressed
 from .flight_infos import FlightInfos
-from .go_text import go_quote
-from .grants import require
 from .tables import Tables
 
 
@@ -72,6 +73,10 @@ class Bound:
     names: Mapping[str, str] = field(default_factory=dict)
     by_sentinel: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     renamed_to: str = ""  # rename_table: the FlightInfo answered is the table's new name's
+    # Held to the name rule before the call: the names the request carries that no lookup
+    # checked (by kind), and the columns of a new table or column (their nested fields too).
+    checked_names: tuple[tuple[str, str], ...] = ()
+    new_columns: pa.Schema | None = None
 
 
 def _ipc_schema(data: bytes, error: Callable[..., AirportError]) -> pa.Schema:
@@ -113,12 +118,21 @@ def _create_table(request: Any) -> Bound:
         unique_constraints=list(request.unique_constraints),
         check_constraints=list(request.check_constraints),
     )
-    return Bound((request.table_name, schema, opts), {"table": go_quote(request.table_name)})
+    return Bound(
+        (request.table_name, schema, opts),
+        {"table": go_quote(request.table_name)},
+        checked_names=(("table", request.table_name),),
+        new_columns=schema,
+    )
 
 
 def _drop_table(request: Any) -> Bound:
     opts = DropTableOptions(ignore_not_found=request.ignore_not_found)
-    return Bound((request.name, opts), {"table": go_quote(request.name)})
+    return Bound(
+        (request.name, opts),
+        {"table": go_quote(request.name)},
+        checked_names=(("table", request.name),),
+    )
 
 
 def _rename_table(request: Any) -> Bound:
@@ -130,6 +144,7 @@ def _rename_table(request: Any) -> Bound:
             "AlreadyExists": {"table": go_quote(request.new_table_name)},
         },
         renamed_to=request.new_table_name,
+        checked_names=(("table", request.name), ("table", request.new_table_name)),
     )
 
 
@@ -139,7 +154,7 @@ def _add_column(request: Any) -> Bound:
         if_column_not_exists=request.if_column_not_exists,
         ignore_not_found=request.ignore_not_found,
     )
-    return Bound((column, opts), {"column": go_quote(column.field(0).name)})
+    return Bound((column, opts), {"column": go_quote(column.field(0).name)}, new_columns=column)
 
 
 def _remove_column(request: Any) -> Bound:
@@ -159,6 +174,7 @@ def _rename_column(request: Any) -> Bound:
             "NotFound": {"column": go_quote(request.old_name)},
             "AlreadyExists": {"column": go_quote(request.new_name)},
         },
+        checked_names=(("column", request.new_name),),
     )
 
 
@@ -210,12 +226,15 @@ def _add_field(request: Any) -> Bound:
         ignore_not_found=request.ignore_not_found,
         if_field_not_exists=request.if_field_not_exists,
     )
-    return Bound((column, opts))
+    return Bound((column, opts), new_columns=column)
 
 
 def _rename_field(request: Any) -> Bound:
     opts = RenameFieldOptions(ignore_not_found=request.ignore_not_found)
-    return Bound((list(request.column_path), request.new_name, opts))
+    return Bound(
+        (list(request.column_path), request.new_name, opts),
+        checked_names=(("column", request.new_name),),
+    )
 
 
 def _remove_field(request: Any) -> Bound:
@@ -278,7 +297,7 @@ class DdlActions:
         table: Table | None = None
         target: Any = catalog
         if row.target == "catalog":  # create_schema, drop_schema: the schema is the object
-            require(ctx, _changed_object(row, request)[0])
+            admit_schema(ctx, _changed_object(row, request)[0])
         if row.target in ("schema", "table"):
             schema_name = getattr(request, row.schema_field)
             schema = self.tables.schema(ctx, schema_name)
@@ -299,10 +318,16 @@ class DdlActions:
         if not implements(target, row.interface):
             raise row.unsupported()
         bound = BINDERS[row.name](request)
+        for kind, name in bound.checked_names:
+            check_name(kind, name)
+        if bound.new_columns is not None:
+            check_columns(bound.new_columns)
         try:
             result = getattr(target, row.method)(ctx, *bound.args)
         except AirportError:
             raise
+        except NameRefused as exc:
+            raise refused(exc) from None
         except Exception as exc:
             raise _mapped(row, bound, exc) from exc
         self._changed()

@@ -29,8 +29,9 @@ from airport_contracts.dispatch import (
 from airport_contracts.vocabulary import Protocol
 from airport_support.rows import ActionRow, OperationRow
 
+from ..audit import audit
+from ..grants import Right, needing
 from . import validation
-from .audit import audit
 from .catalog_actions import CatalogActions
 from .ddl_actions import DdlActions
 from .do_action_dml import run_action_dml
@@ -48,7 +49,6 @@ from .events import (
 )
 from .flight_infos import FlightInfos
 from .functions import Functions
-from .grants import Right, needing
 from .headers import FUNCTION_OPERATIONS
 from .tables import Tables
 from .transactions import TRANSACTION_ACTIONS, abort_transaction

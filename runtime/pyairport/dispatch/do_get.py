@@ -26,10 +26,10 @@ from airport_contracts import (
 )
 
 from ..column_ids import requested_only, served_reader
+from ..grants import readable
 from .catalog_actions import check_catalog, time_point
 from .flight_infos import FlightInfos
 from .functions import Functions
-from .grants import readable
 from .tables import SCAN_LOOKUP, Tables
 
 

@@ -40,11 +40,11 @@ from airport_contracts.vocabulary import Action
 from airport_support.rows import FunctionKindRow
 
 from ..column_ids import names_for_ids
+from ..grants import admit_schema
 from ..ipc import serialize_schema
 from .events import ExchangeEvent, ExchangeInput, ExchangeRequest, OutputBatch, OutputSchema
 from .flight_infos import REUSE_CONNECTION
 from .function_rows import in_out_answers
-from .grants import require
 
 log = logging.getLogger("pyairport.functions")
 
@@ -143,7 +143,7 @@ class Functions:
         return found
 
     def _schema(self, ctx: Context, schema_name: str) -> Any:
-        require(ctx, schema_name)
+        admit_schema(ctx, schema_name)
         try:
             schema = self.catalog.schema(ctx, schema_name)
         except AirportError:
@@ -422,6 +422,7 @@ class Functions:
         """DoGet of a table function ticket: its rows, in the schema it declared."""
         function, kind = self._table_function(ctx, ticket.schema, ticket.table_function)
         arguments = decode_parameters(ticket.function_params)
+        check_arguments(ticket.schema, function, kind, arguments.schema)  # a forged ticket's too
         params = parameter_values(arguments)
         declared = self._schema_for(ctx, function, kind, params, None)
         try:

@@ -39,8 +39,9 @@ from airport_contracts import (
 
 from ..catalog import MutableCatalog
 from ..column_ids import served_schema
-from .go_text import go_quote
-from .grants import require
+from ..go_text import go_quote
+from ..grants import admit_schema
+from ..names import check_name
 from .payloads import ipc_stream_bytes
 
 CAN_PRODUCE_STATISTICS = b"can_produce_statistics"
@@ -185,7 +186,8 @@ class Statistics:
         return answer(schema.field(request.column_name), stats)
 
     def _table(self, ctx: Context, schema_name: str, table_name: str) -> Table:
-        require(ctx, schema_name)
+        admit_schema(ctx, schema_name)
+        check_name("table", table_name)
         try:
             schema = self.catalog.schema(ctx, schema_name)
         except AirportError:

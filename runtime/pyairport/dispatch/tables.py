@@ -28,8 +28,9 @@ from airport_contracts import (
 )
 from airport_support.rows import CapabilityMethod, ErrorFactory, OperationRow
 
+from ..grants import admit_schema
+from ..names import check_name
 from . import validation
-from .grants import require
 
 
 @dataclass(frozen=True)
@@ -61,8 +62,9 @@ class Tables:
         self, ctx: Context, name: str, failed: ErrorFactory | None = SchemaLookupFailed
     ) -> Schema | None:
         """The schema name, or None; a catalog that raises is `failed` (None: as it is).
-        A call whose identity may not use the schema so is refused first (grants)."""
-        require(ctx, name)
+        A name the rule refuses, or a call whose identity may not use the schema so, is
+        refused first (names, grants)."""
+        admit_schema(ctx, name)
         try:
             return self.catalog.schema(ctx, name)
         except AirportError:
@@ -77,6 +79,7 @@ class Tables:
         ctx: Context, schema: Schema, name: str, failed: ErrorFactory | None = TableLookupFailed
     ) -> Table | None:
         """The table name of schema, or None; a schema that raises is `failed`."""
+        check_name("table", name)
         try:
             return schema.table(ctx, name)
         except AirportError:

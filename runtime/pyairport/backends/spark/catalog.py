@@ -10,6 +10,7 @@ catalog's tables are created only when asked for (`table()`, from `--demo`).
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import tempfile
@@ -25,13 +26,13 @@ from airport_contracts import Context
 
 from ..capabilities import ALL_CAPABILITIES, with_capabilities
 from .ddl import (
-    WORK_PREFIX,
     SparkCatalog,
     column_sql,
     move_folder,
     properties_sql,
     remove_folder,
 )
+from .folders import WORK_PREFIX, folder_for, inside, name_of
 from .layout import CREATED_TABLE_PROPERTIES, ROW_TRACKING, ROWID, Layout, NotDelta, read_layout
 from .session import is_connect
 from .sql import path_ident, quote
@@ -48,6 +49,8 @@ CAPABILITIES_BY_ROWIDS: dict[str | None, tuple[str, ...]] = {
     None: ("InsertableTable",),
 }
 
+
+log = logging.getLogger("pyairport.spark")
 
 LAKE_FUNCTIONS_SCHEMA = "delta"
 """Where `pyairport serve` puts the lake's functions (DuckDB 1.4 and 1.5 do not find table
@@ -85,6 +88,7 @@ class SparkBackend:
         self.staging.mkdir(parents=True, exist_ok=True)
         self.catalog = SparkCatalog(self)
         self._lock = threading.Lock()
+        self._schema_folders: dict[str, Path] = {}  # as found in the warehouse
         self._discover()
 
     def close(self) -> None:
@@ -118,22 +122,34 @@ class SparkBackend:
             return found
         if self.warehouse is None or not self.warehouse.is_dir():
             return []
-        return [
-            (log.parent.parent.name, log.parent.name, path_ident(str(log.parent)))
-            for log in sorted(self.warehouse.glob("*/*/_delta_log"))
-            if not log.parent.parent.name.startswith(".")
-            and not log.parent.name.startswith(WORK_PREFIX)
-        ]
+        found = []
+        for schema_name, schema_folder in _named_folders(self.warehouse):
+            self._schema_folders.setdefault(schema_name, schema_folder)
+            for table_name, table_folder in _named_folders(schema_folder):
+                if (table_folder / "_delta_log").is_dir():
+                    found.append((schema_name, table_name, path_ident(str(table_folder))))
+        return found
 
     def _discover(self) -> None:
-        """Open every table not open yet, and forget tables that are gone."""
+        """Open every table not open yet, and forget tables that are gone. A table that
+        cannot be opened (a broken log, a folder Spark cannot read) is left out with a log
+        line: one such folder never takes the catalog's listing down."""
         present = set()
         for schema_name, table_name, ident in self._found():
+            if (schema_name, table_name) in present:
+                log.warning("%s.%s is in two folders: the first is served", schema_name, table_name)
+                continue
             present.add((schema_name, table_name))
             schema = self.catalog.schema(Context.background(), schema_name)
             if schema is not None and schema.table(Context.background(), table_name) is not None:
                 continue
-            layout = self._layout(ident)
+            try:
+                layout = self._layout(ident)
+            except Exception as exc:
+                log.warning(
+                    "not serving %s.%s: it cannot be opened", schema_name, table_name, exc_info=exc
+                )
+                continue
             if layout is not None:
                 self._open(schema_name, table_name, layout)
         for schema in self.catalog.schemas(Context.background()):
@@ -183,10 +199,24 @@ class SparkBackend:
             return f"{quote(schema_name)}.{quote(table_name)}"
         return path_ident(str(self._location(schema_name, table_name)))
 
-    def _location(self, schema_name: str, table_name: str) -> Path:
+    def _schema_folder(self, schema_name: str) -> Path:
+        """The folder of a schema: the one it was found in, else the one its name gives."""
         if self.warehouse is None:
             raise ValueError("tables are made under a warehouse folder: none was given")
-        return self.warehouse / schema_name / table_name
+        found = self._schema_folders.get(schema_name)
+        return found if found is not None else inside(self.warehouse, folder_for(schema_name))
+
+    def _location(self, schema_name: str, table_name: str) -> Path:
+        """The folder of a table: the one it is served from, else the one its name gives."""
+        ctx = Context.background()
+        schema = self.catalog.schema(ctx, schema_name)
+        table = schema.table(ctx, table_name) if schema is not None else None
+        location = getattr(getattr(table, "layout", None), "location", None)
+        if isinstance(location, Path):
+            return location
+        assert self.warehouse is not None  # _schema_folder says so when it is not
+        schema_folder = self._schema_folder(schema_name)
+        return inside(self.warehouse, schema_folder.name, folder_for(table_name))
 
     def table(
         self,
@@ -254,15 +284,16 @@ class SparkBackend:
             clause = f" COMMENT '{comment.replace(chr(39), '')}'" if comment else ""
             self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote(schema_name)}{clause}")
         elif self.warehouse is not None:
-            (self.warehouse / schema_name).mkdir(parents=True, exist_ok=True)
+            self._schema_folder(schema_name).mkdir(parents=True, exist_ok=True)
         else:
             raise ValueError("schemas are made under a warehouse folder: none was given")
 
     def remove_schema(self, schema_name: str) -> None:
         if self.session_catalog:
             self.spark.sql(f"DROP DATABASE IF EXISTS {quote(schema_name)}")
-        elif self.warehouse is not None and (self.warehouse / schema_name).is_dir():
-            (self.warehouse / schema_name).rmdir()  # empty: its tables are gone
+        elif self.warehouse is not None and self._schema_folder(schema_name).is_dir():
+            self._schema_folder(schema_name).rmdir()  # empty: its tables are gone
+            self._schema_folders.pop(schema_name, None)
 
     def open_table(self, schema_name: str, table_name: str, ident: str) -> SparkTable:
         with self._lock:
@@ -297,6 +328,29 @@ class SparkBackend:
 
     def drop_view(self, name: str) -> None:
         self.spark.catalog.dropTempView(name)
+
+
+def _named_folders(parent: Path) -> list[tuple[str, Path]]:
+    """The folders of parent that hold a schema or table, by name; what cannot be read or
+    holds no name the server serves is left out with a log line."""
+    try:
+        children = sorted(child for child in parent.iterdir() if child.is_dir())
+    except OSError as exc:
+        log.warning(
+            "not serving what %s holds: it cannot be listed (%s)", parent.name, exc.strerror
+        )
+        return []
+    named = []
+    for child in children:
+        name = name_of(child.name)
+        if name is None:
+            if not child.name.startswith((".", WORK_PREFIX)):
+                log.warning(
+                    "not serving the folder %r: its name is no schema or table name", child.name
+                )
+            continue
+        named.append((name, child))
+    return named
 
 
 STAGING_ROOT = Path(tempfile.gettempdir()) / "pyairport-staging"

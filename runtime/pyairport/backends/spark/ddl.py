@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -46,6 +47,8 @@ from airport_contracts import (
 )
 
 from ...catalog import CatalogSchema, MutableCatalog
+from ...names import field_names
+from .folders import WORK_PREFIX, check_storable
 from .layout import CREATED_TABLE_PROPERTIES, ROW_TRACKING, ROWID, Layout
 from .sql import one_line, quote
 from .stored_types import (
@@ -60,9 +63,6 @@ from .stored_types import (
 if TYPE_CHECKING:
     from .catalog import SparkBackend
 
-WORK_PREFIX = "pyairport_ddl_"
-"""Tables being made or replaced carry this name for a moment; the catalog skips them."""
-
 COLUMN_MAPPING = {
     "delta.columnMapping.mode": "name",
     "delta.minReaderVersion": "2",
@@ -70,6 +70,38 @@ COLUMN_MAPPING = {
 }
 TYPE_WIDENING = {"delta.enableTypeWidening": "true"}
 COLUMN_DEFAULTS = {"delta.feature.allowColumnDefaults": "supported"}
+# The characters Delta takes in a column name only with column mapping on
+# (DELTA_INVALID_CHARACTERS_IN_COLUMN_NAMES); the name rule already refuses the control ones.
+MAPPED_NAME_CHARACTERS = frozenset(" ,;{}()=")
+
+
+def mapping_for(schema: pa.Schema) -> dict[str, str]:
+    """The properties a table needs to keep schema's column names exactly: column mapping
+    when one of them (or a nested field's) holds a character Delta takes only so."""
+    needs = any(MAPPED_NAME_CHARACTERS & set(name) for name in field_names(schema))
+    return dict(COLUMN_MAPPING) if needs else {}
+
+
+# What a CHECK expression may not hold: it runs inside the server's Spark on every write, so a
+# subquery would read tables the writer may not (another schema's, any path), and reflect /
+# java_method call any static Java method (System.exit among them).
+_QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`(?:[^`]|``)*`")
+_REFUSED_IN_CHECKS = re.compile(
+    r"\b(?:select|from|table|reflect|try_reflect|java_method)\b", re.IGNORECASE
+)
+
+
+def check_expression(expression: str) -> str:
+    """expression, a CHECK constraint's, once it is one Spark may run on a write: no
+    subquery, no reflection (DeltaRefused, naming what is refused)."""
+    bare = _QUOTED.sub("''", expression)
+    found = _REFUSED_IN_CHECKS.search(bare)
+    if found is not None or ";" in bare:
+        what = found.group(0) if found is not None else ";"
+        raise DeltaRefused(
+            f"a CHECK constraint tests the row's own columns: {what!r} is not allowed in one"
+        )
+    return expression
 
 
 def not_null_constraint(column: str) -> str:
@@ -164,7 +196,11 @@ def properties_sql(properties: dict[str, str]) -> str:
 
 
 def _created_properties(fields: list[pa.Field]) -> dict[str, str]:
-    properties = {ROW_TRACKING: "true", **CREATED_TABLE_PROPERTIES}
+    properties = {
+        ROW_TRACKING: "true",
+        **CREATED_TABLE_PROPERTIES,
+        **mapping_for(pa.schema(fields)),
+    }
     types = for_schema(pa.schema(fields))
     if types:
         properties[SERVED_TYPES] = property_value(types)
@@ -183,6 +219,7 @@ class SparkSchema(CatalogSchema):
     ) -> Table:
         if opts.unique_constraints:
             raise Unimplemented("Delta does not enforce UNIQUE constraints")
+        check_storable("table", name)
         existing = self.table(ctx, name)
         if existing is not None and opts.on_conflict is OnConflict.IGNORE:
             return existing
@@ -212,20 +249,21 @@ class SparkSchema(CatalogSchema):
             for index, check in enumerate(opts.check_constraints):
                 _run(
                     backend.spark,
-                    f"ALTER TABLE {ident} ADD CONSTRAINT check_{index} CHECK ({check})",
+                    f"ALTER TABLE {ident} ADD CONSTRAINT check_{index}"
+                    f" CHECK ({check_expression(check)})",
                 )
+            if existing is not None:
+                replaced = f"{WORK_PREFIX}old_{uuid.uuid4().hex[:12]}"
+                backend.move_table(self.name(), name, replaced)
+                self.drop(name)
+                final = backend.move_table(self.name(), building, name)
+                backend.remove_table(self.name(), replaced)
+            else:
+                final = backend.move_table(self.name(), building, name)
         except BaseException:
             with contextlib.suppress(Exception):
                 backend.remove_table(self.name(), building)
             raise
-        if existing is not None:
-            replaced = f"{WORK_PREFIX}old_{uuid.uuid4().hex[:12]}"
-            backend.move_table(self.name(), name, replaced)
-            self.drop(name)
-            final = backend.move_table(self.name(), building, name)
-            backend.remove_table(self.name(), replaced)
-        else:
-            final = backend.move_table(self.name(), building, name)
         return backend.open_table(self.name(), name, final)
 
     def drop_table(self, ctx: Context, name: str, opts: DropTableOptions) -> None:
@@ -243,6 +281,7 @@ class SparkSchema(CatalogSchema):
             if opts.ignore_not_found:
                 return
             raise NotFound(f"table {old_name!r} not found")
+        check_storable("table", new_name)
         if self.table(ctx, new_name) is not None:
             raise AlreadyExists(f"table {new_name!r} already exists")
         ident = self.backend.move_table(self.name(), old_name, new_name)
@@ -264,6 +303,7 @@ class SparkCatalog(MutableCatalog):
     def create_schema(self, ctx: Context, name: str, opts: CreateSchemaOptions) -> CatalogSchema:
         if self.schema(ctx, name) is not None:
             raise AlreadyExists(f"schema {name!r} already exists")
+        check_storable("schema", name)
         self.backend.prepare_schema(name, opts.comment)
         return self.schema_for(name, opts.comment)
 
@@ -347,7 +387,10 @@ class DeltaColumns:
                 raise AlreadyExists(f"column {field.name!r} already exists")
             self._alter(
                 lambda t: f"ALTER TABLE {t} ADD COLUMNS ({column_sql(field)})",
-                properties=self._served_types_with(add=for_schema(pa.schema([field]))),
+                properties={
+                    **mapping_for(column_schema),
+                    **self._served_types_with(add=for_schema(pa.schema([field]))),
+                },
             )
 
     def remove_column(self, ctx: Context, name: str, opts: RemoveColumnOptions) -> None:
@@ -453,7 +496,10 @@ class DeltaColumns:
             columns = ", ".join(
                 f"{quote(wanted.name)}.{quote(f.name)} {spark_type(f.type)}" for f in added
             )
-            self._alter(lambda t: f"ALTER TABLE {t} ADD COLUMNS ({columns})")
+            self._alter(
+                lambda t: f"ALTER TABLE {t} ADD COLUMNS ({columns})",
+                properties=mapping_for(column_schema),
+            )
 
     def _field_path(self, path: Sequence[str]) -> str:
         if len(path) < 2:

@@ -5,6 +5,9 @@ Delta's change data feed). A table is named as the catalog serves it, 'schema.ta
     SELECT version, operation FROM lake.delta.history('sales.orders');
     SELECT * FROM lake.delta.table_changes('sales.orders', 2);            -- version 2 to now
     SELECT * FROM lake.delta.table_changes('sales.orders', 2, to_version := 5);
+
+Each reads the table it is given as a scan of it would: the caller needs a read grant on the
+table's schema (the same refusal as a scan's), whichever schema the functions are served in.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import pyarrow as pa
 
 from airport_contracts import Context
 
-from ...functions import Parameter, PythonTableFunction, table_function
+from ...functions import Parameter, PythonTableFunction, authorize_table_read, table_function
 from ..shaping import full_width
 from .layout import ROWID
 from .scans import SCAN_BATCH_ROWS
@@ -99,28 +102,31 @@ class LakeFunctions:
     def all(self) -> tuple[PythonTableFunction, ...]:
         return (self.history, self.table_changes)
 
-    def _table(self, function: str, name: str | None) -> SparkTable:
+    def _table(self, ctx: Context, function: str, name: str | None) -> SparkTable:
+        """The table name names, once the caller may read it."""
         from .table import SparkTable
 
         schema_name, _, table_name = (name or "").partition(".")
-        ctx = Context.background()
-        schema = self.backend.catalog.schema(ctx, schema_name) if table_name else None
+        if not table_name:
+            raise ValueError(f"{function}: name the table as schema.table, not {name!r}")
+        authorize_table_read(ctx, schema_name, table_name)
+        schema = self.backend.catalog.schema(ctx, schema_name)
         table = schema.table(ctx, table_name) if schema is not None else None
         if not isinstance(table, SparkTable):
             raise ValueError(f"{function}: no Delta table {name!r} (name it as schema.table)")
         return table
 
-    def _history(self, name: str | None) -> pa.Table:
-        table = self._table("history", name)
+    def _history(self, name: str | None, *, ctx: Context) -> pa.Table:
+        table = self._table(ctx, "history", name)
         with _spark_errors("history"):
             frame = self.backend.spark.sql(f"DESCRIBE HISTORY {table.fqn}")
             read = frame.select(*_HISTORY_COLUMNS).orderBy("version").toArrow()
         return read.rename_columns(HISTORY.names).cast(HISTORY)
 
     def _changes_schema(
-        self, name: str | None, from_version: int | None, to_version: int | None
+        self, name: str | None, from_version: int | None, to_version: int | None, *, ctx: Context
     ) -> pa.Schema:
-        table = self._table("table_changes", name)
+        table = self._table(ctx, "table_changes", name)
         if table.layout.properties.get(CHANGE_DATA_FEED, "").lower() != "true":
             raise ValueError(
                 f"table_changes: {name} does not record its changes: set its property"
@@ -134,10 +140,10 @@ class LakeFunctions:
         return pa.schema([*user, *CHANGE_COLUMNS])
 
     def _table_changes(
-        self, name: str | None, from_version: int | None, to_version: int | None
+        self, name: str | None, from_version: int | None, to_version: int | None, *, ctx: Context
     ) -> Iterator[pa.RecordBatch]:
-        schema = self._changes_schema(name, from_version, to_version)
-        table = self._table("table_changes", name)
+        schema = self._changes_schema(name, from_version, to_version, ctx=ctx)
+        table = self._table(ctx, "table_changes", name)
         with _spark_errors("table_changes"):
             reader: Any = self.backend.spark.read.format("delta")
             reader = reader.option("readChangeFeed", "true").option("startingVersion", from_version)

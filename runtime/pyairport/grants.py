@@ -17,7 +17,9 @@ from typing import Protocol, TypeVar
 
 from airport_contracts import Context, PermissionDenied
 
+from .audit import audit
 from .go_text import go_quote
+from .names import check_name
 
 _ACCESS = "pyairport.access"  # the key the call's access is kept under
 
@@ -59,18 +61,45 @@ def needing(ctx: Context, right: Right | None) -> Context:
     return ctx.with_value(_ACCESS, replace(access, right=right))
 
 
-def require(ctx: Context, schema: str) -> None:
-    """PermissionDenied unless the call's identity holds the right the call needs on schema."""
+def require(ctx: Context, schema: str, right: Right | None = None) -> None:
+    """PermissionDenied unless the call's identity holds right (default: the one the call
+    needs) on schema."""
     access = ctx.value(_ACCESS)
-    if not isinstance(access, CallAccess) or access.right is None:
+    if not isinstance(access, CallAccess):
         return
-    if not access.grants.allows(access.identity, access.catalog, schema, access.right):
+    right = right or access.right
+    if right is None:
+        return
+    if not access.grants.allows(access.identity, access.catalog, schema, right):
         raise PermissionDenied(
             identity=go_quote(access.identity),
-            right=access.right.value,
+            right=right.value,
             catalog=go_quote(access.catalog),
             schema=go_quote(schema),
         )
+
+
+def admit_schema(ctx: Context, name: str) -> None:
+    """A schema name a call may look up: one the name rule allows, on which the call's
+    identity holds the right the call needs."""
+    check_name("schema", name)
+    require(ctx, name)
+
+
+def authorize_table_read(ctx: Context, schema: str, table: str) -> None:
+    """Refuse, as a scan of it would be refused, a read of schema.table by the call ctx
+    belongs to: for functions that read a table they are given by name (the lake's history
+    and table_changes), whatever schema the function itself is served in."""
+    check_name("schema", schema)
+    check_name("table", table)
+    access = ctx.value(_ACCESS)
+    where = (access.catalog if isinstance(access, CallAccess) else "", schema, table)
+    try:
+        require(ctx, schema, Right.READ)
+    except PermissionDenied as exc:
+        audit(ctx, "read", where, None, exc)
+        raise
+    audit(ctx, "read", where, None)
 
 
 def readable(ctx: Context, items: Iterable[T], name: Callable[[T], str]) -> list[T]:

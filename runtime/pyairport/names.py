@@ -1,0 +1,95 @@
+"""What a schema, table or column name may be (deviation names_confined): one rule for every
+backend, so that no name a client sends can become a path out of a warehouse, a line that
+breaks a listing, or a message that carries the server's insides. Everything else a name may
+hold (spaces, quotes, punctuation, any script) is kept exactly.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Iterator
+
+import pyarrow as pa
+
+from airport_contracts import NameInvalid
+
+from .go_text import go_quote
+
+MAX_NAME_BYTES = 255
+"""A name's longest UTF-8 form: a file system's longest folder name."""
+
+_SEPARATORS = ("/", "\\")
+_LINE_BREAKS = ("\u2028", "\u2029")
+
+
+def name_problem(name: str) -> str | None:
+    """Why name cannot be a schema, table or column name, or None when it can."""
+    if not name:
+        return "it is empty"
+    if name in (".", ".."):
+        return f"{name} names a folder, not a {'' if name == '.' else 'parent '}object"
+    for separator in _SEPARATORS:
+        if separator in name:
+            return f"it holds the path separator {separator}"
+    for character in name:
+        if character == "\0":
+            return "it holds a NUL character"
+        if unicodedata.category(character) in ("Cc", "Cs") or character in _LINE_BREAKS:
+            return f"it holds the control character U+{ord(character):04X}"
+    size = len(name.encode())
+    if size > MAX_NAME_BYTES:
+        return f"it is {size} bytes long, more than {MAX_NAME_BYTES}"
+    return None
+
+
+def field_names(schema: pa.Schema) -> Iterator[str]:
+    """Every column name of schema and every name nested in its struct, list and map types."""
+    for schema_field in schema:
+        yield from _names(schema_field)
+
+
+def _names(schema_field: pa.Field) -> Iterator[str]:
+    yield schema_field.name
+    data_type = schema_field.type
+    if pa.types.is_struct(data_type):
+        for index in range(data_type.num_fields):
+            yield from _names(data_type.field(index))
+    elif pa.types.is_map(data_type):
+        yield from _names(data_type.key_field)
+        yield from _names(data_type.item_field)
+    elif (
+        pa.types.is_list(data_type)
+        or pa.types.is_large_list(data_type)
+        or pa.types.is_fixed_size_list(data_type)
+        or pa.types.is_list_view(data_type)
+        or pa.types.is_large_list_view(data_type)
+    ):
+        yield from _names(data_type.value_field)
+
+
+class NameRefused(ValueError):
+    """A name a backend cannot keep, and why (the client sees error name_invalid)."""
+
+    def __init__(self, kind: str, name: str, reason: str) -> None:
+        super().__init__(f"invalid {kind} name {name!r}: {reason}")
+        self.kind = kind
+        self.name = name
+        self.reason = reason
+
+
+def check_name(kind: str, name: str) -> None:
+    """NameInvalid naming name and what is wrong with it, unless the rule allows it."""
+    problem = name_problem(name)
+    if problem is not None:
+        raise NameInvalid(kind=kind, name=go_quote(name), reason=problem)
+
+
+def check_columns(schema: pa.Schema) -> None:
+    """Every column and nested field name of schema held to the rule."""
+    for name in field_names(schema):
+        check_name("column", name)
+
+
+def refused(exc: NameRefused) -> NameInvalid:
+    """What a client is told of a name a backend cannot keep."""
+    return NameInvalid(kind=exc.kind, name=go_quote(exc.name), reason=exc.reason)

@@ -1,0 +1,217 @@
+"""The name rule on the wire (deviation names_confined), on the memory backend: every way a
+name enters — each DDL action that brings one in, each call that looks a schema or table up —
+refuses a bad name with the contract's error, naming it and what is wrong, and changes
+nothing; every other name is kept exactly. The Spark warehouse's side (folders) is
+tests/backend/test_confinement.py."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import grpc
+import msgpack
+import pyarrow as pa
+import pytest
+
+from airport_contracts import TicketData, flight_pb2
+from pyairport.client import AirportClient, RemoteError, remote_error
+from pyairport.remote_catalog import endpoints_request
+
+from .conftest import Running, assert_error_row
+
+S = "lake"
+ONE = pa.schema([pa.field("x", pa.int64())])
+
+# (name, what the client is told is wrong with it)
+BAD_NAMES = {
+    ".": ". names a folder, not a object",
+    "..": ".. names a folder, not a parent object",
+    "../x": "it holds the path separator /",
+    "/tmp/x": "it holds the path separator /",
+    "a/b": "it holds the path separator /",
+    "a\\b": "it holds the path separator \\",
+    "nul\0byte": "it holds a NUL character",
+    "new\nline": "it holds the control character U+000A",
+    "tab\there": "it holds the control character U+0009",
+    "del\x7f": "it holds the control character U+007F",
+    "line\u2028sep": "it holds the control character U+2028",
+    "x" * 256: "it is 256 bytes long, more than 255",
+    "é" * 128: "it is 256 bytes long, more than 255",
+}
+EMPTY = "it is empty"  # where Go's own "… is required" row does not come first
+GOOD_NAMES = ('"Q1 sales"', "été à Paris", "a;b,c{d}(e)=f", "x" * 255, "日本語", "O'Brien")
+
+
+def _quoted(name: str) -> str:
+    from pyairport.go_text import go_quote
+
+    return go_quote(name)
+
+
+def _refused(call: Callable[[], object]) -> RemoteError:
+    try:
+        call()
+    except RemoteError as error:
+        return error
+    except grpc.RpcError as error:
+        return remote_error(error)
+    raise AssertionError("the call was not refused")
+
+
+def _assert_name_refused(error: RemoteError, kind: str, name: str) -> None:
+    params = {"kind": kind, "name": _quoted(name), "reason": BAD_NAMES.get(name, EMPTY)}
+    assert_error_row("name_invalid", params, error.code, error.message)
+    assert "\n" not in error.message  # one line, whatever the name held
+
+
+def _ddl_bringing(name: str) -> dict[str, tuple[str, Callable[[AirportClient], object]]]:
+    """Each DDL action that brings a name into the catalog: (the kind refused, the call)."""
+    nested = pa.field("s", pa.struct([pa.field(name, pa.int64())]))
+    return {
+        "create_schema": ("schema", lambda c: c.create_schema(name)),
+        "create_table": ("table", lambda c: c.create_table(S, name, ONE)),
+        "create_table column": (
+            "column",
+            lambda c: c.create_table(S, "t2", pa.schema([pa.field(name, pa.int64())])),
+        ),
+        "create_table nested field": (
+            "column",
+            lambda c: c.create_table(S, "t2", pa.schema([nested])),
+        ),
+        "rename_table": ("table", lambda c: c.rename_table(S, "t", name)),
+        "add_column": ("column", lambda c: c.add_column(S, "t", pa.field(name, pa.int64()))),
+        "rename_column": ("column", lambda c: c.rename_column(S, "t", "x", name)),
+        "add_field": (
+            "column",
+            lambda c: c.add_field(S, "t", pa.field("s", pa.struct([pa.field(name, pa.int8())]))),
+        ),
+        "rename_field": ("column", lambda c: c.rename_field(S, "t", ["s", "a"], name)),
+    }
+
+
+def _lookups(name: str) -> dict[str, tuple[str, Callable[[AirportClient], object]]]:
+    """Each call that looks a schema or table up by name."""
+
+    def get(schema: str, table: str) -> Callable[[AirportClient], object]:
+        ticket = TicketData(schema=schema, table=table).to_json()
+        return lambda c: list(c.stub.DoGet(flight_pb2.Ticket(ticket=ticket), metadata=c.metadata()))
+
+    def info(schema: str, table: str) -> Callable[[AirportClient], object]:
+        path = flight_pb2.FlightDescriptor(
+            type=flight_pb2.FlightDescriptor.PATH, path=[schema, table]
+        )
+        return lambda c: c.stub.GetFlightInfo(path, metadata=c.metadata())
+
+    def statistics(schema: str, table: str) -> Callable[[AirportClient], object]:
+        path = flight_pb2.FlightDescriptor(
+            type=flight_pb2.FlightDescriptor.PATH, path=[schema, table]
+        )
+        body = {"flight_descriptor": path.SerializeToString(), "column_name": "x", "type": "BIGINT"}
+        return lambda c: c.action("column_statistics", msgpack.packb(body))
+
+    return {
+        "DoGet schema": ("schema", get(name, "t")),
+        "DoGet table": ("table", get(S, name)),
+        "GetFlightInfo schema": ("schema", info(name, "t")),
+        "GetFlightInfo table": ("table", info(S, name)),
+        "endpoints schema": (
+            "schema",
+            lambda c: c.action("endpoints", endpoints_request(name, "t", [0], "")),
+        ),
+        "endpoints table": (
+            "table",
+            lambda c: c.action("endpoints", endpoints_request(S, name, [0], "")),
+        ),
+        "column_statistics table": ("table", statistics(S, name)),
+        "DoExchange insert schema": (
+            "schema",
+            lambda c: c.insert(name, "t", pa.table({"x": pa.array([1], pa.int64())})),
+        ),
+        "DoExchange insert table": (
+            "table",
+            lambda c: c.insert(S, name, pa.table({"x": pa.array([1], pa.int64())})),
+        ),
+        "DoPut insert": ("table", lambda c: c.put_insert(S, name, pa.table({"x": [1]}))),
+        "DoAction delete": ("table", lambda c: c.action_delete(S, name, [1])),
+        "drop_table": ("table", lambda c: c.drop_table(S, name)),
+        "drop_schema": ("schema", lambda c: c.drop_schema(name)),
+        "add_column on a table": (
+            "table",
+            lambda c: c.add_column(S, name, pa.field("y", pa.int8())),
+        ),
+    }
+
+
+@pytest.fixture
+def lake(srv: Running) -> Running:
+    srv.client.create_schema(S)
+    columns = pa.schema([pa.field("x", pa.int64()), pa.field("s", pa.struct([("a", pa.int8())]))])
+    srv.client.create_table(S, "t", columns)
+    return srv
+
+
+def _state(running: Running) -> list[tuple[str, str, list[str]]]:
+    return [
+        (schema.name, table.name, table.arrow_schema.names)
+        for schema in running.client.list_schemas()
+        for table in running.client.list_tables(schema.name)
+    ]
+
+
+@pytest.mark.parametrize("name", list(BAD_NAMES), ids=[repr(n)[:24] for n in BAD_NAMES])
+def test_every_ddl_action_refuses_a_bad_name_and_changes_nothing(lake: Running, name: str) -> None:
+    before = _state(lake)
+    for call_name, (kind, call) in _ddl_bringing(name).items():
+        error = _refused(lambda call=call: call(lake.client))  # type: ignore[misc]
+        try:
+            _assert_name_refused(error, kind, name)
+        except AssertionError as failed:
+            raise AssertionError(f"{call_name}: {error.code} {error.message!r}") from failed
+    assert _state(lake) == before
+
+
+@pytest.mark.parametrize("name", list(BAD_NAMES), ids=[repr(n)[:24] for n in BAD_NAMES])
+def test_every_lookup_refuses_a_bad_name(lake: Running, name: str) -> None:
+    lake.client.insert(S, "t", pa.table({"x": pa.array([1], pa.int64())}))
+    before = _state(lake), lake.client.scan(S, "t").read_all()
+    for call_name, (kind, call) in _lookups(name).items():
+        error = _refused(lambda call=call: call(lake.client))  # type: ignore[misc]
+        try:
+            if call_name.startswith("DoExchange") and not (name.isascii() and name.isprintable()):
+                continue  # a header cannot carry it: gRPC refuses to send it
+            if call_name.startswith("DoExchange") and "/" in name:
+                # DoExchange names its table in one header, schema/table: Go's own row first
+                path = f"{name}/t" if kind == "schema" else f"{S}/{name}"
+                assert_error_row("invalid_flight_path", {"path": path}, error.code, error.message)
+                continue
+            _assert_name_refused(error, kind, name)
+        except AssertionError as failed:
+            raise AssertionError(f"{call_name}: {error.code} {error.message!r}") from failed
+    assert (_state(lake), lake.client.scan(S, "t").read_all()) == before
+
+
+@pytest.mark.parametrize("name", GOOD_NAMES, ids=[repr(n)[:24] for n in GOOD_NAMES])
+def test_any_other_name_is_kept_exactly(srv: Running, name: str) -> None:
+    client = srv.client
+    client.create_schema(name)
+    client.create_table(name, name, pa.schema([pa.field(name, pa.int64())]))
+    client.put_insert(name, name, pa.table({name: pa.array([7], pa.int64())}))  # no header
+    client.add_column(name, name, pa.field(name[:-1] + "2", pa.string()))
+    client.rename_table(name, name, name[:-1] + "!")
+    assert name in [s.name for s in client.list_schemas()]
+    (table,) = client.list_tables(name)
+    assert table.name == name[:-1] + "!"
+    assert table.arrow_schema.names[:2] == [name, name[:-1] + "2"]
+    assert client.scan(name, name[:-1] + "!", [name]).read_all().column(name).to_pylist() == [7]
+
+
+def test_an_empty_name_is_refused_where_go_requires_none(lake: Running) -> None:
+    """An empty schema or table name in a DDL body is Go's own `… is required` row; an empty
+    column name, which Go lets through, is the name rule's."""
+    before = _state(lake)
+    for call_name in ("create_table column", "create_table nested field", "add_column"):
+        kind, call = _ddl_bringing("")[call_name]
+        _assert_name_refused(_refused(lambda: call(lake.client)), kind, "")  # noqa: B023
+    error = _refused(lambda: lake.client.create_schema(""))
+    assert_error_row("schema_name_required", {}, error.code, error.message)
+    assert _state(lake) == before
