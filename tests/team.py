@@ -4,8 +4,11 @@ policy. Shared by the security tests (tests/protocol/test_access.py), the load t
 
 from __future__ import annotations
 
+import contextlib
+import os
 import secrets
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,6 +17,7 @@ import pyarrow as pa
 
 from airport_contracts import Context, CreateSchemaOptions, CreateTableOptions
 from pyairport.backends.memory.transactions import MemoryTransactionManager
+from pyairport.client import AirportClient
 from pyairport.demo import memory_demo_catalog
 from pyairport.identities import AnyOf, JwtBearer, TokensFile, hash_token
 from pyairport.policy import Policy
@@ -134,3 +138,79 @@ def team_server(team: Team, **config: Any) -> AirportServer:
     )
     server.add_catalog(hr_catalog(), MemoryTransactionManager())
     return server.start()
+
+
+# A Spark lake of a team whose developer holds one schema (tests/backend/test_confinement.py,
+# tests/duckdb/test_hostile_names.py).
+LAKE_POLICY = """
+[[grant]]
+identity = "dev"
+catalog = "*"
+schemas = ["devs", "delta", "pub"]
+rights = ["read", "write", "ddl"]
+
+[[grant]]
+identity = "admin"
+catalog = "*"
+rights = ["read", "write", "ddl"]
+"""
+
+
+@dataclass
+class Lake:
+    root: Path  # the folder around the warehouse: nothing may appear here but inside it
+    warehouse: Path
+    server: AirportServer
+    spark: Any
+    dev: AirportClient
+    admin: AirportClient
+
+    def files(self) -> set[str]:
+        """Every path under root, and /tmp's top level (where an absolute name would land)."""
+        found = {str(p.relative_to(self.root)) for p in self.root.rglob("*")}
+        return found | {f"/tmp/{name}" for name in os.listdir("/tmp") if "escape" in name}
+
+
+def _make(spark: Any, folder: Path, schema: str, table: str, extra: str = "") -> str:
+    ident = f"delta.`{folder / schema / table}`"
+    spark.sql(f"CREATE TABLE {ident} (id BIGINT, secret STRING) USING delta{extra}")
+    spark.sql(f"INSERT INTO {ident} VALUES (1, 'the salary of ann'), (2, 'the salary of bo')")
+    return ident
+
+
+@contextlib.contextmanager
+def spark_team_lake(spark: Any, tmp_path: Path) -> Iterator[Lake]:
+    """A warehouse plain Spark wrote — hr.salaries (one row deleted), pub.notes, devs.seed,
+    other.kept — served with the lake functions to dev (read, write, ddl on devs, delta and pub)
+    and admin (everything)."""
+    from pyairport.backends.spark import SparkBackend
+
+    warehouse = tmp_path / "warehouse"
+    cdf = " TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')"
+    hr = _make(spark, warehouse, "hr", "salaries", cdf)
+    spark.sql(f"DELETE FROM {hr} WHERE secret = 'the salary of bo'")
+    _make(spark, warehouse, "pub", "notes", cdf)
+    _make(spark, warehouse, "devs", "seed")
+    _make(spark, warehouse, "other", "kept")
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"dev {hash_token('dev-token')}\nadmin {hash_token('admin-token')}\n")
+    policy = tmp_path / "policy.toml"
+    policy.write_text(LAKE_POLICY)
+    backend = SparkBackend(spark, warehouse)
+    backend.serve_lake_functions()
+    server = AirportServer(
+        backend.catalog,
+        MemoryTransactionManager(),
+        ServerConfig(port=0),
+        authenticator=TokensFile(tokens),
+        policy=Policy.from_file(policy),
+    ).start()
+    dev = AirportClient(server.location, token="dev-token")
+    admin = AirportClient(server.location, token="admin-token")
+    try:
+        yield Lake(tmp_path, warehouse, server, spark, dev, admin)
+    finally:
+        dev.close()
+        admin.close()
+        server.stop(0)
+        backend.close()

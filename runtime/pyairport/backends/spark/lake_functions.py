@@ -84,7 +84,7 @@ class LakeFunctions:
         self.history = table_function(
             name="history",
             params=[Parameter(pa.string(), "table")],
-            schema=HISTORY,
+            schema=self._history_schema,
             comment="a Delta table's commits: version, time, operation and its metrics",
         )(self._history)
         self.table_changes = table_function(
@@ -115,6 +115,12 @@ class LakeFunctions:
         if not isinstance(table, SparkTable):
             raise ValueError(f"{function}: no Delta table {name!r} (name it as schema.table)")
         return table
+
+    def _history_schema(self, name: str | None, *, ctx: Context) -> pa.Schema:
+        """HISTORY, once the caller may read the table (so that binding the call, at
+        flight_info, is refused as its scan would be)."""
+        self._table(ctx, "history", name)
+        return HISTORY
 
     def _history(self, name: str | None, *, ctx: Context) -> pa.Table:
         table = self._table(ctx, "history", name)

@@ -1,0 +1,257 @@
+"""A Spark lake no user can break (issue #44): a team's server over a warehouse plain Spark
+wrote, with a user whose grants name one schema. Hostile names as such a user would send them,
+the lake functions aimed at another schema's table, folders anyone may leave in the
+warehouse — with the file system around the warehouse snapshotted before and after."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import msgpack
+import pyarrow as pa
+import pytest
+
+from airport_contracts import TicketData, flight_pb2
+from pyairport.client import AirportClient, RemoteError, remote_error
+from pyairport.go_text import go_quote
+
+from ..protocol.conftest import assert_error_row
+from ..team import Lake, spark_team_lake
+
+pytestmark = pytest.mark.spark
+
+HOSTILE = ("..", ".", "../x", "../other/evil", "/tmp/pyairport-escape", "a/b", "new\nline", "tab\t")
+KEPT = ('"Q1 sales"', "été", "a b;c=d", "pyairport", "~tilde")
+
+
+@pytest.fixture
+def lake(spark_backend: Any, tmp_path: Path) -> Iterator[Lake]:
+    with spark_team_lake(spark_backend.spark, tmp_path) as made:
+        yield made
+
+
+def _refused(call: Callable[[], object]) -> RemoteError:
+    try:
+        call()
+    except RemoteError as error:
+        return error
+    except grpc.RpcError as error:
+        return remote_error(error)
+    raise AssertionError("the call was not refused")
+
+
+def _no_insides(message: str, lake: Lake) -> None:
+    for leak in ("Traceback", "org.apache", str(lake.root), ".py", "Errno", "pyairport_ddl_"):
+        assert leak not in message, message
+
+
+def _tables(client: AirportClient) -> set[tuple[str, str]]:
+    return {(s.name, t.name) for s in client.list_schemas() for t in client.list_tables(s.name)}
+
+
+def _ddl_calls(client: AirportClient, name: str) -> dict[str, Callable[[], object]]:
+    """Each DDL action a ddl grant on devs allows, bringing name in."""
+    one = pa.schema([pa.field("x", pa.int64())])
+    return {
+        "create_schema": lambda: client.create_schema(name),
+        "create_table": lambda: client.create_table("devs", name, one),
+        "create_table in schema": lambda: client.create_table(name, "t0", one),
+        "rename_table": lambda: client.rename_table("devs", "seed", name),
+        "add_column": lambda: client.add_column("devs", "seed", pa.field(name, pa.int64())),
+        "rename_column": lambda: client.rename_column("devs", "seed", "secret", name),
+    }
+
+
+def test_no_name_leaves_the_warehouse_or_its_schema(lake: Lake) -> None:
+    """Every hostile name in every DDL action a ddl grant on devs allows: refused in one line
+    naming it, nothing made anywhere, the catalog as it was."""
+    before_files, before_tables = lake.files(), _tables(lake.admin)
+    for name in HOSTILE:
+        calls = _ddl_calls(lake.dev, name)
+        for call_name, call in calls.items():
+            error = _refused(call)
+            assert error.code == grpc.StatusCode.INVALID_ARGUMENT, (call_name, error.message)
+            assert error.message.startswith("invalid ") and go_quote(name) in error.message
+            assert "\n" not in error.message
+            _no_insides(error.message, lake)
+    assert lake.files() == before_files
+    assert _tables(lake.admin) == before_tables
+    assert not list(Path("/tmp").glob("pyairport-escape*"))
+
+
+def test_names_spark_cannot_keep_as_folders_are_refused_and_leave_nothing(lake: Lake) -> None:
+    before = lake.files()
+    one = pa.schema([pa.field("x", pa.int64())])
+    cases = {
+        "pyairport_ddl_new_x": "names starting with pyairport_ddl_ are the server's own",
+        "é" * 80: "its folder would be 481 bytes long, more than 255"
+        " (each byte outside A-Z a-z 0-9 _ - . takes three)",
+    }
+    for name, reason in cases.items():
+        error = _refused(lambda: lake.dev.create_table("devs", name, one))  # noqa: B023
+        params = {"kind": "table", "name": go_quote(name), "reason": reason}
+        assert_error_row("name_invalid", params, error.code, error.message)
+    error = _refused(lambda: lake.dev.create_table("devs", "t", one, checks=["x IN (SELECT 1)"]))
+    assert error.code == grpc.StatusCode.INTERNAL
+    assert "'SELECT' is not allowed" in error.message
+    _no_insides(error.message, lake)
+    assert lake.files() == before
+
+
+def test_names_are_kept_exactly_under_folders_the_server_derives(
+    lake: Lake, spark_backend: Any
+) -> None:
+    """Quotes, spaces, punctuation, any script: created, written, read, renamed; stored under
+    derived folders inside the warehouse; listed under the same names by a new server."""
+    from pyairport.backends.spark import SparkBackend
+
+    outside = {p for p in lake.root.iterdir() if p != lake.warehouse}
+    for name in KEPT:
+        columns = pa.schema([pa.field(name, pa.int64()), pa.field("v (a; b)", pa.string())])
+        lake.admin.create_schema(name)
+        lake.admin.create_table(name, name, columns)
+        rows = pa.table({name: pa.array([7], pa.int64()), "v (a; b)": ["x"]})
+        lake.admin.put_insert(name, name, rows)
+        lake.admin.rename_table(name, name, name + " 2")
+    assert {p for p in lake.root.iterdir() if p != lake.warehouse} == outside
+    reopened = SparkBackend(lake.spark, lake.warehouse)
+    try:
+        from airport_contracts import Context
+
+        ctx = Context.background()
+        for name in KEPT:
+            schema = reopened.catalog.schema(ctx, name)
+            assert schema is not None, name
+            table = schema.table(ctx, name + " 2")
+            assert table is not None, name
+            assert table.schema.names[1:] == [name, "v (a; b)"]  # type: ignore[attr-defined]
+            read = lake.admin.scan(name, name + " 2", [name, "v (a; b)"]).read_all()
+            assert read.to_pylist() == [{name: 7, "v (a; b)": "x"}]
+    finally:
+        reopened.close()
+
+
+def test_a_schema_scoped_user_reaches_no_other_schema_by_any_name(lake: Lake) -> None:
+    """dev's ddl grant is on devs: other's tables are not dev's to make, move, drop or read,
+    whatever the name says."""
+    one = pa.schema([pa.field("x", pa.int64())])
+    for call in (
+        lambda: lake.dev.create_table("other", "evil", one),
+        lambda: lake.dev.drop_table("other", "kept"),
+        lambda: lake.dev.rename_table("other", "kept", "moved"),
+        lambda: lake.dev.scan("other", "kept").read_all(),
+        lambda: lake.dev.scan("hr", "salaries").read_all(),
+    ):
+        error = _refused(call)
+        assert error.code == grpc.StatusCode.PERMISSION_DENIED, error.message
+    assert ("other", "kept") in _tables(lake.admin)
+
+
+def _flight_info_body(schema: str, function: str, values: list[Any]) -> bytes:
+    descriptor = flight_pb2.FlightDescriptor(
+        type=flight_pb2.FlightDescriptor.PATH, path=[schema, function]
+    )
+    body = {
+        "descriptor": descriptor.SerializeToString(),
+        "parameters": _arguments(values),
+        "table_input_schema": b"",
+        "at_unit": "",
+        "at_value": "",
+    }
+    return bytes(msgpack.packb(body))
+
+
+def _call(lake: Lake, token: str, function: str, values: list[Any]) -> pa.Table:
+    """A table function called as DuckDB calls it (flight_info, then DoGet of its ticket), by
+    pyarrow.flight."""
+    import pyarrow.flight as flight
+
+    client = flight.connect(lake.server.location)
+    options = flight.FlightCallOptions(headers=[(b"authorization", f"Bearer {token}".encode())])
+    try:
+        action = flight.Action(
+            "table_function_flight_info", _flight_info_body("delta", function, values)
+        )
+        (result,) = client.do_action(action, options)
+        info = flight.FlightInfo.deserialize(result.body.to_pybytes())
+        return client.do_get(info.endpoints[0].ticket, options).read_all()
+    finally:
+        client.close()
+
+
+def _ticket(function: str, values: list[Any]) -> flight_pb2.Ticket:
+    data = TicketData(schema="delta", table_function=function, function_params=_arguments(values))
+    return flight_pb2.Ticket(ticket=data.to_json())
+
+
+def test_the_lake_functions_read_only_what_the_caller_may(lake: Lake, caplog: Any) -> None:
+    """history and table_changes of hr.salaries, for dev who may read delta and pub only: refused
+    as a scan of hr would be — at flight_info and with a forged DoGet ticket — and allowed on
+    pub's table; the audit line names the table read."""
+    denied = 'permission denied: "dev" has no read grant on "".' + go_quote("hr")
+    for function, values in (
+        ("history", ["hr.salaries"]),
+        ("table_changes", ["hr.salaries", 0, None]),
+    ):
+        body = _flight_info_body("delta", function, values)
+        error = _refused(lambda: lake.dev.action("table_function_flight_info", body))  # noqa: B023
+        assert (error.code, error.message) == (grpc.StatusCode.PERMISSION_DENIED, denied)
+        ticket = _ticket(function, values)
+        error = _refused(
+            lambda: list(lake.dev.stub.DoGet(ticket, metadata=lake.dev.metadata()))  # noqa: B023
+        )
+        assert (error.code, error.message) == (grpc.StatusCode.PERMISSION_DENIED, denied)
+        assert _call(lake, "admin-token", function, values).num_rows > 0
+    short = _ticket("table_changes", ["pub.notes"])
+    error = _refused(lambda: list(lake.dev.stub.DoGet(short, metadata=lake.dev.metadata())))
+    assert error.code == grpc.StatusCode.INVALID_ARGUMENT, error.message
+    _no_insides(error.message, lake)
+    with caplog.at_level(logging.INFO, logger="pyairport.audit"):
+        changes = _call(lake, "dev-token", "table_changes", ["pub.notes", 0, None])
+    assert sorted(changes.column("id").to_pylist()) == [1, 2]
+    assert any('dev read "".' + '"pub"."notes" rows=- ok' in r.getMessage() for r in caplog.records)
+
+
+def test_folders_anyone_leaves_in_the_warehouse_never_break_the_listing(lake: Lake) -> None:
+    """A folder named with a newline holding a table, a table folder with a broken log, an
+    unreadable schema folder, a stray file: the listing goes on for every identity, without
+    them."""
+    bad_table = lake.warehouse / "devs" / "new\nline"
+    lake.spark.sql(
+        f"CREATE TABLE delta.`{lake.warehouse / 'devs' / 'plain'}` (x BIGINT) USING delta"
+    )
+    (lake.warehouse / "devs" / "plain").rename(bad_table)
+    broken = lake.warehouse / "devs" / "broken" / "_delta_log"
+    broken.mkdir(parents=True)
+    (broken / "00000000000000000000.json").write_text("{not json")
+    (lake.warehouse / "bad\tschema" / "t" / "_delta_log").mkdir(parents=True)
+    (lake.warehouse / "stray.txt").write_text("x")
+    locked = lake.warehouse / "locked"
+    locked.mkdir()
+    locked.chmod(0)
+    try:
+        for client in (lake.dev, lake.admin):
+            tables = _tables(client)
+            assert ("devs", "seed") in tables
+            assert not any(name in ("new\nline", "broken") for _, name in tables)
+    finally:
+        locked.chmod(0o755)
+
+
+def _arguments(values: list[Any]) -> bytes:
+    columns = {f"param{i + 1}": [v] for i, v in enumerate(values)}
+    batch = pa.record_batch(
+        [
+            pa.array(c, pa.string() if isinstance(c[0], str) else pa.int64())
+            for c in columns.values()
+        ],
+        names=list(columns),
+    )
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, batch.schema) as writer:
+        writer.write_batch(batch)
+    return sink.getvalue().to_pybytes()

@@ -1,0 +1,72 @@
+"""A developer with one schema, at DuckDB's SQL prompt (issue #44): hostile names typed as
+quoted identifiers, the lake functions aimed at a schema the developer may not read, a table
+named to break everyone's listing — over a Spark lake plain Spark wrote, with the file system
+around the warehouse unchanged."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..team import Lake, spark_team_lake
+from .conftest import OpenSession
+
+pytestmark = [pytest.mark.duckdb, pytest.mark.spark]
+
+
+@pytest.fixture
+def lake(spark_backend: Any, tmp_path: Path, airport_extension_path: str) -> Iterator[Lake]:
+    with spark_team_lake(spark_backend.spark, tmp_path) as made:
+        yield made
+
+
+@pytest.mark.parametrize(
+    ("statement", "refusal"),
+    [
+        ('CREATE SCHEMA lake."..";', 'invalid schema name "..": .. names a folder'),
+        ('CREATE SCHEMA lake."/tmp/pyairport-escape";', "holds the path separator /"),
+        ('CREATE TABLE lake.devs."../other/evil" (x INTEGER);', "holds the path separator /"),
+        ('CREATE TABLE lake.devs."new\nline" (x INTEGER);', "control character U+000A"),
+        ('CREATE TABLE lake.devs.t ("a\tb" INTEGER);', 'invalid column name "a\\tb"'),
+        ('ALTER TABLE lake.devs.seed RENAME TO "../other/moved";', "holds the path separator /"),
+        ("CREATE TABLE lake.other.evil (x INTEGER);", 'Schema with name "other" not found'),
+        (
+            "SELECT * FROM lake.delta.history('hr.salaries');",
+            'permission denied: "dev" has no read grant on ""."hr"',
+        ),
+        (
+            "SELECT * FROM lake.delta.table_changes('hr.salaries', 0);",
+            'permission denied: "dev" has no read grant on ""."hr"',
+        ),
+    ],
+)
+def test_a_developer_types_hostile_sql(
+    lake: Lake, open_session: OpenSession, statement: str, refusal: str
+) -> None:
+    before = lake.files()
+    duck = open_session(lake.server.location, "dev-token")
+    error = duck.fails(statement)
+    assert refusal in error, error
+    for leak in ("Traceback", "org.apache", str(lake.root), "Errno"):
+        assert leak not in error
+    assert lake.files() == before
+    # the catalog still lists for everyone, the developer's own schema still works
+    assert duck.value("SELECT count(*) FROM lake.devs.seed") == 2
+    admin = open_session(lake.server.location, "admin-token")
+    assert admin.value("SELECT count(*) FROM lake.hr.salaries") == 1
+
+
+def test_names_a_user_means_are_kept(lake: Lake, open_session: OpenSession) -> None:
+    duck = open_session(lake.server.location, "dev-token")
+    duck.run('CREATE TABLE lake.devs."Q1 sales; (draft)" ("unit price" DOUBLE, "a=b" INTEGER)')
+    duck.run('INSERT INTO lake.devs."Q1 sales; (draft)" VALUES (9.5, 1)')
+    assert duck.run('SELECT "unit price", "a=b" FROM lake.devs."Q1 sales; (draft)"') == [(9.5, 1)]
+    again = open_session(lake.server.location, "dev-token")
+    names = again.run("SELECT table_name FROM duckdb_tables() WHERE database_name = 'lake'")
+    assert ("Q1 sales; (draft)",) in names
+    assert (
+        again.value("SELECT count(*) FROM lake.delta.table_changes('pub.notes', 0)") == 2
+    )  # a schema dev may read
