@@ -452,3 +452,33 @@ def test_every_dml_protocol_writes_its_audit_line(
         'admin insert "sales"."dml_schema"."users" rows=1 ok',
         'admin delete "sales"."dml_schema"."users" rows=1 ok',
     ]
+
+
+@pytest.mark.parametrize("size", [9_000, 14_000, 32_000])
+def test_an_identity_providers_large_jwt_is_judged_by_the_authenticator(
+    team: Team, server: AirportServer, size: int
+) -> None:
+    """A JWT of 8-32 KiB (a provider's many claims) sent by pyarrow.flight: a good one reads, a
+    forged one of the same size is UNAUTHENTICATED — never refused by gRPC for its size."""
+    import pyarrow.flight as flight
+
+    bare = team.jwt("analyst", note="")
+    good = team.jwt("analyst", note="n" * ((size - len(bare)) * 3 // 4))  # base64: 4 per 3
+    assert size - 8 <= len(good) <= size + 8
+    forged = good[:-8] + ("A" * 8 if not good.endswith("A" * 8) else "B" * 8)
+    client = flight.connect(server.location)
+
+    def options(token: str) -> flight.FlightCallOptions:
+        return flight.FlightCallOptions(
+            headers=[(b"authorization", f"Bearer {token}".encode()), (b"airport-catalog", b"hr")]
+        )
+
+    try:
+        path = flight.FlightDescriptor.for_path("dml_schema", "users")
+        for _ in range(5):  # gRPC's soft limit refused at random: try it more than once
+            assert client.get_flight_info(path, options(good)).schema is not None
+            with pytest.raises(flight.FlightUnauthenticatedError) as refused:
+                client.get_flight_info(path, options(forged))
+            assert "unauthenticated" in str(refused.value)
+    finally:
+        client.close()

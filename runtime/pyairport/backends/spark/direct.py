@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -28,6 +29,7 @@ from ... import filters
 from ..shaping import full_width, null_batch
 from .delta_stats import files_of
 from .file_parts import keep_masks
+from .row_ids import base_row_ids
 from .scans import SCAN_BATCH_ROWS, log_version
 
 log = logging.getLogger("pyairport.spark")
@@ -94,6 +96,18 @@ def _row_count(snapshot: Any) -> int | None:
     return int(pc.sum(records).as_py() or 0) - deleted
 
 
+def _base_row_ids(location: Path, snapshot: Any) -> dict[str, int] | None:
+    try:
+        bases = base_row_ids(location, snapshot.version())
+    except (OSError, ValueError, KeyError, TypeError, pa.ArrowException) as exc:
+        log.warning("row ids of %s not read from its log: %s", location.name, exc)
+        return None
+    live = [unquote(p) for p in files_of(snapshot).column("path").to_pylist()]
+    if any(path not in bases for path in live):
+        return None
+    return {path: bases[path] for path in live}
+
+
 class Snapshots:
     """delta-rs's view of one table folder: the latest version, opened once per commit."""
 
@@ -134,6 +148,14 @@ class Snapshots:
         """The version's data files with their statistics (delta_stats.files_of)."""
         files: pa.Table = self._derived(snapshot, "files", lambda: files_of(snapshot))
         return files
+
+    def base_row_ids(self, snapshot: Any) -> dict[str, int] | None:
+        """Each live file's base row id (row_ids.py), or None when the log does not give one
+        to every file (Spark computes the row ids then)."""
+        bases: dict[str, int] | None = self._derived(
+            snapshot, "base_row_ids", lambda: _base_row_ids(self.location, snapshot)
+        )
+        return bases
 
     def keep_masks(self, snapshot: Any) -> dict[str, Any]:
         """The version's deletion vectors as keep masks by file (file_parts.keep_masks)."""

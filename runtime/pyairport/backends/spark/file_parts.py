@@ -5,16 +5,19 @@ delta-rs reads a version whole; a part is a subset of its files, which delta-rs 
 asked for. So a part's files are read with pyarrow's Parquet reader, and the log supplies
 what the files alone do not say: each file's partition values (the log's, which win over
 any copy in the file), the rows its deletion vector deletes (delta-rs's keep masks), and the
-columns a file was written without (null). The served types come from the layout, as
-delta-rs's batches' do (full_width). A table with column mapping (files name columns by
-physical ids) is not read this way; it is scanned whole by delta-rs.
+columns a file was written without (null), and a row-tracked table's row ids (row_ids.py).
+The served types come from the layout, as delta-rs's batches' do (full_width). A table with
+column mapping is read by the columns' physical names where only its top-level columns have
+physical names of their own; one whose nested fields have them too is scanned whole by
+delta-rs (and Spark, for its row ids).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -27,17 +30,43 @@ from airport_contracts import Context
 
 from ... import filters
 from ..shaping import full_width, null_column
+from .layout import ROWID
+from .row_ids import row_ids
 from .scans import SCAN_BATCH_ROWS
 
+PHYSICAL_NAME = "delta.columnMapping.physicalName"
 
-def readable_by_files(snapshot: Any, location: Path | None) -> bool:
-    """Whether the version's files can be read as they are: on this machine, and naming
-    their columns as the table does (no column mapping)."""
+
+def physical_names(snapshot: Any, location: Path | None) -> dict[str, str] | None:
+    """How the version's files name each top-level column (its own name without column
+    mapping), or None when its files cannot be read as they are: not on this machine, or
+    column mapping that renamed a nested field too."""
     if location is None:
-        return False
-    protocol = snapshot.protocol()
+        return None
     mode = dict(snapshot.metadata().configuration).get("delta.columnMapping.mode", "none")
-    return "columnMapping" not in (protocol.reader_features or ()) and mode == "none"
+    columns = json.loads(snapshot.schema().to_json()).get("fields", [])
+    if mode == "none":
+        return {c["name"]: c["name"] for c in columns}
+    if mode != "name" or any(_renames_nested(c["type"]) for c in columns):
+        return None
+    return {c["name"]: c.get("metadata", {}).get(PHYSICAL_NAME, c["name"]) for c in columns}
+
+
+def _renames_nested(data_type: Any) -> bool:
+    if not isinstance(data_type, dict):
+        return False
+    kind = data_type.get("type")
+    if kind == "struct":
+        return any(
+            f.get("metadata", {}).get(PHYSICAL_NAME, f["name"]) != f["name"]
+            or _renames_nested(f["type"])
+            for f in data_type["fields"]
+        )
+    if kind == "array":
+        return _renames_nested(data_type["elementType"])
+    if kind == "map":
+        return _renames_nested(data_type["keyType"]) or _renames_nested(data_type["valueType"])
+    return False
 
 
 def digest(files: pa.Table) -> str:
@@ -85,6 +114,14 @@ class PartFiles:
     partitions: tuple[str, ...]
     files: pa.Table
     masks: dict[str, np.ndarray]
+    physical: dict[str, str] = field(default_factory=dict)  # column → its name in the files
+    # a row-tracked table's: each file's base row id, and the column a rewritten row's id is
+    # kept in (None: the table's rowid is not row tracking's)
+    base_row_ids: dict[str, int] | None = None
+    materialized_row_id: str | None = None
+
+    def in_files(self, name: str) -> str:
+        return self.physical.get(name, name)
 
 
 def read(
@@ -121,29 +158,50 @@ def _file_batches(
 ) -> Iterator[pa.RecordBatch]:
     relative = unquote(part.files.column("path")[index].as_py())
     path = part.location / relative
-    stored = [n for n in needed if n not in part.partitions]
+    tracked = part.base_row_ids is not None and ROWID in needed
+    stored = [n for n in needed if n not in part.partitions and not (tracked and n == ROWID)]
     dataset = ds.dataset(str(path), format="parquet")
-    present = [n for n in stored if n in dataset.schema.names]
+    present = [n for n in stored if part.in_files(n) in dataset.schema.names]
+    read = [part.in_files(n) for n in present]
+    materialized = part.materialized_row_id if tracked else None
+    if materialized is not None and materialized in dataset.schema.names:
+        read.append(materialized)
+    else:
+        materialized = None
+    base = part.base_row_ids.get(str(Path(relative))) if part.base_row_ids is not None else None
+    if tracked and base is None:
+        raise RuntimeError(f"the log gives no base row id for {relative}")
     mask = part.masks.get(str(Path(relative)))
-    # With a deletion vector the rows are read in file order to line up with its mask, and
-    # filtered after; without one the filter also skips row groups by their statistics.
+    in_order = mask is not None or tracked
+    pushed = not in_order and _on(expression, present, needed) and read == present
+    # With a deletion vector (or row ids, which are positions) the rows are read in file order,
+    # and filtered after; else the filter also skips row groups by their statistics.
     scanner = dataset.scanner(
-        columns=present,
-        filter=expression if mask is None and _on(expression, present, needed) else None,
+        columns=read,
+        filter=expression if pushed else None,
         batch_size=SCAN_BATCH_ROWS,
-        use_threads=mask is None,
+        use_threads=not in_order,
     )
     offset = 0
     for batch in scanner.to_batches():
+        rows = batch.num_rows
+        columns = {name: batch.column(i) for i, name in enumerate(present)}
+        if tracked:
+            kept = batch.column(materialized) if materialized is not None else None
+            columns[ROWID] = row_ids(base, offset, rows, kept)  # type: ignore[arg-type]
+        named = (
+            pa.RecordBatch.from_arrays(list(columns.values()), names=list(columns))
+            if columns
+            else batch.select([])
+        )
         if mask is not None:
-            keep = mask[offset : offset + batch.num_rows]
-            offset += batch.num_rows
-            batch = batch.filter(pa.array(keep))
-        batch = _completed(part, index, batch, needed)
-        if expression is not None and (mask is not None or not _on(expression, present, needed)):
-            batch = batch.filter(expression)
-        if batch.num_rows:
-            yield batch
+            named = named.filter(pa.array(mask[offset : offset + rows]))
+        offset += rows
+        named = _completed(part, index, named, needed)
+        if expression is not None and not pushed:
+            named = named.filter(expression)
+        if named.num_rows:
+            yield named
 
 
 def _on(expression: Any, present: list[str], needed: list[str]) -> bool:

@@ -32,7 +32,7 @@ from airport_contracts import (
 
 from ... import filters
 from ..scan_parts import SPLIT
-from . import delta_stats, direct, file_parts
+from . import delta_stats, direct, file_parts, row_ids
 from .layout import ROWID, Layout
 
 
@@ -52,10 +52,10 @@ class DeltaScanPlanning:
         layout, latest = self._fresh_layout()
         with self._client_errors("scan"):
             snapshot = self._direct_snapshot(layout, opts.time_point, latest)
-        # a scan of a row-tracked table reads its rowids, which Spark computes from the log
-        # (only a count does not)
+        # a scan of a row-tracked table reads its rowids, computed from the log and the files
+        # (part_files); only a count does not
         tracked_rowids = layout.rowids == "tracked" and not opts.rows_only
-        if snapshot is None or self._snapshots is None or tracked_rowids:
+        if snapshot is None or self._snapshots is None:
             return [ScanPartition(token="")]  # Spark reads it, whole
         version = snapshot.version()
         predicate = filters.parse(opts.filter, _pushable(layout)) if opts.filter else None
@@ -67,20 +67,23 @@ class DeltaScanPlanning:
                 ScanPartition(token=json.dumps({"version": version, "rows": n}), rows=n)
                 for n in sizes
             ]
-        if not file_parts.readable_by_files(snapshot, layout.location):
+        part_files = self.part_files(layout, snapshot)
+        if part_files is None and tracked_rowids:
+            return [ScanPartition(token="")]  # Spark reads it, whole, for its row ids
+        if part_files is None:
             return [ScanPartition(token=json.dumps({"version": version}), rows=_known(count))]
-        files = self._snapshots.files(snapshot)
-        masks = self._snapshots.keep_masks(snapshot)
+        files, masks = part_files.files, part_files.masks
         records = files.column("num_records").to_pylist()
-        if None in records:
+        if None in records and not tracked_rowids:
             return [ScanPartition(token=json.dumps({"version": version}), rows=_known(count))]
+        records = [-1 if r is None else r for r in records]
         paths = [unquote(p) for p in files.column("path").to_pylist()]
         live = [
             rows if path not in masks else int(masks[path].sum())
             for rows, path in zip(records, paths, strict=True)
         ]
         parts = SPLIT.parts(sum(live), len(live))
-        if parts == 1:  # delta-rs reads the version whole, skipping files by the filter
+        if parts == 1 and not tracked_rowids:  # delta-rs reads it whole, skipping files
             return [ScanPartition(token=json.dumps({"version": version}), rows=sum(live))]
         digest = file_parts.digest(files)
         return [
@@ -115,17 +118,36 @@ class DeltaScanPlanning:
             return direct.null_rows(layout.schema, int(part["rows"]))
         if "files" not in part or layout.location is None:
             return direct.read(ctx, snapshot, layout.schema, wanted, predicate, limit)
-        files = self._snapshots.files(snapshot)  # type: ignore[union-attr]
-        if part.get("digest") != file_parts.digest(files):
+        files_read = self.part_files(layout, snapshot)
+        if files_read is None or part.get("digest") != file_parts.digest(files_read.files):
             raise RuntimeError("the table's files are not those the scan was planned over")
-        files_read = file_parts.PartFiles(
+        return file_parts.read(ctx, files_read, list(part["files"]), wanted, predicate, limit)
+
+    def part_files(self, layout: Layout, snapshot: Any) -> file_parts.PartFiles | None:
+        """What reading the version's files one by one needs, or None when they cannot be
+        read as they are (file_parts.physical_names) or, for a row-tracked table, the log does
+        not give every file its base row id."""
+        physical = file_parts.physical_names(snapshot, layout.location)
+        if physical is None or self._snapshots is None or layout.location is None:
+            return None
+        bases = None
+        materialized = None
+        if layout.rowids == "tracked":
+            bases = self._snapshots.base_row_ids(snapshot)
+            if bases is None:
+                return None
+            configuration = dict(snapshot.metadata().configuration)
+            materialized = configuration.get(row_ids.MATERIALIZED_ROW_ID)
+        return file_parts.PartFiles(
             location=layout.location,
             schema=layout.schema,
             partitions=layout.partitions,
-            files=files,
-            masks=self._snapshots.keep_masks(snapshot),  # type: ignore[union-attr]
+            files=self._snapshots.files(snapshot),
+            masks=self._snapshots.keep_masks(snapshot),
+            physical=physical,
+            base_row_ids=bases,
+            materialized_row_id=materialized,
         )
-        return file_parts.read(ctx, files_read, list(part["files"]), wanted, predicate, limit)
 
     def function_calls(self, ctx: Context, request: FunctionCallRequest) -> list[FunctionCall]:
         """delta_scan of the table's folder, for DuckDB to read this scan itself, when the

@@ -50,7 +50,7 @@ from ..arrow_convert import convert
 from ..base import BackendTable
 from ..shaping import UpdateColumns, conform_insert, full_width, returning_reader
 from ..time_points import TimePointError
-from . import direct
+from . import direct, file_parts
 from .ddl import DeltaColumns
 from .layout import ROWID, Layout, read_layout
 from .planning import DeltaScanPlanning
@@ -194,6 +194,10 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
                     return direct.null_rows(schema, count)
             if snapshot is not None and not (layout.rowids == "tracked" and ROWID in wanted):
                 return direct.read(ctx, snapshot, schema, wanted, predicate, limit)
+            files = self.part_files(layout, snapshot) if snapshot is not None else None
+            if files is not None:  # a row-tracked table's row ids, from its log and files
+                every = list(range(files.files.num_rows))
+                return file_parts.read(ctx, files, every, wanted, predicate, limit)
             return self._scanner.scan(
                 ctx, layout, schema, wanted, predicate, limit, point, self._peek_next_rowid
             )
