@@ -29,10 +29,6 @@ _MULTI_PART = re.compile(r"^(\d{20})\.checkpoint\.(\d{10})\.(\d{10})\.parquet$")
 _V2 = re.compile(r"^(\d{20})\.checkpoint\.[0-9a-fA-F-]+\.(parquet|json)$")
 
 
-class NoBaseRowIds(Exception):
-    """The log does not give every live file a base row id (or is of a form not read here)."""
-
-
 def base_row_ids(location: Path, version: int) -> dict[str, int]:
     """Each file committed at or before version (its path relative to the table, decoded), and
     its base row id."""
@@ -125,7 +121,7 @@ def _take(action: dict[str, object], bases: dict[str, int]) -> None:
         if base is None:
             bases.pop(path, None)
         else:
-            bases[path] = int(base)  # type: ignore[call-overload]
+            bases[path] = int(base)
 
 
 def row_ids(base: int, start: int, count: int, materialized: pa.Array | None) -> pa.Array:
