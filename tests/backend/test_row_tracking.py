@@ -98,3 +98,54 @@ def _rowid_equals(value: int) -> bytes:
     from pyairport.filters import Compare, to_json
 
     return to_json(Compare("rowid", "==", value), pa.schema([("rowid", pa.int64())])).encode()
+
+
+def test_what_spark_still_reads_streams_in_bounded_pieces(
+    spark_backend: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scan Spark must serve (here: forced, as for a table on a remote file system) streams
+    a row-tracked table by rowid ranges and a plain one by groups of files — each piece one
+    Spark query — never the whole table in one, with the same rows."""
+    from pyairport.backends.spark import SparkBackend, scans
+    from pyairport.backends.spark.planning import DeltaScanPlanning
+    from pyairport.backends.spark.table import SparkTable
+
+    spark = spark_backend.spark
+    tracked = f"delta.`{tmp_path / 's' / 'tracked'}`"
+    plain = f"delta.`{tmp_path / 's' / 'plain'}`"
+    spark.sql(
+        f"CREATE TABLE {tracked} (a BIGINT, b STRING) USING delta TBLPROPERTIES ({PROPERTIES})"
+    )
+    spark.sql(f"CREATE TABLE {plain} (a BIGINT, b STRING) USING delta")
+    for ident in (tracked, plain):
+        for statement in STATEMENTS[:4]:
+            spark.sql(statement.format(t=ident))
+    monkeypatch.setattr(scans, "SCAN_RANGE_ROWIDS", 512)
+    monkeypatch.setattr(scans, "SCAN_GROUP_BYTES", 1)  # a file per query
+    monkeypatch.setattr(DeltaScanPlanning, "part_files", lambda *args: None)
+    monkeypatch.setattr(SparkTable, "_direct_snapshot", lambda *args, **kwargs: None)
+    pieces: list[int] = []
+    to_arrow = scans.batches_of
+
+    def counted(read: pa.Table, *args: Any) -> list[pa.RecordBatch]:
+        pieces.append(read.num_rows)
+        return to_arrow(read, *args)
+
+    monkeypatch.setattr(scans, "batches_of", counted)
+    backend = SparkBackend(spark, tmp_path)
+    try:
+        ctx = Context.background()
+        schema: Any = backend.catalog.schema(ctx, "s")
+        read = schema.table(ctx, "tracked").scan(ctx, ScanOptions()).read_all()
+        assert _served(read, ["a", "b"]) == _spark_rows(spark, tracked, ["a", "b"])
+        assert len(pieces) > 3 and max(pieces) <= 512
+        pieces.clear()
+        read = schema.table(ctx, "plain").scan(ctx, ScanOptions()).read_all()
+        expected = spark.sql(f"SELECT a, b FROM {plain}").toArrow()
+        assert sorted(read.select(["a", "b"]).to_pylist(), key=str) == sorted(
+            expected.to_pylist(), key=str
+        )
+        files = spark.sql(f"SELECT count(DISTINCT _metadata.file_path) FROM {plain}").first()[0]
+        assert len(pieces) == files > 1
+    finally:
+        backend.close()

@@ -23,6 +23,10 @@ from .sql import quote
 
 SCAN_BATCH_ROWS = 65_536
 SCAN_RANGE_ROWIDS = 1 << 20  # rowids per Spark query of a streamed scan
+# Data files per Spark query of a streamed scan of a table without a rowid column, by their
+# size on disk: what the server holds of such a scan at once is about one group's rows.
+SCAN_GROUP_BYTES = 32 << 20
+_FILE = "__pyairport_file"
 
 
 def as_of(point: TimePoint | None) -> str:
@@ -57,18 +61,17 @@ class Scanner:
         point: TimePoint | None,
         next_rowid: Callable[[], int | None],
     ) -> pa.RecordBatchReader:
-        """The table (at point) with the wanted columns filled."""
+        """The table (at point) with the wanted columns filled, streamed: never more than a
+        rowid range or a group of files in the server at once, whatever the table's size."""
         clause = as_of(point)
-        frame = self.frame(layout, clause, predicate, wanted)
         upper = next_rowid() if layout.rowids == "column" else None
-        if (
-            limit
-            or layout.rowids != "column"
-            or (upper is not None and upper - 1 <= SCAN_RANGE_ROWIDS)
-        ):
+        if limit or (upper is not None and upper - 1 <= SCAN_RANGE_ROWIDS):
+            frame = self.frame(layout, clause, predicate, wanted)
             read = (frame.limit(limit) if limit else frame).toArrow()
             return pa.RecordBatchReader.from_batches(schema, batches_of(read, schema, wanted))
-        return self._ranges(ctx, layout, schema, predicate, wanted, clause)
+        if layout.rowids is not None and ROWID in wanted:
+            return self._ranges(ctx, layout, schema, predicate, wanted, clause)
+        return self._file_groups(ctx, layout, schema, predicate, wanted, clause)
 
     def schema_at(self, layout: Layout, clause: str) -> pa.Schema:
         """The served schema of the table as it was at a time point."""
@@ -80,15 +83,25 @@ class Scanner:
         return layout_of(layout.ident, arrow, None, properties, (), frozenset(), frozenset()).schema
 
     def frame(
-        self, layout: Layout, clause: str, predicate: filters.Predicate | None, wanted: list[str]
+        self,
+        layout: Layout,
+        clause: str,
+        predicate: filters.Predicate | None,
+        wanted: list[str],
+        files: list[str] | None = None,
     ) -> Any:
-        """The table (at a time point) as a DataFrame, filtered, then projected."""
+        """The table (at a time point) as a DataFrame, filtered, then projected; files: only
+        the rows of these data files."""
         filtered = filters.columns_of(predicate) if predicate is not None else []
         read = wanted + [name for name in filtered if name not in wanted]
         columns = [
             f"{layout.rowid_sql} AS {quote(ROWID)}" if n == ROWID else quote(n) for n in read
         ]
-        frame = self.spark.sql(f"SELECT {', '.join(columns)} FROM {layout.ident}{clause}")
+        if files is not None:
+            columns.append(f"_metadata.file_path AS {_FILE}")
+        frame = self.spark.sql(f"SELECT {', '.join(columns) or 1} FROM {layout.ident}{clause}")
+        if files is not None:
+            frame = frame.where(frame[_FILE].isin(files))
         if predicate is not None:
             frame = frame.where(filters.spark_column(predicate, frame))
         return frame.select(*[quote(n) for n in wanted])
@@ -105,11 +118,7 @@ class Scanner:
         """A table whose rowids span more than one range, streamed from one version (a
         consistent snapshot however long the client takes) one rowid range at a time, so the
         server never holds the table."""
-        if not clause:
-            (version,) = (
-                self.spark.sql(f"DESCRIBE HISTORY {layout.ident} LIMIT 1").select("version").first()
-            )
-            clause = f" VERSION AS OF {int(version)}"
+        clause = clause or self._pinned(layout)
         frame = self.frame(layout, clause, predicate, wanted)
         low, high = frame.selectExpr(f"min({quote(ROWID)})", f"max({quote(ROWID)})").first()
 
@@ -123,6 +132,46 @@ class Scanner:
                 yield from batches_of(part.toArrow(), schema, wanted)
 
         return pa.RecordBatchReader.from_batches(schema, ranges())
+
+    def _pinned(self, layout: Layout) -> str:
+        """The clause that reads the table's latest version, whatever is committed after."""
+        (version,) = (
+            self.spark.sql(f"DESCRIBE HISTORY {layout.ident} LIMIT 1").select("version").first()
+        )
+        return f" VERSION AS OF {int(version)}"
+
+    def _file_groups(
+        self,
+        ctx: Context,
+        layout: Layout,
+        schema: pa.Schema,
+        predicate: filters.Predicate | None,
+        wanted: list[str],
+        clause: str,
+    ) -> pa.RecordBatchReader:
+        """A table without rowids to range over, streamed from one version a group of its data
+        files at a time (SCAN_GROUP_BYTES on disk each)."""
+        clause = clause or self._pinned(layout)
+        sizes = self.spark.sql(
+            f"SELECT _metadata.file_path AS path, max(_metadata.file_size) AS size"
+            f" FROM {layout.ident}{clause} GROUP BY 1 ORDER BY 1"
+        ).collect()
+        groups: list[list[str]] = []
+        held = SCAN_GROUP_BYTES
+        for path, size in sizes:
+            if held + int(size) > SCAN_GROUP_BYTES:
+                groups.append([])
+                held = 0
+            groups[-1].append(path)
+            held += int(size)
+
+        def grouped() -> Iterable[pa.RecordBatch]:
+            for files in groups:
+                ctx.raise_if_done()
+                part = self.frame(layout, clause, predicate, wanted, files)
+                yield from batches_of(part.toArrow(), schema, wanted)
+
+        return pa.RecordBatchReader.from_batches(schema, grouped())
 
 
 def log_version(log_dir: Path) -> int | None:
