@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import signal
@@ -78,7 +79,9 @@ def _parser() -> argparse.ArgumentParser:
         default=[],
         metavar="KEY=VALUE",
         help="spark: a Spark setting for the session (repeatable; spark-defaults.conf is read"
-        " too), e.g. spark.sql.catalogImplementation=hive",
+        " too), e.g. spark.sql.catalogImplementation=hive. Local Spark's driver gets a quarter"
+        " of the machine's memory (1-16 GiB) unless spark.driver.memory is set here, in"
+        " spark-defaults.conf or in SPARK_DRIVER_MEMORY; if its JVM dies the server exits 3",
     )
     serve.add_argument(
         "--enable-row-tracking",
@@ -243,7 +246,7 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"pyairport: error: {exc}", file=sys.stderr)
         return 2
     try:
-        catalogs, close_backend = _catalogs(args, added)
+        catalogs, close_backend, engine_exit = _catalogs(args, added)
     except Exception as exc:  # SparkSetupError and Spark start-up failures: one line
         print(f"pyairport: error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 1
@@ -279,6 +282,20 @@ def _serve(args: argparse.Namespace) -> int:
     # signal to any thread (gRPC's, Spark's): a wait without a timeout would then never wake.
     while not stop.is_set():
         stop.wait(0.2)
+        status = engine_exit()
+        if status is not None:  # deviation engine_failure_is_unavailable
+            print(
+                f"pyairport: error: Spark's JVM exited (status {status}): stopping so that a"
+                " supervisor starts the server again (give Spark more memory with --spark-conf"
+                " spark.driver.memory=…)",
+                file=sys.stderr,
+                flush=True,
+            )
+            _exit_soon()
+            server.stop(grace=2.0)
+            with contextlib.suppress(Exception):  # the session is gone; the staging goes too
+                close_backend()
+            return 3
     print("pyairport: shutting down", flush=True)
     _exit_soon()  # armed first: nothing in shutting down may keep the process alive
     server.stop(grace=2.0)
@@ -377,17 +394,19 @@ def _reload(*reloadable: object) -> None:
 
 def _catalogs(
     args: argparse.Namespace, added: list[tuple[str, str]]
-) -> tuple[list[MutableCatalog], Callable[[], None]]:
-    """The catalogs to serve, the first one named --catalog-name, and how to close them."""
+) -> tuple[list[MutableCatalog], Callable[[], None], Callable[[], int | None]]:
+    """The catalogs to serve, the first one named --catalog-name, how to close them, and the
+    exit status of the engine under them once it has stopped (None while it runs)."""
     if args.backend == "memory":
         from .demo import memory_demo_catalog
 
         first = memory_demo_catalog(args.catalog_name)
-        return [first] + [memory_demo_catalog(name) for name, _ in added], lambda: None
+        catalogs = [first] + [memory_demo_catalog(name) for name, _ in added]
+        return catalogs, lambda: None, lambda: None
     from pathlib import Path
 
     from .backends.spark import SparkBackend
-    from .backends.spark.session import spark_session
+    from .backends.spark.session import default_driver_memory, jvm_exit_code, spark_session
     from .demo import spark_demo_catalog
 
     conf = {}
@@ -396,6 +415,8 @@ def _catalogs(
         if not equals or not key:
             raise ValueError(f"--spark-conf {setting}: expected KEY=VALUE")
         conf[key.strip()] = value
+    if not args.spark_remote and not _driver_memory_set(conf):
+        conf["spark.driver.memory"] = default_driver_memory()
     warehouse = Path(args.warehouse)
     for name, folder in added:
         if not Path(folder).is_dir():
@@ -437,7 +458,28 @@ def _catalogs(
             each.close()
         session.stop()
 
-    return catalogs, close
+    return catalogs, close, lambda: jvm_exit_code(session)
+
+
+def _driver_memory_set(conf: dict[str, str]) -> bool:
+    """Whether the operator sized Spark's driver: --spark-conf, SPARK_DRIVER_MEMORY or
+    spark-defaults.conf."""
+    from pathlib import Path
+
+    if "spark.driver.memory" in conf or os.environ.get("SPARK_DRIVER_MEMORY"):
+        return True
+    folders = [os.environ.get("SPARK_CONF_DIR"), os.environ.get("SPARK_HOME")]
+    for folder in filter(None, folders):
+        for defaults in (
+            Path(folder) / "spark-defaults.conf",
+            Path(folder) / "conf" / "spark-defaults.conf",
+        ):
+            if defaults.is_file() and any(
+                line.split()[:1] == ["spark.driver.memory"]
+                for line in defaults.read_text(encoding="utf-8", errors="replace").splitlines()
+            ):
+                return True
+    return False
 
 
 def _hash_token() -> int:

@@ -229,6 +229,8 @@ NOT_ON_THE_WIRE = {
 # Rows only a backend with rules of its own raises, tested on the wire there.
 TESTED_ELSEWHERE = {
     "rows_refused": "tests/backend/test_lake.py::test_constraints_refuse_rows_and_change_nothing",
+    "name_invalid": "tests/protocol/test_names.py::test_every_lookup_refuses_a_bad_name",
+    "engine_unavailable": "tests/reliability/test_spark_death.py",
 }
 
 

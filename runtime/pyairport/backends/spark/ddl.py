@@ -31,6 +31,7 @@ from airport_contracts import (
     DropNotNullOptions,
     DropSchemaOptions,
     DropTableOptions,
+    EngineUnavailable,
     NotFound,
     OnConflict,
     RemoveColumnOptions,
@@ -50,6 +51,7 @@ from ...catalog import CatalogSchema, MutableCatalog
 from ...names import field_names
 from .folders import WORK_PREFIX, check_storable
 from .layout import CREATED_TABLE_PROPERTIES, ROW_TRACKING, ROWID, Layout
+from .session import SPARK_STOPPED, engine_lost
 from .sql import one_line, quote
 from .stored_types import (
     SERVED_TYPES,
@@ -117,6 +119,8 @@ def _run(spark: Any, statement: str) -> None:
     try:
         spark.sql(statement)
     except Exception as exc:  # AnalysisException and friends: Spark's reason, no plan
+        if engine_lost(exc):
+            raise EngineUnavailable(error=SPARK_STOPPED) from None
         raise DeltaRefused(one_line(exc)) from None
 
 

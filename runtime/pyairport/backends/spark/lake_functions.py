@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from airport_contracts import Context
+from airport_contracts import Context, EngineUnavailable
 
 from ...functions import Parameter, PythonTableFunction, authorize_table_read, table_function
 from ..shaping import full_width
 from .layout import ROWID
 from .scans import SCAN_BATCH_ROWS
+from .session import SPARK_STOPPED, engine_lost
 from .sql import one_line
 
 if TYPE_CHECKING:
@@ -45,6 +46,8 @@ def _spark_errors(function: str) -> Iterator[None]:
         raise
     except Exception as exc:
         log.error("%s failed", function, exc_info=exc)
+        if engine_lost(exc):
+            raise EngineUnavailable(error=SPARK_STOPPED) from None
         raise RuntimeError(f"{function}: {one_line(exc)}") from None
 
 

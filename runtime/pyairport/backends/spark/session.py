@@ -227,3 +227,40 @@ def _require_delta(session: Any, remote: str) -> None:
 def is_connect(session: Any) -> bool:
     """True for a Spark Connect session (no local JVM: files must travel as data)."""
     return type(session).__module__.startswith("pyspark.sql.connect")
+
+
+def jvm_exit_code(spark: Any) -> int | None:
+    """The exit status of the JVM this process started for spark once it has stopped; None
+    while it runs, and for a session whose JVM is not this process's (Spark Connect)."""
+    if is_connect(spark):
+        return None
+    from pyspark import SparkContext
+
+    process = getattr(SparkContext._gateway, "proc", None)
+    return None if process is None else process.poll()
+
+
+SPARK_STOPPED = "Spark's JVM has stopped; the server is restarting"
+
+
+def engine_lost(exc: BaseException) -> bool:
+    """Whether exc says the session's JVM is gone (py4j cannot reach it), rather than that a
+    statement failed."""
+    from py4j.protocol import Py4JError, Py4JNetworkError  # type: ignore[import-untyped]
+
+    if isinstance(exc, (Py4JNetworkError, ConnectionError)):
+        return True
+    text = str(exc)
+    return isinstance(exc, Py4JError) and (
+        "Answer from Java side is empty" in text or "Connection refused" in text
+    )
+
+
+def default_driver_memory(total_bytes: int | None = None) -> str:
+    """The driver heap `pyairport serve` gives local Spark when nothing says otherwise: a
+    quarter of the machine's memory, 1 to 16 GiB (Spark's own 1 GiB dies on a scan of a
+    6M-row table that Spark must read, and in local mode that takes the whole JVM down)."""
+    if total_bytes is None:
+        total_bytes = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    gib = max(1, min(16, total_bytes // 4 // (1 << 30)))
+    return f"{gib}g"

@@ -38,6 +38,7 @@ from airport_contracts import (
     Context,
     DMLOptions,
     DMLResult,
+    EngineUnavailable,
     RowsRefused,
     ScanOptions,
     SchemaRequest,
@@ -55,6 +56,7 @@ from .ddl import DeltaColumns
 from .layout import ROWID, Layout, read_layout
 from .planning import DeltaScanPlanning
 from .scans import Scanner, as_of, log_version
+from .session import SPARK_STOPPED, engine_lost
 from .sql import affected, client_cause, one_line, quote, sql_literal
 from .staging import (
     STAGE_FILE_ROWS,
@@ -259,6 +261,8 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
             raise
         except Exception as exc:
             log.error("%s on %s failed", operation, self.fqn, exc_info=exc)
+            if engine_lost(exc):
+                raise EngineUnavailable(error=SPARK_STOPPED) from None
             cause = client_cause(exc)
             if cause == "time point":
                 raise TimePointInvalid(error=one_line(exc)) from None
@@ -274,7 +278,9 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
             return None
         with self._lock:
             if self._next_rowid is None:
-                (largest,) = self.spark.sql(f"SELECT max({quote(ROWID)}) FROM {self.fqn}").first()
+                with self._client_errors("insert"):
+                    query = self.spark.sql(f"SELECT max({quote(ROWID)}) FROM {self.fqn}")
+                    (largest,) = query.first()
                 self._next_rowid = (largest or 0) + 1
             start = self._next_rowid
             self._next_rowid += count
