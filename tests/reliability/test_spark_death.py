@@ -19,7 +19,6 @@ import grpc
 import pyarrow as pa
 import pytest
 
-from pyairport.backends.spark.catalog import STAGING_ROOT
 from pyairport.client import AirportClient, RemoteError
 
 from ..protocol.conftest import assert_error_row
@@ -79,6 +78,8 @@ def _java(pid: int) -> int:
 
 
 def test_a_dead_jvm_fails_the_statement_unavailable_and_the_server_exits(tmp_path: Path) -> None:
+    from pyairport.backends.spark.catalog import STAGING_ROOT
+
     warehouse = tmp_path / "lake"
     process, location = _serve(warehouse)
     rows = pa.table(

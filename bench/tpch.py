@@ -1,0 +1,257 @@
+"""TPC-H through pyairport, beside DuckDB reading the same Delta folders itself (delta_scan),
+DuckDB's own in-memory tables and, optionally, Spark SQL.
+
+DuckDB's `tpch` extension generates scale factor --scale; delta-rs writes each table as a plain
+Delta table and Spark copies them as row-tracked tables with deletion vectors (the two shapes a
+lake has). For each shape `pyairport serve --backend spark --warehouse …` runs in its own
+process and one DuckDB 1.4.4 runs the 22 queries (`USE lake.tpch`, unchanged) through it,
+through delta_scan views of the same folders and over its own tables, best of --repeats; every
+answer must equal DuckDB's own (and the reference DuckDB ships, at 0.01, 0.1 and 1) or the
+query is reported WRONG and not timed. It prints the ratio to delta_scan per query, the
+geometric mean and the worst, and the server's peak resident memory (its Python process and
+Spark's JVM) while the queries ran.
+
+With --dml, the refresh functions (RF1: INSERT of new orders and their lineitems; RF2: DELETE by
+`IN (subquery)`; an UPDATE) run through DuckDB on the row-tracked lake, timed beside Spark SQL
+doing the same to a copy of the same tables (INSERT … SELECT, MERGE … WHEN MATCHED THEN DELETE,
+MERGE … UPDATE), and the changed tables are compared with DuckDB's own after the same
+statements.
+
+    python bench/tpch.py --scale 1 --dml
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from bench.duckdb_lake import best_of, serving  # noqa: E402
+from bench.spark import _children, _rss_kib  # noqa: E402
+from tests import tpch  # noqa: E402
+from tests.duckdb import extension as airport_extension  # noqa: E402
+
+JARS = ROOT / ".cache" / "jars"
+SPARK_REFRESH = (
+    (
+        "RF1 orders",
+        "INSERT INTO {t}.orders SELECT o_orderkey + {new} AS o_orderkey, o_custkey, o_orderstatus,"
+        " o_totalprice, o_orderdate, o_orderpriority, o_clerk, o_shippriority, o_comment"
+        " FROM {src}.orders WHERE o_orderkey % {step} = 1",
+    ),
+    (
+        "RF1 lineitem",
+        "INSERT INTO {t}.lineitem SELECT l_orderkey + {new} AS l_orderkey, l_partkey, l_suppkey,"
+        " l_linenumber, l_quantity, l_extendedprice, l_discount, l_tax, l_returnflag,"
+        " l_linestatus, l_shipdate, l_commitdate, l_receiptdate, l_shipinstruct, l_shipmode,"
+        " l_comment FROM {src}.lineitem WHERE l_orderkey % {step} = 1",
+    ),
+    (
+        "RF2 lineitem",
+        "MERGE INTO {t}.lineitem t USING (SELECT o_orderkey FROM {src}.orders"
+        " WHERE o_orderkey % {step} = 2) s ON t.l_orderkey = s.o_orderkey WHEN MATCHED THEN DELETE",
+    ),
+    (
+        "RF2 orders",
+        "MERGE INTO {t}.orders t USING (SELECT o_orderkey FROM {src}.orders"
+        " WHERE o_orderkey % {step} = 2) s ON t.o_orderkey = s.o_orderkey WHEN MATCHED THEN DELETE",
+    ),
+    (
+        "UPDATE orders",
+        "MERGE INTO {t}.orders t USING (SELECT o_orderkey FROM {src}.orders"
+        " WHERE o_orderkey % {step} = 3) s ON t.o_orderkey = s.o_orderkey WHEN MATCHED THEN"
+        " UPDATE SET o_comment = 'refreshed', o_totalprice = t.o_totalprice + 1",
+    ),
+)
+
+
+@contextmanager
+def peak_rss(pid: int) -> Iterator[dict[str, int]]:
+    """The most the server (pid) and its children (Spark's JVM) held while the block ran, KiB."""
+    peak = {"python": 0, "jvm": 0}
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            peak["python"] = max(peak["python"], _rss_kib(pid))
+            jvm = sum(_rss_kib(child) for child in _descendants(pid))
+            peak["jvm"] = max(peak["jvm"], jvm)
+            time.sleep(0.1)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        yield peak
+    finally:
+        done.set()
+        watcher.join()
+
+
+def _descendants(pid: int) -> list[int]:
+    found, todo = [], [pid]
+    while todo:
+        for child in _children(todo.pop()):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _spark() -> Any:
+    from pyairport.backends.spark.session import spark_session
+
+    return spark_session(
+        master="local[2]",
+        warehouse=None,
+        jars_dir=JARS if (JARS / ".fetched").exists() else None,
+        app_name="pyairport-tpch-bench",
+        conf={"spark.driver.memory": "6g"},
+    )
+
+
+def queries_bench(
+    db: Any, location: str, warehouse: Path, scale: float, repeats: int, spark: Any | None
+) -> list[float]:
+    """The 22 queries three (or four) ways; the ratios to delta_scan of those answered right."""
+    db.execute(f"ATTACH '' AS lake (TYPE airport, LOCATION '{location}')")
+    db.execute("CREATE SCHEMA IF NOT EXISTS memory.ds")
+    for table in tpch.TABLES:
+        folder = warehouse / tpch.SCHEMA / table
+        db.execute(
+            f"CREATE OR REPLACE VIEW memory.ds.{table} AS SELECT * FROM delta_scan('{folder}')"
+        )
+    if spark is not None:
+        for table in tpch.TABLES:
+            spark.read.format("delta").load(
+                str(warehouse / tpch.SCHEMA / table)
+            ).createOrReplaceTempView(table)
+    heading = f"  {'query':<6}{'pyairport':>18}{'delta_scan':>12}{'in memory':>12}"
+    print(heading + (f"{'Spark SQL':>12}" if spark is not None else ""))
+    ratios = []
+    for number, query in tpch.queries(db):
+        lake_time, got = best_of(repeats, lambda q=query: tpch.run(db, "lake.tpch", q))
+        scan_time, _ = best_of(repeats, lambda q=query: tpch.run(db, "memory.ds", q))
+        own_time, own = best_of(repeats, lambda q=query: tpch.run(db, "memory.main", q))
+        problem = tpch.differences(got, own)
+        reference = tpch.reference(db, scale, number)
+        if not problem and reference is not None:
+            problem = tpch.differences_from_reference(got, reference)
+        if problem:
+            print(f"  q{number:<5}WRONG: {problem}")
+            continue
+        ratio = lake_time / scan_time
+        ratios.append(ratio)
+        line = (
+            f"  q{number:<5}{lake_time:>9.3f}s ({ratio:>5.2f}){scan_time:>11.3f}s{own_time:>11.3f}s"
+        )
+        if spark is not None:
+            spark_time, _ = best_of(1, lambda q=query: spark.sql(q).collect())
+            line += f"{spark_time:>11.3f}s"
+        print(line)
+    db.execute("DETACH lake")
+    return ratios
+
+
+def dml_bench(db: Any, location: str, tracked: Path, plain: Path, spark: Any) -> None:
+    """The refresh functions through pyairport beside Spark SQL doing the same on a copy."""
+    copy = tracked.parent / "tracked-copy"
+    shutil.copytree(tracked, copy)
+    for table in tpch.TABLES:
+        spark.read.format("delta").load(str(plain / tpch.SCHEMA / table)).createOrReplaceTempView(
+            f"src_{table}"
+        )
+    db.execute(f"ATTACH '' AS lake (TYPE airport, LOCATION '{location}')")
+    print(f"  {'statement':<16}{'pyairport':>12}{'Spark SQL':>12}{'ratio':>8}")
+    for (label, statement), (_, spark_statement) in zip(tpch.REFRESH, SPARK_REFRESH, strict=True):
+        sql = statement.format(db="lake.tpch", new=tpch.NEW_KEYS, step=tpch.STEP)
+        lake_time, _ = best_of(1, lambda sql=sql: db.execute(sql).fetchall())
+        spark_sql = spark_statement.format(t="{t}", src="{src}", new=tpch.NEW_KEYS, step=tpch.STEP)
+        spark_sql = _spark_names(spark_sql, copy)
+        spark_time, _ = best_of(1, lambda q=spark_sql: spark.sql(q).collect())
+        print(f"  {label:<16}{lake_time:>11.2f}s{spark_time:>11.2f}s{lake_time / spark_time:>8.2f}")
+    tpch.refresh(db, "memory.main")
+    for totals in tpch.TOTALS:
+        problem = tpch.differences(
+            tpch.run(db, "lake.tpch", totals), tpch.run(db, "memory.main", totals)
+        )
+        print(
+            f"  after the refresh: {totals.split(' FROM ')[1]} {'exact' if not problem else 'WRONG: ' + problem}"
+        )
+    db.execute("DETACH lake")
+
+
+def _spark_names(statement: str, copy: Path) -> str:
+    """The Spark statement over the copy's tables (by path) and the plain tables' views."""
+    for table in ("orders", "lineitem"):
+        statement = statement.replace(f"{{t}}.{table}", f"delta.`{copy / tpch.SCHEMA / table}`")
+        statement = statement.replace(f"{{src}}.{table}", f"src_{table}")
+    return statement
+
+
+def geomean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scale", type=float, default=1.0)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--shapes", default="plain,tracked")
+    parser.add_argument("--dml", action="store_true", help="time the refresh functions too")
+    parser.add_argument("--spark-sql", action="store_true", help="time Spark SQL's queries too")
+    args = parser.parse_args()
+    extension = airport_extension.locate()
+    shapes = args.shapes.split(",")
+    with tempfile.TemporaryDirectory(prefix="pyairport-tpch-") as scratch:
+        root = Path(scratch)
+        db = airport_extension.connect(extension)
+        db.execute("LOAD delta")
+        started = time.perf_counter()
+        tpch.generate(db, args.scale)
+        tpch.write_plain(db, root / "plain")
+        spark = _spark() if "tracked" in shapes or args.dml or args.spark_sql else None
+        if spark is not None and "tracked" in shapes:
+            tpch.write_tracked(spark, root / "plain", root / "tracked")
+        rows = db.execute("SELECT count(*) FROM lineitem").fetchone()[0]
+        print(
+            f"TPC-H SF {args.scale:g} (lineitem {rows:,} rows), made in"
+            f" {time.perf_counter() - started:.0f} s; DuckDB"
+            f" {db.execute('SELECT version()').fetchone()[0]}, best of {args.repeats};"
+            " ratios to delta_scan"
+        )
+        for shape in shapes:
+            warehouse = root / shape
+            with serving(warehouse) as (location, pid):
+                print(f"{shape} tables:")
+                with peak_rss(pid) as peak:
+                    ratios = queries_bench(
+                        db,
+                        location,
+                        warehouse,
+                        args.scale,
+                        args.repeats,
+                        spark if args.spark_sql else None,
+                    )
+                print(
+                    f"  geomean {geomean(ratios):.2f}, worst {max(ratios, default=float('nan')):.2f};"
+                    f" {len(ratios)}/22 right; server peak RSS: Python"
+                    f" {peak['python'] / 1024:.0f} MiB, JVM {peak['jvm'] / 1024:.0f} MiB"
+                )
+                if args.dml and shape == "tracked" and spark is not None:
+                    dml_bench(db, location, warehouse, root / "plain", spark)
+        db.close()
+        if spark is not None:
+            spark.stop()
+
+
+if __name__ == "__main__":
+    main()
