@@ -611,7 +611,7 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
         )
         clause = f" VERSION AS OF {int(version)}"
         ids = changes.column(ROWID).to_numpy()
-        current = self._rows_for(ids, clause)
+        current = self._tracked_rows(ids, int(version))
         if not current.num_rows:
             return 0
         columns = list(self.layout.stored.names)
@@ -637,6 +637,21 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
         positions = pc.index_in(current.column(ROWID), changes.column(ROWID))
         assignments, with_values = self._assignments(changes.take(positions), source)
         return self._merge(with_values, on, f"UPDATE SET {assignments}")
+
+    def _tracked_rows(self, ids: np.ndarray, version: int) -> pa.Table:
+        """The rows of a row-tracked table with these rowids at version: read from its files
+        where the log gives their row ids (no Spark job), else by Spark."""
+        snapshot = self._direct_snapshot(self.layout, None, version)
+        files = None
+        if snapshot is not None and snapshot.version() == version:
+            files = self.part_files(self.layout, snapshot)
+        if files is None:
+            return self._rows_for(ids, f" VERSION AS OF {version}")
+        wanted = filters.In(ROWID, tuple(int(i) for i in np.unique(ids)), negated=False)
+        every = list(range(files.files.num_rows))
+        names = self.schema.names
+        read = file_parts.read(Context.background(), files, every, names, wanted, 0).read_all()
+        return read.select(names)
 
     def _count_matches(self, source: pa.Table, on: str, clause: str) -> int:
         """How many of the table's rows (at clause's version) the source's keys match."""
