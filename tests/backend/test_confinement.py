@@ -16,10 +16,10 @@ import pyarrow as pa
 import pytest
 
 from airport_contracts import TicketData, flight_pb2
-from pyairport.client import AirportClient, RemoteError, remote_error
+from pyairport.client import AirportClient
 from pyairport.go_text import go_quote
 
-from ..protocol.conftest import assert_error_row
+from ..protocol.conftest import assert_error_row, refusal
 from ..team import Lake, spark_team_lake
 
 pytestmark = pytest.mark.spark
@@ -32,16 +32,6 @@ KEPT = ('"Q1 sales"', "été", "a b;c=d", "pyairport", "~tilde")
 def lake(spark_backend: Any, tmp_path: Path) -> Iterator[Lake]:
     with spark_team_lake(spark_backend.spark, tmp_path) as made:
         yield made
-
-
-def _refused(call: Callable[[], object]) -> RemoteError:
-    try:
-        call()
-    except RemoteError as error:
-        return error
-    except grpc.RpcError as error:
-        return remote_error(error)
-    raise AssertionError("the call was not refused")
 
 
 def _no_insides(message: str, lake: Lake) -> None:
@@ -73,7 +63,7 @@ def test_no_name_leaves_the_warehouse_or_its_schema(lake: Lake) -> None:
     for name in HOSTILE:
         calls = _ddl_calls(lake.dev, name)
         for call_name, call in calls.items():
-            error = _refused(call)
+            error = refusal(call)
             assert error.code == grpc.StatusCode.INVALID_ARGUMENT, (call_name, error.message)
             assert error.message.startswith("invalid ") and go_quote(name) in error.message
             assert "\n" not in error.message
@@ -92,10 +82,10 @@ def test_names_spark_cannot_keep_as_folders_are_refused_and_leave_nothing(lake: 
         " (each byte outside A-Z a-z 0-9 _ - . takes three)",
     }
     for name, reason in cases.items():
-        error = _refused(lambda: lake.dev.create_table("devs", name, one))  # noqa: B023
+        error = refusal(lambda: lake.dev.create_table("devs", name, one))  # noqa: B023
         params = {"kind": "table", "name": go_quote(name), "reason": reason}
         assert_error_row("name_invalid", params, error.code, error.message)
-    error = _refused(lambda: lake.dev.create_table("devs", "t", one, checks=["x IN (SELECT 1)"]))
+    error = refusal(lambda: lake.dev.create_table("devs", "t", one, checks=["x IN (SELECT 1)"]))
     assert error.code == grpc.StatusCode.INTERNAL
     assert "'SELECT' is not allowed" in error.message
     _no_insides(error.message, lake)
@@ -146,7 +136,7 @@ def test_a_schema_scoped_user_reaches_no_other_schema_by_any_name(lake: Lake) ->
         lambda: lake.dev.scan("other", "kept").read_all(),
         lambda: lake.dev.scan("hr", "salaries").read_all(),
     ):
-        error = _refused(call)
+        error = refusal(call)
         assert error.code == grpc.StatusCode.PERMISSION_DENIED, error.message
     assert ("other", "kept") in _tables(lake.admin)
 
@@ -198,16 +188,16 @@ def test_the_lake_functions_read_only_what_the_caller_may(lake: Lake, caplog: An
         ("table_changes", ["hr.salaries", 0, None]),
     ):
         body = _flight_info_body("delta", function, values)
-        error = _refused(lambda: lake.dev.action("table_function_flight_info", body))  # noqa: B023
+        error = refusal(lambda: lake.dev.action("table_function_flight_info", body))  # noqa: B023
         assert (error.code, error.message) == (grpc.StatusCode.PERMISSION_DENIED, denied)
         ticket = _ticket(function, values)
-        error = _refused(
+        error = refusal(
             lambda: list(lake.dev.stub.DoGet(ticket, metadata=lake.dev.metadata()))  # noqa: B023
         )
         assert (error.code, error.message) == (grpc.StatusCode.PERMISSION_DENIED, denied)
         assert _call(lake, "admin-token", function, values).num_rows > 0
     short = _ticket("table_changes", ["pub.notes"])
-    error = _refused(lambda: list(lake.dev.stub.DoGet(short, metadata=lake.dev.metadata())))
+    error = refusal(lambda: list(lake.dev.stub.DoGet(short, metadata=lake.dev.metadata())))
     assert error.code == grpc.StatusCode.INVALID_ARGUMENT, error.message
     _no_insides(error.message, lake)
     with caplog.at_level(logging.INFO, logger="pyairport.audit"):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import grpc
@@ -13,7 +13,7 @@ import pytest
 from airport_contracts import Context, DMLOptions, DMLResult
 from airport_contracts.contract import ERROR_TABLE
 from pyairport.backends.memory.transactions import MemoryTransactionManager
-from pyairport.client import AirportClient
+from pyairport.client import AirportClient, RemoteError, remote_error
 from pyairport.demo import memory_demo_catalog
 from pyairport.server import AirportServer, ServerConfig
 
@@ -192,3 +192,14 @@ def assert_error_row(
     else:
         assert message == row.message.format(**params)
     assert "Traceback" not in message and ".py" not in message
+
+
+def refusal(call: Callable[[], object]) -> RemoteError:
+    """The error a call ends with, as a RemoteError (a raw stub call's grpc.RpcError too)."""
+    try:
+        call()
+    except RemoteError as error:
+        return error
+    except grpc.RpcError as error:
+        return remote_error(error)
+    raise AssertionError("the call was not refused")

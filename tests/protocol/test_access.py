@@ -17,12 +17,12 @@ import pytest
 
 from airport_contracts import Context, TicketData, flight_pb2, identity_from_context
 from airport_contracts.contract import ERROR_TABLE
-from pyairport.client import AirportClient, RemoteError, remote_error
+from pyairport.client import AirportClient
 from pyairport.remote_catalog import endpoints_request
 from pyairport.server import AirportServer
 
 from ..team import SECRET_NAMES, Team, make_team, team_server
-from .conftest import assert_error_row
+from .conftest import assert_error_row, refusal
 
 ROWS = pa.table(
     {"id": pa.array([7], pa.int64()), "name": ["Ann"], "email": ["a@x"]},
@@ -120,17 +120,6 @@ def _every_call(catalog: str, schema: str) -> dict[str, Call]:
     }
 
 
-def _refusal(call: Callable[[], object]) -> RemoteError:
-    """The error a call ends with, as a RemoteError (a raw stub call's grpc.RpcError too)."""
-    try:
-        call()
-    except RemoteError as error:
-        return error
-    except grpc.RpcError as error:
-        return remote_error(error)
-    raise AssertionError("the call was not refused")
-
-
 def _state(server: AirportServer) -> dict[str, Any]:
     """Everything the catalogs hold: schemas, tables, their columns and rows."""
     ctx = Context.background()
@@ -203,9 +192,9 @@ def test_every_call_without_an_accepted_token_is_unauthenticated(
         for catalog in ("sales", "hr", "nope"):
             with AirportClient(server.location, token=token, catalog=catalog) as client:
                 for name, call in _every_call(catalog, "dml_schema").items():
-                    error = _refusal(lambda call=call: call(client))
+                    error = refusal(lambda call=call: call(client))
                     assert (error.code, error.message) == _row(row_id), (case, catalog, name)
-                listed = _refusal(
+                listed = refusal(
                     lambda: list(
                         client.stub.ListActions(flight_pb2.Empty(), metadata=client.metadata())
                     )
@@ -235,7 +224,7 @@ def test_a_reader_reads_and_is_refused_every_change(team: Team, server: AirportS
             ("ddl", _ddl("sales", "dml_schema")),
         ):
             for name, call in calls.items():
-                error = _refusal(lambda call=call: call(reader))
+                error = refusal(lambda call=call: call(reader))
                 params = {
                     "identity": '"reader"',
                     "right": right,
@@ -255,7 +244,7 @@ def test_a_writer_of_one_schema_changes_only_its_rows(team: Team, server: Airpor
         before = _state(server)
         for schema in ("batch_schema", "demo_schema"):
             for call in _writes(schema).values():
-                error = _refusal(lambda call=call: call(writer))
+                error = refusal(lambda call=call: call(writer))
                 params = {
                     "identity": '"writer"',
                     "right": "write",
@@ -264,7 +253,7 @@ def test_a_writer_of_one_schema_changes_only_its_rows(team: Team, server: Airpor
                 }
                 assert_error_row("permission_denied", params, error.code, error.message)
         for name, call in _ddl("sales", "dml_schema").items():
-            error = _refusal(lambda call=call: call(writer))
+            error = refusal(lambda call=call: call(writer))
             assert error.code == grpc.StatusCode.PERMISSION_DENIED, name
         writer.scan("batch_schema", "users").read_all()  # reading the rest of sales is allowed
     assert _state(server) == before
@@ -277,7 +266,7 @@ def test_no_grant_on_a_catalog_refuses_every_call_and_never_says_whether_it_exis
     for catalog in ("hr", "nope"):
         with _client(server, team, "reader", catalog) as reader:
             for call in _every_call(catalog, "dml_schema").values():
-                error = _refusal(lambda call=call: call(reader))
+                error = refusal(lambda call=call: call(reader))
                 assert_error_row(
                     "catalog_authorization_failed",
                     {"error": f'"reader" has no grant on catalog "{catalog}"'},
@@ -285,7 +274,7 @@ def test_no_grant_on_a_catalog_refuses_every_call_and_never_says_whether_it_exis
                     error.message,
                 )
     with _client(server, team, "admin", "nope") as admin:  # one who may: the truth
-        error = _refusal(lambda: admin.list_schemas("nope"))
+        error = refusal(lambda: admin.list_schemas("nope"))
         assert_error_row("catalog_not_found", {"catalog": '"nope"'}, error.code, error.message)
     assert _state(server) == before
 
@@ -297,17 +286,17 @@ def test_a_ticket_forged_for_another_catalog_reads_nothing(
     sends no header), it is hr's call and refused; with sales' header it does not match."""
     forged = _ticket("hr", "dml_schema", "users")
     with _client(server, team, "reader", None) as no_header:
-        error = _refusal(lambda: list(no_header.stub.DoGet(forged, metadata=no_header.metadata())))
+        error = refusal(lambda: list(no_header.stub.DoGet(forged, metadata=no_header.metadata())))
         assert error.code == grpc.StatusCode.PERMISSION_DENIED
     with _client(server, team, "reader", "sales") as sales:
-        error = _refusal(lambda: list(sales.stub.DoGet(forged, metadata=sales.metadata())))
+        error = refusal(lambda: list(sales.stub.DoGet(forged, metadata=sales.metadata())))
         assert (error.code, error.message) == (
             grpc.StatusCode.INVALID_ARGUMENT,
             'catalog name mismatch: expected "sales", got "hr"',
         )
     secret = _ticket("hr", *SECRET_NAMES)
     with _client(server, team, "analyst", "hr") as analyst:  # may read hr, not payroll
-        error = _refusal(lambda: list(analyst.stub.DoGet(secret, metadata=analyst.metadata())))
+        error = refusal(lambda: list(analyst.stub.DoGet(secret, metadata=analyst.metadata())))
         assert_error_row(
             "permission_denied",
             {"identity": '"analyst"', "right": "read", "catalog": '"hr"', "schema": '"payroll"'},
@@ -382,7 +371,7 @@ def test_the_identity_reaches_table_code_and_every_log_line(
             "users",
             ROWS,
         )
-        _refusal(lambda: writer.insert("batch_schema", "users", ROWS))
+        refusal(lambda: writer.insert("batch_schema", "users", ROWS))
     assert seen == ["writer"]
     audit = [r for r in caplog.records if r.name == "pyairport.audit"]
     assert [r.getMessage() for r in audit] == [
@@ -412,7 +401,7 @@ def test_a_tokens_file_is_reloaded_when_it_changes(
     os.utime(team.tokens_file, ns=(time.time_ns() + 10**9, time.time_ns() + 10**9))
     time.sleep(1.1)  # the file is looked at again at most once a second
     with _client(server, team, "reader", "sales") as old:
-        error = _refusal(lambda: old.list_schemas("sales"))
+        error = refusal(lambda: old.list_schemas("sales"))
         assert_error_row("unauthenticated", {}, error.code, error.message)
     with AirportClient(server.location, token=fresh, catalog="sales") as new:
         new.list_schemas("sales")
@@ -426,7 +415,7 @@ def test_every_read_of_a_schema_without_a_grant_is_refused(
         for call in _reads("hr", "dml_schema").values():
             call(analyst)
         for call in _reads("hr", "batch_schema").values():
-            error = _refusal(lambda call=call: call(analyst))
+            error = refusal(lambda call=call: call(analyst))
             params = {
                 "identity": '"analyst"',
                 "right": "read",

@@ -8,16 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import grpc
 import msgpack
 import pyarrow as pa
 import pytest
 
 from airport_contracts import TicketData, flight_pb2
-from pyairport.client import AirportClient, RemoteError, remote_error
+from pyairport.client import AirportClient, RemoteError
 from pyairport.remote_catalog import endpoints_request
 
-from .conftest import Running, assert_error_row
+from .conftest import Running, assert_error_row, refusal
 
 S = "lake"
 ONE = pa.schema([pa.field("x", pa.int64())])
@@ -46,16 +45,6 @@ def _quoted(name: str) -> str:
     from pyairport.go_text import go_quote
 
     return go_quote(name)
-
-
-def _refused(call: Callable[[], object]) -> RemoteError:
-    try:
-        call()
-    except RemoteError as error:
-        return error
-    except grpc.RpcError as error:
-        return remote_error(error)
-    raise AssertionError("the call was not refused")
 
 
 def _assert_name_refused(error: RemoteError, kind: str, name: str) -> None:
@@ -162,7 +151,7 @@ def _state(running: Running) -> list[tuple[str, str, list[str]]]:
 def test_every_ddl_action_refuses_a_bad_name_and_changes_nothing(lake: Running, name: str) -> None:
     before = _state(lake)
     for call_name, (kind, call) in _ddl_bringing(name).items():
-        error = _refused(lambda call=call: call(lake.client))  # type: ignore[misc]
+        error = refusal(lambda call=call: call(lake.client))  # type: ignore[misc]
         try:
             _assert_name_refused(error, kind, name)
         except AssertionError as failed:
@@ -175,7 +164,7 @@ def test_every_lookup_refuses_a_bad_name(lake: Running, name: str) -> None:
     lake.client.insert(S, "t", pa.table({"x": pa.array([1], pa.int64())}))
     before = _state(lake), lake.client.scan(S, "t").read_all()
     for call_name, (kind, call) in _lookups(name).items():
-        error = _refused(lambda call=call: call(lake.client))  # type: ignore[misc]
+        error = refusal(lambda call=call: call(lake.client))  # type: ignore[misc]
         try:
             if call_name.startswith("DoExchange") and not (name.isascii() and name.isprintable()):
                 continue  # a header cannot carry it: gRPC refuses to send it
@@ -211,7 +200,7 @@ def test_an_empty_name_is_refused_where_go_requires_none(lake: Running) -> None:
     before = _state(lake)
     for call_name in ("create_table column", "create_table nested field", "add_column"):
         kind, call = _ddl_bringing("")[call_name]
-        _assert_name_refused(_refused(lambda: call(lake.client)), kind, "")  # noqa: B023
-    error = _refused(lambda: lake.client.create_schema(""))
+        _assert_name_refused(refusal(lambda: call(lake.client)), kind, "")  # noqa: B023
+    error = refusal(lambda: lake.client.create_schema(""))
     assert_error_row("schema_name_required", {}, error.code, error.message)
     assert _state(lake) == before
