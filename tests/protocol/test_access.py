@@ -18,6 +18,7 @@ import pytest
 from airport_contracts import Context, TicketData, flight_pb2, identity_from_context
 from airport_contracts.contract import ERROR_TABLE
 from pyairport.client import AirportClient
+from pyairport.ipc import read_message
 from pyairport.remote_catalog import endpoints_request
 from pyairport.server import AirportServer
 
@@ -471,3 +472,60 @@ def test_an_identity_providers_large_jwt_is_judged_by_the_authenticator(
             assert "unauthenticated" in str(refused.value)
     finally:
         client.close()
+
+
+def test_a_users_function_authorizes_the_table_it_is_named(
+    team: Team, server: AirportServer
+) -> None:
+    """The function API: a table function that takes `ctx` gets the caller's identity, and
+    authorize_table_read refuses the table as a scan of it would be refused — the analyst, who
+    may read hr's dml_schema only, cannot read payroll through a function served in
+    dml_schema."""
+    from pyairport.functions import authorize_table_read, table_function
+
+    rows = pa.schema([("who", pa.string()), ("table", pa.string())])
+
+    @table_function(params=[pa.string()], schema=rows)
+    def peek(name: str, *, ctx: Context) -> pa.Table:
+        schema, _, table = name.partition(".")
+        authorize_table_read(ctx, schema, table)
+        return pa.table({"who": [identity_from_context(ctx)], "table": [name]}, schema=rows)
+
+    hr = server.catalogs.get("hr").catalog  # type: ignore[union-attr]
+    hr.schema(Context.background(), "dml_schema").add_function(peek)
+
+    def call(client: AirportClient, name: str) -> pa.Table:
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, pa.schema([("param1", pa.string())])) as writer:
+            writer.write_batch(pa.record_batch([pa.array([name])], names=["param1"]))
+        path = flight_pb2.FlightDescriptor(
+            type=flight_pb2.FlightDescriptor.PATH, path=["dml_schema", "peek"]
+        )
+        body = {
+            "descriptor": path.SerializeToString(),
+            "parameters": sink.getvalue().to_pybytes(),
+            "table_input_schema": b"",
+            "at_unit": "",
+            "at_value": "",
+        }
+        (answer,) = client.action("table_function_flight_info", msgpack.packb(body))
+        info = flight_pb2.FlightInfo.FromString(answer)
+        ticket = info.endpoint[0].ticket
+        schema, batches = None, []
+        for data in client.stub.DoGet(ticket, metadata=client.metadata()):
+            message = read_message(data)
+            if schema is None:
+                schema = pa.ipc.read_schema(message)
+            else:
+                batches.append(pa.ipc.read_record_batch(message, schema))
+        return pa.Table.from_batches(batches, schema=schema)
+
+    with _client(server, team, "analyst", "hr") as analyst:
+        assert call(analyst, "dml_schema.users").to_pylist() == [
+            {"who": "analyst", "table": "dml_schema.users"}
+        ]
+        error = refusal(lambda: call(analyst, "payroll.salaries"))
+        assert (error.code, error.message) == (
+            grpc.StatusCode.PERMISSION_DENIED,
+            'permission denied: "analyst" has no read grant on "hr"."payroll"',
+        )

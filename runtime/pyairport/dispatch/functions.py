@@ -340,8 +340,13 @@ class Functions:
             except (pa.ArrowInvalid, OSError) as exc:
                 raise TableInputSchemaInvalid(error=exc) from None
         schema = self._schema_for(ctx, function, kind, params, input_schema)
+        # The catalog named, as an endpoints ticket names it: a named catalog's DoGet checks
+        # it (the default catalog's is omitted, as Go's).
         ticket = TicketData(
-            schema=schema_name, table_function=name, function_params=request.parameters
+            catalog=self.catalog.name(),  # type: ignore[attr-defined]
+            schema=schema_name,
+            table_function=name,
+            function_params=request.parameters,
         )
         info = flight_pb2.FlightInfo(
             schema=serialize_schema(schema),
