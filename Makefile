@@ -37,7 +37,7 @@ help:
 	@echo "make generate   regenerate generated/airport_contracts from contracts.yaml"
 	@echo "make check      fail if generated/ differs from what contracts.yaml gives"
 	@echo "make lint       ruff on handwritten code"
-	@echo "make bench      run the benchmarks and print their ratios"
+	@echo "make bench      run the benchmarks and print their ratios (TPC-H SF 1 among them)"
 	@echo "make soak       10,000 fuzz cases, 500 disconnects, 16 clients x 1,000 statements"
 	@echo "make diff-upstream  compare contracts.yaml with airport-go's Go source (needs Go)"
 	@echo "make interop    Go client vs pyairport, pyairport's scenarios vs airport-go, parity table (needs Go)"
@@ -152,6 +152,7 @@ bench: $(STAMP) jars $(DUCKDB_EXTENSION)
 	$(PY) bench/duckdb_shaped.py
 	$(PY) bench/duckdb_client.py
 	$(PY) bench/duckdb_lake.py
+	$(PY) bench/tpch.py --scale 1 --dml
 	$(PY) bench/functions.py
 	$(PY) bench/spark.py
 	$(PY) bench/vs_go.py
