@@ -36,7 +36,7 @@ help:
 	@echo "make test-airport-suite  DuckDB's own Airport SQL suite on memory and Spark, DuckDB 1.4 and 1.5"
 	@echo "make generate   regenerate generated/airport_contracts from contracts.yaml"
 	@echo "make check      fail if generated/ differs from what contracts.yaml gives"
-	@echo "make lint       ruff on handwritten code"
+	@echo "make lint       ruff on handwritten code; no import circle in the runtime"
 	@echo "make bench      run the benchmarks and print their ratios (TPC-H SF 1 among them)"
 	@echo "make soak       10,000 fuzz cases, 500 disconnects, 16 clients x 1,000 statements"
 	@echo "make diff-upstream  compare contracts.yaml with airport-go's Go source (needs Go)"
@@ -88,8 +88,9 @@ typecheck: $(STAMP)
 	MYPYPATH=generated:codegen:support $(BIN)/mypy --strict runtime/pyairport codegen/airport_codegen
 
 lint: $(STAMP)
-	$(BIN)/ruff check codegen runtime support tests bench setup.py
-	$(BIN)/ruff format --check codegen runtime support tests bench setup.py
+	$(BIN)/ruff check codegen runtime support tests bench tools setup.py
+	$(BIN)/ruff format --check codegen runtime support tests bench tools setup.py
+	$(PY) tools/import_cycles.py runtime/pyairport support/airport_support codegen/airport_codegen
 	@if command -v go >/dev/null; then \
 		test -z "$$(gofmt -l tests/interop/go codegen)" || { gofmt -l tests/interop/go codegen; exit 1; }; \
 		cd tests/interop/go && go vet ./...; \

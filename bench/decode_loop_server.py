@@ -14,7 +14,7 @@ import grpc
 import pyarrow as pa
 
 from airport_contracts import FinalMetadata, flight_pb2
-from pyairport.ipc import encode_app_metadata, encode_batch, encode_schema, read_message
+from pyairport.wire.ipc import encode_app_metadata, encode_batch, encode_schema, read_message
 
 
 def exchange(

@@ -22,7 +22,7 @@ import pyarrow as pa
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from bench.duckdb_client import pyairport  # noqa: E402
-from pyairport.demo_functions import email_domain  # noqa: E402
+from pyairport.demo.functions import email_domain  # noqa: E402
 from tests.duckdb import extension as airport_extension  # noqa: E402
 
 QUERY = "SELECT count(DISTINCT {f}('u' || i || '@d' || (i % 100) || '.org')) FROM range({n}) t(i)"

@@ -14,7 +14,7 @@ import grpc
 import pyarrow as pa
 
 from airport_contracts import FinalMetadata, flight_pb2, flight_pb2_grpc
-from pyairport.ipc import schema_message
+from pyairport.wire.ipc import schema_message
 
 
 class BareExchange(flight_pb2_grpc.FlightServiceServicer):

@@ -16,12 +16,12 @@ from typing import Any
 import pyarrow as pa
 
 from airport_contracts import Context, CreateSchemaOptions, CreateTableOptions
-from pyairport.backends.memory.transactions import MemoryTransactionManager
+from pyairport.access.identities import AnyOf, JwtBearer, TokensFile, hash_token
+from pyairport.access.policy import Policy
 from pyairport.client import AirportClient
 from pyairport.demo import memory_demo_catalog
-from pyairport.identities import AnyOf, JwtBearer, TokensFile, hash_token
-from pyairport.policy import Policy
 from pyairport.server import AirportServer, ServerConfig
+from pyairport.transactions import MemoryTransactionManager
 
 ISSUER = "https://idp.example.test"
 AUDIENCE = "pyairport"

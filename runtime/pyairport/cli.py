@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, NoReturn
 if TYPE_CHECKING:
     from airport_contracts import Authenticator
 
+    from .access.policy import Policy
     from .catalog import MutableCatalog
-    from .policy import Policy
 
 # gRPC's C core prints its own lines to stderr (e.g. a failed bind) before Python sees the
 # error; the CLI reports errors itself, in one line. Set before grpc is first imported.
@@ -219,8 +219,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from .backends.memory.transactions import MemoryTransactionManager
-    from .server import AirportServer, ListenError, ServerConfig
+    from .server.airport_server import AirportServer, ListenError, ServerConfig
+    from .transactions import MemoryTransactionManager
 
     if not 0 <= args.port <= 65535:
         print(f"pyairport: error: --port {args.port} is not a port number", file=sys.stderr)
@@ -236,7 +236,7 @@ def _serve(args: argparse.Namespace) -> int:
 
         SPLIT.max_parts = args.scan_parts
     try:
-        from .auth import read_token
+        from .access.tokens import read_token
 
         token = read_token(args.auth_token, args.auth_token_file)
         tls = _tls(args.tls_cert, args.tls_key)
@@ -347,8 +347,8 @@ def _access(
     args: argparse.Namespace, token: str | None
 ) -> tuple[Authenticator | None, Policy | None]:
     """The Authenticator (the shared token, a tokens file, JWTs: any of them) and the policy."""
-    from .identities import AnyOf, JwtBearer, StaticToken, TokensFile
-    from .policy import Policy
+    from .access.identities import AnyOf, JwtBearer, StaticToken, TokensFile
+    from .access.policy import Policy
 
     authenticators: list[Authenticator] = []
     if token:
@@ -398,7 +398,7 @@ def _catalogs(
     """The catalogs to serve, the first one named --catalog-name, how to close them, and the
     exit status of the engine under them once it has stopped (None while it runs)."""
     if args.backend == "memory":
-        from .demo import memory_demo_catalog
+        from .demo.catalogs import memory_demo_catalog
 
         first = memory_demo_catalog(args.catalog_name)
         catalogs = [first] + [memory_demo_catalog(name) for name, _ in added]
@@ -407,7 +407,7 @@ def _catalogs(
 
     from .backends.spark import SparkBackend
     from .backends.spark.session import default_driver_memory, jvm_exit_code, spark_session
-    from .demo import spark_demo_catalog
+    from .demo.catalogs import spark_demo_catalog
 
     conf = {}
     for setting in args.spark_conf:
@@ -483,7 +483,7 @@ def _driver_memory_set(conf: dict[str, str]) -> bool:
 
 
 def _hash_token() -> int:
-    from .identities import hash_token
+    from .access.identities import hash_token
 
     token = sys.stdin.readline().strip()
     if not token:
@@ -508,7 +508,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "hash-token":
         return _hash_token()
-    from . import call_log
+    from .server import call_log
 
     call_log.install()
     logging.basicConfig(level=getattr(args, "log_level", "INFO"), format=call_log.FORMAT)

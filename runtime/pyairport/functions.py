@@ -40,7 +40,7 @@ import pyarrow as pa
 from airport_contracts import Context, FunctionSignature, ScanOptions
 from airport_contracts.dispatch import FUNCTION_WIRE
 
-from .grants import authorize_table_read
+from .access.grants import authorize_table_read
 
 __all__ = [
     "ANY",

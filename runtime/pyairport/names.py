@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from airport_contracts import NameInvalid
 
-from .go_text import go_quote
+from .wire.go_text import go_quote
 
 MAX_NAME_BYTES = 255
 """A name's longest UTF-8 form: a file system's longest folder name."""

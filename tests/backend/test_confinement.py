@@ -17,7 +17,7 @@ import pytest
 
 from airport_contracts import TicketData, flight_pb2
 from pyairport.client import AirportClient
-from pyairport.go_text import go_quote
+from pyairport.wire.go_text import go_quote
 
 from ..protocol.conftest import assert_error_row, refusal
 from ..team import Lake, spark_team_lake

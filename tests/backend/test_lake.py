@@ -16,10 +16,10 @@ import pyarrow as pa
 import pytest
 
 from airport_contracts import flight_pb2
-from pyairport.backends.memory.transactions import MemoryTransactionManager
 from pyairport.client import AirportClient, RemoteError
-from pyairport.ipc import read_message
 from pyairport.server import AirportServer, ServerConfig
+from pyairport.transactions import MemoryTransactionManager
+from pyairport.wire.ipc import read_message
 
 from ..protocol.conftest import assert_error_row
 
@@ -705,9 +705,9 @@ def test_two_lakes_plain_spark_wrote_as_two_catalogs_to_a_pyarrow_client(
     contract words them, nothing of Spark (no plan, path or stack) in any message."""
     import pyarrow.flight as flight
 
+    from pyairport.access.identities import TokensFile, hash_token
+    from pyairport.access.policy import Policy
     from pyairport.backends.spark import SparkBackend
-    from pyairport.identities import TokensFile, hash_token
-    from pyairport.policy import Policy
 
     spark = spark_backend.spark
     sales_ident = make_table(spark, tmp_path / "sales", "orders")

@@ -723,14 +723,14 @@ def test_a_failed_insert_leaves_the_mask_as_it_was(monkeypatch: pytest.MonkeyPat
     extension is taken back and the table is as it was."""
     table = memory_table("t", COLUMNS, rows=_names(10))
     _delete(table, 3)  # a mask, and the rowid index an INSERT extends after the mask
-    extended = memory._extended
+    extended = memory.extended
 
     def rowid_index_fails(front: Any, buffer: Any, added: Any) -> Any:
         if added.dtype == np.int64:
             raise MemoryError("no room for the rowid index")
         return extended(front, buffer, added)
 
-    monkeypatch.setattr(memory, "_extended", rowid_index_fails)
+    monkeypatch.setattr(memory, "extended", rowid_index_fails)
     with pytest.raises(MemoryError):
         table.insert(Context.background(), _reader(_names(4), 4), None)
     monkeypatch.undo()

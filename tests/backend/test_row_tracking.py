@@ -123,7 +123,7 @@ def test_what_spark_still_reads_streams_in_bounded_pieces(
     monkeypatch.setattr(scans, "SCAN_RANGE_ROWIDS", 512)
     monkeypatch.setattr(scans, "SCAN_GROUP_BYTES", 1)  # a file per query
     monkeypatch.setattr(DeltaScanPlanning, "part_files", lambda *args: None)
-    monkeypatch.setattr(SparkTable, "_direct_snapshot", lambda *args, **kwargs: None)
+    monkeypatch.setattr(SparkTable, "direct_snapshot", lambda *args, **kwargs: None)
     pieces: list[int] = []
     to_arrow = scans.batches_of
 

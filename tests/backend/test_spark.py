@@ -302,7 +302,7 @@ def test_a_scan_reads_the_version_with_delta_rs_deletion_vectors_included(table:
     are gone without Spark reading the table."""
     table.insert(Context.background(), _reader(_rows(6), 6), None)
     table.delete_by_row_ids(Context.background(), pa.array([2], pa.int64()), None)
-    assert table._direct_snapshot(table._fresh_layout()[0]) is not None  # delta-rs reads it
+    assert table.direct_snapshot(table.fresh_layout()[0]) is not None  # delta-rs reads it
     reader = table.scan(Context.background())
     table.update_by_row_ids(
         Context.background(),
@@ -326,7 +326,7 @@ def test_a_scan_reads_the_version_with_delta_rs_deletion_vectors_included(table:
         f"ALTER TABLE {table.fqn} SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')"
     )
     table.spark.sql(f"DELETE FROM {table.fqn} WHERE rowid = 4")  # a deletion vector
-    snapshot = table._direct_snapshot(table._fresh_layout()[0])
+    snapshot = table.direct_snapshot(table.fresh_layout()[0])
     assert snapshot is not None and "deletionVectors" in snapshot.protocol().reader_features
     assert sorted(table.to_table().column("rowid").to_pylist()) == [1, 3, 5, 6]
 
@@ -415,7 +415,7 @@ def test_a_direct_scan_reads_files_written_before_a_column_was_added(
     table.spark.sql(f"ALTER TABLE {table.fqn} ADD COLUMNS (extra STRING)")
     table.spark.sql(f"INSERT INTO {table.fqn} VALUES (4, 3, 'n3', 'e')")
     reopened = SparkTable(spark_backend, "unit", table.name(), read_layout(table.spark, table.fqn))
-    assert reopened._direct_snapshot(reopened._fresh_layout()[0]) is not None  # delta-rs reads it
+    assert reopened.direct_snapshot(reopened.fresh_layout()[0]) is not None  # delta-rs reads it
     rows = reopened.to_table().select(["rowid", "extra"]).to_pylist()
     assert rows == [{"rowid": r, "extra": "e" if r == 4 else None} for r in (1, 2, 3, 4)]
     above_1 = filters_json("GREATERTHAN", 1)
@@ -524,7 +524,7 @@ def test_a_scan_streams_rowid_ranges_from_one_delta_version(
     from pyairport.backends.spark import scans
 
     monkeypatch.setattr(scans, "SCAN_RANGE_ROWIDS", 4)
-    monkeypatch.setattr(type(table), "_direct_snapshot", lambda self, *_: None)  # Spark reads
+    monkeypatch.setattr(type(table), "direct_snapshot", lambda self, *_: None)  # Spark reads
     table.insert(Context.background(), _reader(_rows(10), 10), None)  # rowids 1..10: 3 ranges
     table.delete_by_row_ids(Context.background(), pa.array([5, 6, 7, 8], pa.int64()), None)
     reader = table.scan(Context.background())

@@ -12,9 +12,9 @@ import pyarrow as pa
 import pytest
 
 from airport_contracts.vocabulary import Action
-from pyairport.backends.memory.transactions import MemoryTransactionManager
 from pyairport.client import AirportClient, RemoteError
 from pyairport.server import AirportServer, ServerConfig
+from pyairport.transactions import MemoryTransactionManager
 
 pytestmark = pytest.mark.spark
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from pyairport.backends.memory.transactions import MemoryTransactionManager
 from pyairport.server import AirportServer, ServerConfig
+from pyairport.transactions import MemoryTransactionManager
 
 from ..protocol.conftest import Running
 from . import extension as airport_extension

@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 
 from airport_contracts import Context
-from pyairport.backends.memory.transactions import MemoryTransactionManager
 from pyairport.server import AirportServer, ServerConfig
+from pyairport.transactions import MemoryTransactionManager
 
 from .extension import REQUIRED
 from .sqllogic.clients import CLIENTS, Client, suite_files, suite_names
@@ -121,7 +121,7 @@ def suite_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def memory_suite(suite_dir: Path) -> Iterator[SuiteRun]:
     from pyairport.backends.memory import memory_table
-    from pyairport.backends.memory.ddl import MemoryCatalog, MemorySchema
+    from pyairport.backends.memory.catalog import MemoryCatalog, MemorySchema
 
     def database(name: str) -> Any:
         catalog = MemoryCatalog(name)
@@ -259,7 +259,7 @@ def test_the_runner_can_fail(tmp_path: Path) -> None:
         "statement ok\nSELECT * FROM test1.s.missing\n\n"
         "statement error\nSELECT 1\n----\n"
     )
-    from pyairport.backends.memory.ddl import MemoryCatalog
+    from pyairport.backends.memory.catalog import MemoryCatalog
 
     server = _test_server(MemoryCatalog)
     try:

@@ -26,11 +26,11 @@ from airport_contracts import (
 )
 from airport_contracts.dispatch import FUNCTION_WIRE
 from pyairport.backends.memory import memory_table
-from pyairport.backends.memory.transactions import MemoryTransactionManager
 from pyairport.catalog import CatalogSchema, MutableCatalog
 from pyairport.client import AirportClient
 from pyairport.dispatch.table_refs import function_call_uri
 from pyairport.server import AirportServer, ServerConfig
+from pyairport.transactions import MemoryTransactionManager
 
 from ..protocol.conftest import serving
 from .conftest import OpenSession

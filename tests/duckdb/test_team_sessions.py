@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from pyairport.backends.memory.transactions import MemoryTransactionManager
+from pyairport.access.policy import Policy
 from pyairport.demo import memory_demo_catalog
-from pyairport.policy import Policy
 from pyairport.server import AirportServer, ServerConfig
+from pyairport.transactions import MemoryTransactionManager
 
 from ..team import Team, make_team
 from .sqllogic.clients import CLIENTS

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pyairport.backends.memory.transactions import MemoryTransactionManager
 from pyairport.demo import memory_demo_catalog
+from pyairport.transactions import MemoryTransactionManager
 
 from ..protocol.conftest import serving
 from .gobuild import GoUnavailable, binaries, go_server

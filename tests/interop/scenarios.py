@@ -18,7 +18,7 @@ import pyarrow as pa
 import zstandard
 
 from airport_contracts import DeleteAction, InsertDescriptor, flight_pb2
-from pyairport.ipc import batch_message, schema_message
+from pyairport.wire.ipc import batch_message, schema_message
 
 from .wire import Wire, fields, status
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pyairport.backends.memory.transactions import MemoryTransactionManager
+from pyairport.transactions import MemoryTransactionManager
 
 from ..protocol.conftest import serving
 from .conftest import pyairport_server

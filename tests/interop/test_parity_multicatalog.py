@@ -15,9 +15,9 @@ import pyarrow as pa
 import pytest
 
 from airport_contracts import Context, flight_pb2, identity_from_context
+from pyairport.access.identities import bearer_auth
+from pyairport.client.remote_catalog import decode_catalog
 from pyairport.demo import memory_demo_catalog
-from pyairport.identities import bearer_auth
-from pyairport.remote_catalog import decode_catalog
 from pyairport.server import AirportServer, ServerConfig
 
 from .gobuild import go_server

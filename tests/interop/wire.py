@@ -17,7 +17,7 @@ import msgpack
 import pyarrow as pa
 
 from airport_contracts import flight_pb2, flight_pb2_grpc
-from pyairport.ipc import batch_message, read_message, schema_message
+from pyairport.wire.ipc import batch_message, read_message, schema_message
 
 ROWID_COLUMN_ID = 2**64 - 1  # DuckDB's column id for the rowid pseudo-column
 

@@ -12,10 +12,10 @@ import pytest
 
 from airport_contracts import Context, DMLOptions, DMLResult
 from airport_contracts.contract import ERROR_TABLE
-from pyairport.backends.memory.transactions import MemoryTransactionManager
 from pyairport.client import AirportClient, RemoteError, remote_error
 from pyairport.demo import memory_demo_catalog
 from pyairport.server import AirportServer, ServerConfig
+from pyairport.transactions import MemoryTransactionManager
 
 DML_METHODS = ("insert", "update_batch", "update_by_row_ids", "delete_batch", "delete_by_row_ids")
 

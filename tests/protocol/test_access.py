@@ -18,9 +18,9 @@ import pytest
 from airport_contracts import Context, TicketData, flight_pb2, identity_from_context
 from airport_contracts.contract import ERROR_TABLE
 from pyairport.client import AirportClient
-from pyairport.ipc import read_message
-from pyairport.remote_catalog import endpoints_request
+from pyairport.client.remote_catalog import endpoints_request
 from pyairport.server import AirportServer
+from pyairport.wire.ipc import read_message
 
 from ..team import SECRET_NAMES, Team, make_team, team_server
 from .conftest import assert_error_row, refusal
@@ -325,7 +325,7 @@ def _databases(client: AirportClient) -> list[str]:
         metadata=client.metadata(),
     )
     stream = client.stub.DoGet(info.endpoint[0].ticket, metadata=client.metadata())
-    from pyairport.ipc import read_message
+    from pyairport.wire.ipc import read_message
 
     messages = [read_message(m) for m in stream]
     schema = pa.ipc.read_schema(messages[0])
@@ -389,7 +389,7 @@ def test_a_tokens_file_is_reloaded_when_it_changes(
     import os
     import time
 
-    from pyairport.identities import hash_token
+    from pyairport.access.identities import hash_token
 
     with _client(server, team, "reader", "sales") as reader:
         reader.list_schemas("sales")

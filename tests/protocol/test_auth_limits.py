@@ -14,8 +14,8 @@ import pytest
 from airport_contracts import flight_pb2
 from pyairport.client import AirportClient, RemoteError
 from pyairport.demo import memory_demo_catalog
-from pyairport.ipc import schema_message
 from pyairport.server import AirportServer, ServerConfig
+from pyairport.wire.ipc import schema_message
 
 from .conftest import Running, assert_error_row, users
 

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from pyairport.client import AirportClient, RemoteError
-from pyairport.ipc import schema_message
+from pyairport.wire.ipc import schema_message
 
 from .conftest import Running, users
 

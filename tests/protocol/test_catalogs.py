@@ -115,7 +115,7 @@ class _OneManagerForAll:
     the catalog it began in."""
 
     def __init__(self) -> None:
-        from pyairport.backends.memory.transactions import MemoryTransactionManager
+        from pyairport.transactions import MemoryTransactionManager
 
         self.inner = MemoryTransactionManager()
         self.began: dict[str, str] = {}

@@ -12,11 +12,11 @@ import pyarrow as pa
 import pytest
 
 from airport_contracts import Context, ScanOptions, transaction_id_from_context
-from pyairport.backends.memory.transactions import MemoryTransactionManager
 from pyairport.client import AirportClient, RemoteError
 from pyairport.demo import memory_demo_catalog
 from pyairport.filters import And, Between, Compare, In, IsNull, Not, Or
 from pyairport.server import AirportServer, ServerConfig
+from pyairport.transactions import MemoryTransactionManager
 
 from .conftest import Running, serving, users
 from .test_auth_limits import TOKEN, _self_signed

@@ -5,6 +5,7 @@ changes as the catalog and scans then show it, and every error row with its code
 from __future__ import annotations
 
 import hashlib
+import inspect
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -17,9 +18,9 @@ from airport_contracts import Context, Unimplemented
 from airport_contracts.contract import ERROR_TABLE
 from airport_contracts.dispatch import DDL_ACTIONS
 from airport_contracts.vocabulary import Action
-from pyairport.backends.memory.ddl import MemoryCatalog, MemorySchema
+from pyairport.backends.memory.catalog import MemoryCatalog, MemorySchema
 from pyairport.catalog import CatalogSchema, MutableCatalog
-from pyairport.client import RemoteError
+from pyairport.client import AirportClient, RemoteError
 
 from ..contract.tables import BaseTable
 from .conftest import Running, assert_error_row, serving
@@ -67,12 +68,16 @@ def test_a_ddl_session(srv: Running) -> None:
     ]
     client.rename_column(S, "t", "name", "label")
     client.change_column_type(S, "t", pa.field("score", pa.float32()))
-    client.set_default(S, "t", "label", "'none'")
+    defaulted = client.set_default(S, "t", "label", "'none'")
+    assert defaulted is not None
+    assert defaulted.arrow_schema.field("label").metadata == {b"default": b"'none'"}
     client.rename_field(S, "t", ["tags", "a"], "b")
     client.add_field(S, "t", pa.field("tags", pa.struct([("b", pa.int32()), ("c", pa.string())])))
     client.remove_field(S, "t", ["tags", "c"])
-    client.set_not_null(S, "t", "label")
-    client.drop_not_null(S, "t", "label")
+    required = client.set_not_null(S, "t", "label")
+    assert required is not None and required.arrow_schema.field("label").nullable is False
+    optional = client.drop_not_null(S, "t", "label")
+    assert optional is not None and optional.arrow_schema.field("label").nullable is True
     client.remove_column(S, "t", "score")
     (table,) = client.list_tables(S)
     assert table.arrow_schema.names == ["id", "label", "tags", "rowid"]
@@ -391,6 +396,19 @@ def test_the_catalog_name_is_checked(lake: Running) -> None:
     assert_error_row(
         "catalog_name_mismatch", {"expected": '""', "got": '"other"'}, error.code, error.message
     )
+
+
+@pytest.mark.parametrize("action", sorted(DDL_ACTIONS))
+def test_the_clients_ddl_call_answers_what_the_contract_says(action: str) -> None:
+    """AirportClient has one method per DDL action, named as the action, whose answer is the
+    contract's: a table's FlightInfo → TableInfo | None, a schema's contents, or nothing."""
+    method = getattr(AirportClient, action)
+    expected = {
+        "flight_info": "TableInfo | None",
+        "schema_contents": "SerializedContents",
+        "none": "None",
+    }[DDL_ACTIONS[action].answer]
+    assert inspect.signature(method).return_annotation == expected
 
 
 def test_ddl_actions_are_listed() -> None:

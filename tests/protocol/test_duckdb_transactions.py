@@ -18,9 +18,9 @@ import pyarrow as pa
 import pytest
 
 from airport_contracts import Context, TransactionState
-from pyairport.backends.memory.transactions import MemoryTransactionManager, TransactionError
 from pyairport.client import RemoteError
 from pyairport.demo import memory_demo_catalog
+from pyairport.transactions import MemoryTransactionManager, TransactionError
 
 from .conftest import Running, _running, serving, users
 

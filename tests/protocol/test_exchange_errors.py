@@ -13,7 +13,7 @@ from airport_contracts import Context, DMLOptions, DMLResult, flight_pb2
 from airport_contracts.contract import ERROR_TABLE, ErrorRow
 from pyairport.backends.memory import memory_table
 from pyairport.catalog import CatalogSchema, MutableCatalog
-from pyairport.ipc import batch_message, schema_message
+from pyairport.wire.ipc import batch_message, schema_message
 
 from .conftest import FailingInsert, Running, assert_error_row, serving, users
 

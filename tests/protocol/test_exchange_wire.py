@@ -21,9 +21,9 @@ from pyairport.backends.memory import memory_table
 from pyairport.catalog import CatalogSchema, MutableCatalog
 from pyairport.client import AirportClient, RemoteError
 from pyairport.demo import USERS_COLUMNS, generated_users
-from pyairport.ipc import batch_message, read_message, schema_message
 from pyairport.server import AirportServer, ServerConfig
 from pyairport.statement_scope import Statement
+from pyairport.wire.ipc import batch_message, read_message, schema_message
 
 from .conftest import Running, users
 

@@ -14,14 +14,14 @@ import pytest
 
 from airport_contracts import Context, flight_pb2
 from airport_contracts.contract import ERROR_TABLE
-from pyairport.backends.memory.ddl import MemoryCatalog, MemorySchema
+from pyairport.backends.memory.catalog import MemoryCatalog, MemorySchema
 from pyairport.client import RemoteError
 from pyairport.functions import (
     scalar_function,
     table_function,
     table_function_in_out,
 )
-from pyairport.ipc import batch_message, schema_message
+from pyairport.wire.ipc import batch_message, schema_message
 
 from .conftest import Running, assert_error_row, serving
 

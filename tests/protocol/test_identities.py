@@ -21,8 +21,8 @@ from airport_contracts import (
     token_from_authorization_header,
     validate_token,
 )
-from pyairport.grants import Right
-from pyairport.identities import (
+from pyairport.access.grants import Right
+from pyairport.access.identities import (
     AnyOf,
     JwtBearer,
     StaticToken,
@@ -32,7 +32,7 @@ from pyairport.identities import (
     bearer_auth,
     hash_token,
 )
-from pyairport.policy import Policy, PolicyError
+from pyairport.access.policy import Policy, PolicyError
 
 CTX = Context.background()
 

@@ -14,7 +14,7 @@ import pytest
 
 from airport_contracts import TicketData, flight_pb2
 from pyairport.client import AirportClient, RemoteError
-from pyairport.remote_catalog import endpoints_request
+from pyairport.client.remote_catalog import endpoints_request
 
 from .conftest import Running, assert_error_row, refusal
 
@@ -42,7 +42,7 @@ GOOD_NAMES = ('"Q1 sales"', "été à Paris", "a;b,c{d}(e)=f", "x" * 255, "日�
 
 
 def _quoted(name: str) -> str:
-    from pyairport.go_text import go_quote
+    from pyairport.wire.go_text import go_quote
 
     return go_quote(name)
 

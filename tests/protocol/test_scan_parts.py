@@ -19,7 +19,7 @@ from airport_contracts import flight_pb2
 from pyairport.backends.memory import memory_table
 from pyairport.backends.scan_parts import SPLIT
 from pyairport.catalog import CatalogSchema, MutableCatalog
-from pyairport.column_ids import ROWID_COLUMN_ID
+from pyairport.wire.column_ids import ROWID_COLUMN_ID
 
 from .conftest import Running, serving
 

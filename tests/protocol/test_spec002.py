@@ -18,12 +18,12 @@ import pytest
 from airport_contracts import Context, DMLOptions, DMLResult, flight_pb2
 from airport_contracts.contract import ERROR_TABLE
 from pyairport.backends.memory import memory_table
-from pyairport.backends.memory.transactions import MemoryTransactionManager, TransactionError
 from pyairport.catalog import CatalogSchema, MutableCatalog
 from pyairport.client import AirportClient, RemoteError
 from pyairport.demo import LEGACY, USERS_COLUMNS
-from pyairport.ipc import batch_message, read_message, schema_message
 from pyairport.server import AirportServer, ServerConfig
+from pyairport.transactions import MemoryTransactionManager, TransactionError
+from pyairport.wire.ipc import batch_message, read_message, schema_message
 
 from .conftest import FailingInsert, Running, assert_error_row, users
 

@@ -17,8 +17,8 @@ from airport_contracts import (
     TransactionState,
     transaction_id_from_context,
 )
-from pyairport.backends.memory.transactions import MemoryTransactionManager, TransactionError
 from pyairport.demo import memory_demo_catalog
+from pyairport.transactions import MemoryTransactionManager, TransactionError
 
 from .conftest import serving, users
 

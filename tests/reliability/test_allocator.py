@@ -9,9 +9,8 @@ import sys
 
 import pytest
 
-from pyairport import server
 from pyairport.demo import memory_demo_catalog
-from pyairport.server import ServerConfig
+from pyairport.server import ServerConfig, airport_server
 
 # INSERTs 5 x 300k rows (64k-row messages) into a memory table through a server and a client
 # in this one process; prints page faults per page of data. The table keeps the data (one
@@ -54,7 +53,7 @@ def test_the_server_applies_it_unless_told_not_to(
     keep: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[None] = []
-    monkeypatch.setattr(server, "keep_message_memory", lambda: calls.append(None) or True)
+    monkeypatch.setattr(airport_server, "keep_message_memory", lambda: calls.append(None) or True)
     config = ServerConfig(port=0) if keep else ServerConfig(port=0, keep_message_memory=False)
-    server.AirportServer(memory_demo_catalog(), None, config).stop(0)
+    airport_server.AirportServer(memory_demo_catalog(), None, config).stop(0)
     assert len(calls) == (1 if keep else 0)

@@ -17,8 +17,8 @@ import pytest
 
 from airport_contracts import flight_pb2
 from pyairport.demo import generated_users
-from pyairport.ipc import batch_message, schema_message
 from pyairport.statement_scope import Statement
+from pyairport.wire.ipc import batch_message, schema_message
 
 from ..protocol.conftest import Running
 

@@ -21,10 +21,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from airport_contracts import Context, flight_pb2
-from pyairport.backends.memory.transactions import MemoryTransactionManager
 from pyairport.demo import memory_demo_catalog
-from pyairport.ipc import batch_message, schema_message
 from pyairport.server import AirportServer, ServerConfig
+from pyairport.transactions import MemoryTransactionManager
+from pyairport.wire.ipc import batch_message, schema_message
 
 from ..protocol.conftest import Running
 

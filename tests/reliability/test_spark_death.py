@@ -78,7 +78,7 @@ def _java(pid: int) -> int:
 
 
 def test_a_dead_jvm_fails_the_statement_unavailable_and_the_server_exits(tmp_path: Path) -> None:
-    from pyairport.backends.spark.catalog import STAGING_ROOT
+    from pyairport.backends.spark.backend import STAGING_ROOT
 
     warehouse = tmp_path / "lake"
     process, location = _serve(warehouse)

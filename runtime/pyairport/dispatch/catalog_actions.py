@@ -46,12 +46,12 @@ from airport_contracts.dispatch import ACTIONS
 from airport_contracts.vocabulary import Action
 from airport_support.rows import ActionRow
 
+from ..access.grants import admit_schema, readable
 from ..catalog import MutableCatalog
-from ..column_ids import names_for_ids, needs_no_columns, served_schema
-from ..go_text import go_quote
-from ..grants import admit_schema, readable
-from ..ipc import serialize_schema
 from ..names import check_name
+from ..wire.column_ids import names_for_ids, needs_no_columns, served_schema
+from ..wire.go_text import go_quote
+from ..wire.ipc import serialize_schema
 from .flight_infos import REUSE_CONNECTION, FlightInfos, scan_partitions
 from .functions import Functions
 from .statistics import Statistics

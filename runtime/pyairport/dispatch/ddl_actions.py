@@ -54,10 +54,10 @@ from airport_contracts.errors import DdlSchemaNotFound, DdlTableNotFound
 from airport_contracts.vocabulary import Action
 from airport_support.rows import DdlActionRow
 
-from ..audit import audit
-from ..go_text import go_quote
-from ..grants import admit_schema
+from ..access.audit import audit
+from ..access.grants import admit_schema
 from ..names import NameRefused, check_columns, check_name, refused
+from ..wire.go_text import go_quote
 from .catalog_actions import check_catalog, compressed
 from .flight_infos import FlightInfos
 from .tables import Tables

@@ -29,8 +29,8 @@ from airport_contracts.dispatch import (
 from airport_contracts.vocabulary import Protocol
 from airport_support.rows import ActionRow, OperationRow
 
-from ..audit import audit
-from ..grants import Right, needing
+from ..access.audit import audit
+from ..access.grants import Right, needing
 from . import validation
 from .catalog_actions import CatalogActions
 from .ddl_actions import DdlActions

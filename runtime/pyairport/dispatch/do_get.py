@@ -25,8 +25,8 @@ from airport_contracts import (
     implements,
 )
 
-from ..column_ids import requested_only, served_reader
-from ..grants import readable
+from ..access.grants import readable
+from ..wire.column_ids import requested_only, served_reader
 from .catalog_actions import check_catalog, time_point
 from .flight_infos import FlightInfos
 from .functions import Functions

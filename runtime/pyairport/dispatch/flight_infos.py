@@ -21,8 +21,8 @@ from airport_contracts import (
 )
 
 from ..catalog import MutableCatalog
-from ..column_ids import served_schema
-from ..ipc import serialize_schema
+from ..wire.column_ids import served_schema
+from ..wire.ipc import serialize_schema
 from .statistics import produces_statistics, with_statistics_flag
 
 log = logging.getLogger("pyairport.dispatch")

@@ -37,11 +37,11 @@ from airport_contracts import (
     implements,
 )
 
+from ..access.grants import admit_schema
 from ..catalog import MutableCatalog
-from ..column_ids import served_schema
-from ..go_text import go_quote
-from ..grants import admit_schema
 from ..names import check_name
+from ..wire.column_ids import served_schema
+from ..wire.go_text import go_quote
 from .payloads import ipc_stream_bytes
 
 CAN_PRODUCE_STATISTICS = b"can_produce_statistics"

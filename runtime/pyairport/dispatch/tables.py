@@ -28,7 +28,7 @@ from airport_contracts import (
 )
 from airport_support.rows import CapabilityMethod, ErrorFactory, OperationRow
 
-from ..grants import admit_schema
+from ..access.grants import admit_schema
 from ..names import check_name
 from . import validation
 

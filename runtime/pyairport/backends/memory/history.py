@@ -24,8 +24,8 @@ import pyarrow as pa
 from airport_contracts import TimePoint
 
 from ..time_points import TimePointError, parsed
-from .mask import _DeletionMask
-from .patch import _materialize, _Patch, _Run
+from .mask import DeletionMask
+from .patch import Patch, Run, materialize
 
 DEFAULT_VERSIONS_KEPT = 32
 GENERATIONS = 3  # storages (column sets) the kept versions may hold, the current one included
@@ -37,14 +37,14 @@ class Version:
     committed_at: datetime
     schema: pa.Schema
     data: pa.Table
-    patch: _Patch
-    mask: _DeletionMask | None
+    patch: Patch
+    mask: DeletionMask | None
     marks: int  # how many of the mask's marks were made by this version
     generation: int  # the table's storage generation (rewrites so far): appends share it
 
     def rows(self) -> pa.Table:
         """The version's rows (deleted ones left out)."""
-        data = _materialize(self.data, self.patch) if self.patch.columns else self.data
+        data = materialize(self.data, self.patch) if self.patch.columns else self.data
         live = self.live(0, data.num_rows)
         return data if live is None else data.filter(pa.array(live))
 
@@ -65,9 +65,9 @@ class Version:
         data = self.data.slice(start, stop - start)
         if not self.patch.columns:
             return data
-        return _materialize(
+        return materialize(
             data,
-            _Patch(
+            Patch(
                 {
                     name: tuple(_within(run, start, stop) for run in runs)
                     for name, runs in self.patch.columns.items()
@@ -76,10 +76,10 @@ class Version:
         )
 
 
-def _within(run: _Run, start: int, stop: int) -> _Run:
+def _within(run: Run, start: int, stop: int) -> Run:
     """The part of a patch run that falls on stored rows start..stop, renumbered from 0."""
     inside = (run.positions >= start) & (run.positions < stop)
-    return _Run(run.positions[inside] - start, run.values.filter(pa.array(inside)))
+    return Run(run.positions[inside] - start, run.values.filter(pa.array(inside)))
 
 
 class History:
@@ -96,8 +96,8 @@ class History:
         self,
         schema: pa.Schema,
         data: pa.Table,
-        patch: _Patch,
-        mask: _DeletionMask | None,
+        patch: Patch,
+        mask: DeletionMask | None,
         generation: int,
     ) -> None:
         marks = 0 if mask is None else len(mask.marked)

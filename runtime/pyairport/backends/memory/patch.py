@@ -9,20 +9,20 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from .storage import _Found, _Lookup, _merge_lookups, _replace, _rows_at, _with_values
+from .storage import Found, Lookup, merge_lookups, replace_rows, rows_at, with_values
 
 _RUN_MERGE_ROWS = 65_536  # patch runs are merged up to this size (a large UPDATE's run stays)
 
 
 @dataclass
-class _Update:
-    lookup: _Lookup
+class Update:
+    lookup: Lookup
     columns: dict[str, pa.Array]
 
 
-def _group_updates(updates: list[_Update]) -> Iterator[_Update]:
+def group_updates(updates: list[Update]) -> Iterator[Update]:
     """Consecutive updates of the same columns, merged: one O(n) pass per group."""
-    group: list[_Update] = []
+    group: list[Update] = []
     for update in updates:
         if group and set(update.columns) != set(group[0].columns):
             yield _merge(group)
@@ -32,26 +32,26 @@ def _group_updates(updates: list[_Update]) -> Iterator[_Update]:
         yield _merge(group)
 
 
-def _merge(group: list[_Update]) -> _Update:
+def _merge(group: list[Update]) -> Update:
     if len(group) == 1:
         return group[0]
     columns = {
         name: pa.concat_arrays([u.columns[name] for u in group]) for name in group[0].columns
     }
-    return _Update(_merge_lookups([u.lookup for u in group]), columns)
+    return Update(merge_lookups([u.lookup for u in group]), columns)
 
 
 @dataclass(frozen=True)
-class _Run:
+class Run:
     """Patched rows of one column: their positions (ascending, unique) and new values."""
 
     positions: np.ndarray
     values: pa.Array
 
-    def then(self, newer: _Run) -> _Run:
+    def then(self, newer: Run) -> Run:
         """This run with newer's values on top (newer wins where both have a row)."""
         positions, pick = _last_of_each(np.concatenate([self.positions, newer.positions]))
-        return _Run(positions, pa.concat_arrays([self.values, newer.values]).take(pick))
+        return Run(positions, pa.concat_arrays([self.values, newer.values]).take(pick))
 
 
 def _last_of_each(positions: np.ndarray) -> tuple[np.ndarray, pa.Array]:
@@ -62,13 +62,13 @@ def _last_of_each(positions: np.ndarray) -> tuple[np.ndarray, pa.Array]:
     return ordered[last], pa.array(order[last])
 
 
-def _mergeable(older: _Run, newer: _Run) -> bool:
+def _mergeable(older: Run, newer: Run) -> bool:
     size, newer_size = len(older.positions), len(newer.positions)
     return 2 * newer_size >= size and size + newer_size <= _RUN_MERGE_ROWS
 
 
 @dataclass(frozen=True)
-class _Patch:
+class Patch:
     """Committed UPDATE values not yet written into the columns: per column, runs of patched
     rows, oldest first (a later run wins). A new run is merged into the one before it while
     it is at least half that one's size, up to _RUN_MERGE_ROWS: however many small
@@ -79,7 +79,7 @@ class _Patch:
     _MAX_RUNS runs. Immutable: add() returns a new patch, so a reader's snapshot never
     changes under it."""
 
-    columns: dict[str, tuple[_Run, ...]] = field(default_factory=dict)  # never mutated
+    columns: dict[str, tuple[Run, ...]] = field(default_factory=dict)  # never mutated
 
     @property
     def rows(self) -> int:
@@ -93,7 +93,7 @@ class _Patch:
     def most_runs(self) -> int:
         return max((len(runs) for runs in self.columns.values()), default=0)
 
-    def add(self, found: _Found, columns: dict[str, pa.Array]) -> _Patch:
+    def add(self, found: Found, columns: dict[str, pa.Array]) -> Patch:
         """found's rows take columns' values (aligned with found.valid); the last value wins
         for a repeated rowid."""
         if not len(found.positions):
@@ -109,11 +109,11 @@ class _Patch:
             values = {name: column.take(pick) for name, column in values.items()}
         patched = dict(self.columns)
         for name, column in values.items():
-            runs = (*patched.get(name, ()), _Run(positions, column))
+            runs = (*patched.get(name, ()), Run(positions, column))
             while len(runs) > 1 and _mergeable(runs[-2], runs[-1]):
                 runs = (*runs[:-2], runs[-2].then(runs[-1]))
             patched[name] = runs
-        return _Patch(patched)
+        return Patch(patched)
 
     def overlay(self, batch: pa.RecordBatch, positions: np.ndarray) -> pa.RecordBatch:
         """batch (the stored rows at positions) with the patched values in."""
@@ -126,31 +126,31 @@ class _Patch:
                 hit = run.positions[at] == positions
                 if hit.any():
                     patched = run.values.take(pa.array(at[hit]))
-                    columns[name] = _with_values(columns[name], np.flatnonzero(hit), patched)
+                    columns[name] = with_values(columns[name], np.flatnonzero(hit), patched)
         return pa.RecordBatch.from_arrays(
             [columns[n] for n in batch.schema.names], schema=batch.schema
         )
 
 
 @dataclass(frozen=True)
-class _Committed:
+class Committed:
     """A reader's snapshot of the committed rows: the columns and the patch on top."""
 
     data: pa.Table
-    patch: _Patch
+    patch: Patch
 
     def rows_at(self, positions: np.ndarray, names: Sequence[str]) -> pa.RecordBatch:
         """The named columns of the rows at positions, in this order."""
-        batch = _rows_at(self.data.select(list(names)), positions)
+        batch = rows_at(self.data.select(list(names)), positions)
         return self.patch.overlay(batch, positions) if self.patch.columns else batch
 
 
-def _materialize(data: pa.Table, patch: _Patch) -> pa.Table:
+def materialize(data: pa.Table, patch: Patch) -> pa.Table:
     """data with the patch written in: per column, its runs (later ones win) applied in one
     pass over the chunks they touch."""
     for name, runs in patch.columns.items():
         positions = np.concatenate([run.positions for run in runs])
         values = pa.concat_arrays([run.values for run in runs])
-        found = _Found(positions, np.ones(len(positions), dtype=bool))
-        data = _replace(data, found, {name: values})  # last wins: later runs win
+        found = Found(positions, np.ones(len(positions), dtype=bool))
+        data = replace_rows(data, found, {name: values})  # last wins: later runs win
     return data

@@ -12,28 +12,28 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-_MAX_CHUNKS = 256  # the compactor merges chunks once a table has this many
-_CHUNKS_BACKSTOP = 4096  # merged at commit beyond this: the compactor has not kept up
+MAX_CHUNKS = 256  # the compactor merges chunks once a table has this many
+CHUNKS_BACKSTOP = 4096  # merged at commit beyond this: the compactor has not kept up
 _SMALL_BATCH_ROWS = 16_384  # trailing chunks smaller than this are merged into one
 
 
 @dataclass
-class _Found:
+class Found:
     positions: np.ndarray  # positions of the rowids that exist
     valid: np.ndarray  # mask over the input rowids: which exist
 
 
 @dataclass
-class _Lookup:
+class Lookup:
     """Rowids and where they were found in the data version `version` (reused at commit
     when nothing else committed in between, so each rowid is looked up once)."""
 
     ids: np.ndarray
-    found: _Found
+    found: Found
     version: int
 
 
-class _Keep:
+class Keep:
     """Which rows of a scan's batches to send: not deleted (live, a mask over the whole
     table, consumed batch by batch) and kept by DuckDB's pushed-down filter — unless pyarrow
     cannot evaluate it (e.g. a constant of another type), then every row: DuckDB filters
@@ -57,7 +57,7 @@ class _Keep:
         return batch
 
 
-def _rows_at(data: pa.Table, positions: np.ndarray) -> pa.RecordBatch:
+def rows_at(data: pa.Table, positions: np.ndarray) -> pa.RecordBatch:
     """The rows at these positions, in this order. Taken chunk by chunk: a take on a
     chunked column would first concatenate the whole column (O(n) per RETURNING batch)."""
     if not len(positions):
@@ -115,7 +115,7 @@ class _TakePlan:
         )
 
 
-def _sorted_by_rowid(rows: pa.Table, rowid: str) -> pa.Table:
+def sorted_by_rowid(rows: pa.Table, rowid: str) -> pa.Table:
     """Seed rows in rowid order; lookups need the rowids ascending and unique."""
     ids = rows.column(rowid)
     if ids.null_count:
@@ -130,17 +130,17 @@ def _sorted_by_rowid(rows: pa.Table, rowid: str) -> pa.Table:
     return rows
 
 
-def _positions(rowids: np.ndarray, live: np.ndarray | None, ids: np.ndarray) -> _Found:
+def positions_of(rowids: np.ndarray, live: np.ndarray | None, ids: np.ndarray) -> Found:
     """Where the live rows with these rowids are (deleted rows are not found)."""
     n = len(rowids)
     if n == 0:
-        return _Found(np.empty(0, dtype=np.int64), np.zeros(len(ids), dtype=bool))
+        return Found(np.empty(0, dtype=np.int64), np.zeros(len(ids), dtype=bool))
     first, last = int(rowids[0]), int(rowids[-1])
     if last - first == n - 1:
         # Ascending unique rowids without a gap (inserts allocate them consecutively; deleted
         # rows stay in place, masked, until compaction): a rowid's offset is its position.
         if live is None and len(ids) and first <= ids.min() and ids.max() <= last:
-            return _Found(ids - first, np.ones(len(ids), dtype=bool))  # all found: no mask
+            return Found(ids - first, np.ones(len(ids), dtype=bool))  # all found: no mask
         valid = (ids >= first) & (ids <= last)
         clipped = np.where(valid, ids - first, 0)
     else:
@@ -149,14 +149,14 @@ def _positions(rowids: np.ndarray, live: np.ndarray | None, ids: np.ndarray) -> 
         valid = (pos < n) & (rowids[clipped] == ids)
     if live is not None:
         valid &= live[clipped]
-    return _Found(clipped[valid], valid)
+    return Found(clipped[valid], valid)
 
 
-def _rowid_array(data: pa.Table) -> np.ndarray:
+def rowid_array(data: pa.Table) -> np.ndarray:
     return np.asarray(data.column(0).to_numpy(), dtype=np.int64)
 
 
-def _extended(
+def extended(
     front: np.ndarray, buffer: np.ndarray | None, added: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """(front followed by added, the buffer it is the front of), in O(len(added))
@@ -171,7 +171,7 @@ def _extended(
     return buffer[: n + k], buffer
 
 
-def _fewer_chunks(data: pa.Table) -> pa.Table:
+def fewer_chunks(data: pa.Table) -> pa.Table:
     """data in fewer chunks, rows where they were (positions, the mask and the patch stay
     valid): the trailing chunks smaller than _SMALL_BATCH_ROWS become one, O(their rows);
     if there are not two of those, every chunk becomes one (amortised O(n))."""
@@ -185,7 +185,7 @@ def _fewer_chunks(data: pa.Table) -> pa.Table:
     return pa.concat_tables([data.slice(0, kept), data.slice(kept).combine_chunks()])
 
 
-def _with_values(array: pa.Array, rows: np.ndarray, values: pa.Array) -> pa.Array:
+def with_values(array: pa.Array, rows: np.ndarray, values: pa.Array) -> pa.Array:
     """array with values[i] at rows[i] (a repeated row takes its last value). Rows in
     ascending order (a patch run, DuckDB's order) are written between slices when they are
     consecutive, else by a mask where Arrow has the kernel: both 3-4x faster than the take
@@ -219,34 +219,36 @@ def _ascending(positions: np.ndarray) -> bool:
     return len(positions) < 2 or bool(np.all(positions[1:] > positions[:-1]))
 
 
-def _distinct(positions: np.ndarray) -> int:
+def count_distinct(positions: np.ndarray) -> int:
     """How many different rows positions name (a client may repeat a rowid)."""
     if _ascending(positions):
         return len(positions)
     return len(np.unique(positions))
 
 
-def _found(rowids: np.ndarray, live: np.ndarray | None, version: int, lookup: _Lookup) -> _Found:
+def lookup_positions(
+    rowids: np.ndarray, live: np.ndarray | None, version: int, lookup: Lookup
+) -> Found:
     """Where lookup's rowids are in the current data: its cached answer if it was made
     against this version, else a fresh search."""
-    return lookup.found if lookup.version == version else _positions(rowids, live, lookup.ids)
+    return lookup.found if lookup.version == version else positions_of(rowids, live, lookup.ids)
 
 
-def _merge_lookups(lookups: list[_Lookup]) -> _Lookup:
+def merge_lookups(lookups: list[Lookup]) -> Lookup:
     if len(lookups) == 1:
         return lookups[0]
     ids = np.concatenate([lookup.ids for lookup in lookups])
     versions = {lookup.version for lookup in lookups}
     if len(versions) > 1:  # made against different data: search again at commit
-        return _Lookup(ids, _Found(np.empty(0, dtype=np.int64), np.zeros(0, dtype=bool)), -1)
-    found = _Found(
+        return Lookup(ids, Found(np.empty(0, dtype=np.int64), np.zeros(0, dtype=bool)), -1)
+    found = Found(
         np.concatenate([lookup.found.positions for lookup in lookups]),
         np.concatenate([lookup.found.valid for lookup in lookups]),
     )
-    return _Lookup(ids, found, versions.pop())
+    return Lookup(ids, found, versions.pop())
 
 
-def _replace(data: pa.Table, found: _Found, columns: dict[str, pa.Array]) -> pa.Table:
+def replace_rows(data: pa.Table, found: Found, columns: dict[str, pa.Array]) -> pa.Table:
     """The found rows take columns' values (the last value wins for a repeated rowid). Only
     the chunks holding an updated row are rewritten, so a few rows of a large table cost
     one chunk per column, not the column."""
@@ -267,7 +269,7 @@ def _replace(data: pa.Table, found: _Found, columns: dict[str, pa.Array]) -> pa.
             # a chunk holding every found row takes the values as they are (within a chunk
             # the plan keeps the given order), so they need no take
             taken = values if len(rows) == len(values) else values.take(pa.array(rows))
-            chunks[c] = _with_values(chunks[c], local, taken)
+            chunks[c] = with_values(chunks[c], local, taken)
         data = data.set_column(
             index, data.schema.field(index), pa.chunked_array(chunks, type=column.type)
         )

@@ -49,24 +49,24 @@ from ..shaping import (
     returning_schema,
 )
 from ..time_points import TimePointError
-from . import ddl
+from . import column_changes
 from .compaction import COMPACTOR
 from .history import DEFAULT_VERSIONS_KEPT, History, Version
-from .mask import _DeletionMask, _live, _remove
-from .patch import _Committed, _group_updates, _materialize, _Patch, _Update
+from .mask import DeletionMask, live_rows, remove_rows
+from .patch import Committed, Patch, Update, group_updates, materialize
 from .storage import (
-    _CHUNKS_BACKSTOP,
-    _MAX_CHUNKS,
-    _distinct,
-    _extended,
-    _fewer_chunks,
-    _found,
-    _Keep,
-    _Lookup,
-    _merge_lookups,
-    _positions,
-    _rowid_array,
-    _sorted_by_rowid,
+    CHUNKS_BACKSTOP,
+    MAX_CHUNKS,
+    Keep,
+    Lookup,
+    count_distinct,
+    extended,
+    fewer_chunks,
+    lookup_positions,
+    merge_lookups,
+    positions_of,
+    rowid_array,
+    sorted_by_rowid,
 )
 
 SCAN_BATCH_ROWS = 65_536
@@ -82,8 +82,8 @@ class _Pending:
     """One statement's staged changes to one table."""
 
     inserts: list[pa.RecordBatch] = field(default_factory=list)
-    updates: list[_Update] = field(default_factory=list)
-    deletes: list[_Lookup] = field(default_factory=list)
+    updates: list[Update] = field(default_factory=list)
+    deletes: list[Lookup] = field(default_factory=list)
 
 
 class MemoryTable(BackendTable["_Pending"]):
@@ -109,8 +109,8 @@ class MemoryTable(BackendTable["_Pending"]):
         self.schema = pa.schema([rowid_field(), *columns], metadata=columns.metadata)
         self._lock = threading.Lock()
         self._data = self.schema.empty_table()
-        self._mask: _DeletionMask | None = None  # None while no row of _data is deleted
-        self._patch = _Patch()  # committed UPDATE values not yet written into the columns
+        self._mask: DeletionMask | None = None  # None while no row of _data is deleted
+        self._patch = Patch()  # committed UPDATE values not yet written into the columns
         # numpy copy of the rowid column for lookups: built when an UPDATE/DELETE first
         # needs it (a table that only takes INSERTs never pays for it), then kept up to date
         self._rowids: np.ndarray | None = None
@@ -141,7 +141,7 @@ class MemoryTable(BackendTable["_Pending"]):
         point, the rows (and columns) of the version it names (history.py)."""
         ctx.raise_if_done()
         point = opts.time_point if opts is not None else None
-        mask: _DeletionMask | None = None
+        mask: DeletionMask | None = None
         if opts is not None and opts.partition:
             version, start, stop = self._part(opts.partition)
             schema, data = version.schema, version.stored_between(start, stop)
@@ -158,7 +158,7 @@ class MemoryTable(BackendTable["_Pending"]):
         limit = opts.limit if opts is not None and opts.limit > 0 else None
         asked = set(opts.columns) if opts is not None and opts.columns else None
         wanted = (asked or set()) | {rowid_field().name}
-        keep = _Keep(live, expression)
+        keep = Keep(live, expression)
 
         def batches() -> Iterator[pa.RecordBatch]:
             # A scan never started keeps its mask held: the next DELETE marks a copy.
@@ -266,18 +266,18 @@ class MemoryTable(BackendTable["_Pending"]):
         """The schema renames its tables (rename_table)."""
         self._name = name
 
-    # --- DynamicTable: column changes (protocol §5; ddl.py) -----------------------------------
+    # --- DynamicTable: column changes (protocol §5; column_changes.py) -----------------------------------
 
     def add_column(self, ctx: Context, column_schema: pa.Schema, opts: AddColumnOptions) -> None:
-        self._alter(ddl.add_column(column_schema, opts), opts.ignore_not_found)
+        self._alter(column_changes.add_column(column_schema, opts), opts.ignore_not_found)
 
     def remove_column(self, ctx: Context, name: str, opts: RemoveColumnOptions) -> None:
-        self._alter(ddl.remove_column(name, opts), opts.ignore_not_found)
+        self._alter(column_changes.remove_column(name, opts), opts.ignore_not_found)
 
     def rename_column(
         self, ctx: Context, old_name: str, new_name: str, opts: RenameColumnOptions
     ) -> None:
-        self._alter(ddl.rename_column(old_name, new_name, opts), opts.ignore_not_found)
+        self._alter(column_changes.rename_column(old_name, new_name, opts), opts.ignore_not_found)
 
     def change_column_type(
         self,
@@ -286,36 +286,41 @@ class MemoryTable(BackendTable["_Pending"]):
         expression: str,
         opts: ChangeColumnTypeOptions,
     ) -> None:
-        self._alter(ddl.change_column_type(column_schema, expression, opts), opts.ignore_not_found)
+        self._alter(
+            column_changes.change_column_type(column_schema, expression, opts),
+            opts.ignore_not_found,
+        )
 
     def set_not_null(self, ctx: Context, column_name: str, opts: SetNotNullOptions) -> None:
-        self._alter(ddl.set_not_null(column_name, opts), opts.ignore_not_found)
+        self._alter(column_changes.set_not_null(column_name, opts), opts.ignore_not_found)
 
     def drop_not_null(self, ctx: Context, column_name: str, opts: DropNotNullOptions) -> None:
-        self._alter(ddl.drop_not_null(column_name, opts), opts.ignore_not_found)
+        self._alter(column_changes.drop_not_null(column_name, opts), opts.ignore_not_found)
 
     def set_default(
         self, ctx: Context, column_name: str, expression: str, opts: SetDefaultOptions
     ) -> None:
-        self._alter(ddl.set_default(column_name, expression, opts), opts.ignore_not_found)
+        self._alter(
+            column_changes.set_default(column_name, expression, opts), opts.ignore_not_found
+        )
 
     def add_field(self, ctx: Context, column_schema: pa.Schema, opts: AddFieldOptions) -> None:
-        self._alter(ddl.add_field(column_schema, opts), opts.ignore_not_found)
+        self._alter(column_changes.add_field(column_schema, opts), opts.ignore_not_found)
 
     def rename_field(
         self, ctx: Context, column_path: list[str], new_name: str, opts: RenameFieldOptions
     ) -> None:
-        self._alter(ddl.rename_field(column_path, new_name, opts), opts.ignore_not_found)
+        self._alter(column_changes.rename_field(column_path, new_name, opts), opts.ignore_not_found)
 
     def remove_field(self, ctx: Context, column_path: list[str], opts: RemoveFieldOptions) -> None:
-        self._alter(ddl.remove_field(column_path, opts), opts.ignore_not_found)
+        self._alter(column_changes.remove_field(column_path, opts), opts.ignore_not_found)
 
-    def _alter(self, change: ddl.Change, ignore_not_found: bool) -> None:
+    def _alter(self, change: column_changes.Change, ignore_not_found: bool) -> None:
         """The committed rows rewritten by change, in one step under the lock; a column or
         field that is not there is no change when ignore_not_found."""
         with self._lock:
             if self._patch.columns:
-                self._data, self._patch = _materialize(self._data, self._patch), _Patch()
+                self._data, self._patch = materialize(self._data, self._patch), Patch()
             data = self._data
             if self._mask is not None:
                 data = data.filter(pa.array(self._mask.live))
@@ -345,7 +350,7 @@ class MemoryTable(BackendTable["_Pending"]):
     def _seed(self, rows: pa.Table) -> None:
         rowid = self.schema[0].name
         if rowid in rows.column_names:
-            rows = _sorted_by_rowid(rows, rowid)
+            rows = sorted_by_rowid(rows, rowid)
             ids = rows.column(rowid).to_numpy()
         else:
             ids = self._allocate(rows.num_rows)
@@ -368,7 +373,7 @@ class MemoryTable(BackendTable["_Pending"]):
         finally:
             self._done_reading(mask)
 
-    def _reading(self) -> tuple[pa.Table, _DeletionMask | None, np.ndarray | None]:
+    def _reading(self) -> tuple[pa.Table, DeletionMask | None, np.ndarray | None]:
         """The committed data with the patch written in (done once, under the lock, so the
         next reader finds it done), its deletion mask, held until _done_reading (no DELETE
         changes a held mask), and the mask's rows as they are now."""
@@ -377,11 +382,11 @@ class MemoryTable(BackendTable["_Pending"]):
 
     def _reading_state(
         self,
-    ) -> tuple[pa.Table, _DeletionMask | None, np.ndarray | None, tuple[int, int]]:
+    ) -> tuple[pa.Table, DeletionMask | None, np.ndarray | None, tuple[int, int]]:
         """_reading, and which committed state it is (_version, _rewrites after the patch)."""
         with self._lock:
             if self._patch.columns:
-                self._data, self._patch = _materialize(self._data, self._patch), _Patch()
+                self._data, self._patch = materialize(self._data, self._patch), Patch()
                 self._rewrites += 1
             state = (self._version, self._rewrites)
             mask = self._mask
@@ -390,7 +395,7 @@ class MemoryTable(BackendTable["_Pending"]):
             mask.readers += 1
             return self._data, mask, mask.live, state
 
-    def _done_reading(self, mask: _DeletionMask | None) -> None:
+    def _done_reading(self, mask: DeletionMask | None) -> None:
         if mask is not None:
             with self._lock:
                 mask.readers -= 1
@@ -398,16 +403,16 @@ class MemoryTable(BackendTable["_Pending"]):
     def _index(self) -> np.ndarray:
         """The rowid column as a sorted numpy array (call with the lock held)."""
         if self._rowids is None:
-            self._rowids, self._rowid_buffer = _rowid_array(self._data), None
+            self._rowids, self._rowid_buffer = rowid_array(self._data), None
         return self._rowids
 
-    def _lookup(self, ids: np.ndarray) -> tuple[_Committed, _Lookup]:
+    def _lookup(self, ids: np.ndarray) -> tuple[Committed, Lookup]:
         with self._lock:
-            rowids, live, version = self._index(), _live(self._mask), self._version
-            committed = _Committed(self._data, self._patch)
+            rowids, live, version = self._index(), live_rows(self._mask), self._version
+            committed = Committed(self._data, self._patch)
         # Outside the lock: a DELETE committing meanwhile may change live under this search,
         # but it also bumps the version, so the commit searches again.
-        return committed, _Lookup(ids, _positions(rowids, live, ids), version)
+        return committed, Lookup(ids, positions_of(rowids, live, ids), version)
 
     def _allocate(self, count: int) -> np.ndarray:
         with self._lock:
@@ -441,7 +446,7 @@ class MemoryTable(BackendTable["_Pending"]):
         a patch of more than a quarter of the rows, or more dead rows than live ones."""
         data = self._data
         return (
-            data.column(0).num_chunks >= _MAX_CHUNKS
+            data.column(0).num_chunks >= MAX_CHUNKS
             or self._patch.rows > max(_PATCH_MIN_ROWS, data.num_rows // 4)
             or (self._mask is not None and self._mask.dead * 2 > data.num_rows)
         )
@@ -461,11 +466,11 @@ class MemoryTable(BackendTable["_Pending"]):
             patched = patch.columns and (
                 live is not None or patch.rows > max(_PATCH_MIN_ROWS, data.num_rows // 4)
             )
-        compacted = _materialize(data, patch) if patched else data
+        compacted = materialize(data, patch) if patched else data
         if live is not None:
             compacted = compacted.filter(pa.array(live))
-        if compacted.column(0).num_chunks >= _MAX_CHUNKS:
-            compacted = _fewer_chunks(compacted)
+        if compacted.column(0).num_chunks >= MAX_CHUNKS:
+            compacted = fewer_chunks(compacted)
         with self._lock:
             if live is not None:
                 if self._version != version or self._data is not data:
@@ -478,7 +483,7 @@ class MemoryTable(BackendTable["_Pending"]):
                 compacted = pa.concat_tables([compacted, self._data.slice(data.num_rows)])
             self._data = compacted
             if patched:
-                self._patch = _Patch()
+                self._patch = Patch()
             self._rewrites += 1
 
     def _apply_locked(self, pending: _Pending) -> None:
@@ -493,24 +498,26 @@ class MemoryTable(BackendTable["_Pending"]):
                 data, mask, patch, last_rowid, pending.inserts, self.schema
             )
             if rowids is not None and appended is not None:
-                rowids, buffer = _extended(rowids, buffer, _rowid_array(appended))
+                rowids, buffer = extended(rowids, buffer, rowid_array(appended))
             else:  # rows moved: the index is rebuilt when next needed
                 rowids, buffer = None, None
             rewritten = appended is None
             version += 1
         if pending.updates or pending.deletes:
             if rowids is None:
-                rowids, buffer = _rowid_array(data), None
-            for group in _group_updates(pending.updates):
-                found = _found(rowids, _live(mask), version, group.lookup)
+                rowids, buffer = rowid_array(data), None
+            for group in group_updates(pending.updates):
+                found = lookup_positions(rowids, live_rows(mask), version, group.lookup)
                 patch = patch.add(found, group.columns)
                 version += 1
             if patch.rows > 2 * data.num_rows + _PATCH_MIN_ROWS or patch.most_runs > _MAX_RUNS:
-                data, patch = _materialize(data, patch), _Patch()
+                data, patch = materialize(data, patch), Patch()
                 rewritten = True
             if pending.deletes:
-                found = _found(rowids, _live(mask), version, _merge_lookups(pending.deletes))
-                data, kept, mask, patch = _remove(data, rowids, mask, patch, found)
+                found = lookup_positions(
+                    rowids, live_rows(mask), version, merge_lookups(pending.deletes)
+                )
+                data, kept, mask, patch = remove_rows(data, rowids, mask, patch, found)
                 if kept is not rowids:  # compacted: a new array
                     rowids, buffer, rewritten = kept, None, True
                 version += 1
@@ -560,7 +567,7 @@ class MemoryTable(BackendTable["_Pending"]):
                 continue
             committed, lookup = self._lookup(ids)
             found = lookup.found
-            pending.updates.append(_Update(lookup, columns))
+            pending.updates.append(Update(lookup, columns))
             all_found = len(found.positions) == len(ids)
             affected += len(found.positions) if all_found else int(found.valid.sum())
             # Only the columns the UPDATE leaves alone are read from the table.
@@ -576,7 +583,7 @@ class MemoryTable(BackendTable["_Pending"]):
         if unread:
             ids, columns = _joined_updates(unread)
             _, lookup = self._lookup(ids)
-            pending.updates.append(_Update(lookup, columns))
+            pending.updates.append(Update(lookup, columns))
             affected += int(lookup.found.valid.sum())
         if immediate:
             self._apply(pending)
@@ -599,12 +606,12 @@ class MemoryTable(BackendTable["_Pending"]):
             committed, lookup = self._lookup(ids)
             found = lookup.found
             pending.deletes.append(lookup)
-            affected += _distinct(found.positions)
+            affected += count_distinct(found.positions)
             returned.append(committed.rows_at(found.positions, wanted.names))
         if unread:
             _, lookup = self._lookup(np.concatenate(unread))
             pending.deletes.append(lookup)
-            affected += _distinct(lookup.found.positions)
+            affected += count_distinct(lookup.found.positions)
         if immediate:
             self._apply(pending)
         return DMLResult(
@@ -664,12 +671,12 @@ def memory_table(
 
 def _append(
     data: pa.Table,
-    mask: _DeletionMask | None,
-    patch: _Patch,
+    mask: DeletionMask | None,
+    patch: Patch,
     last_rowid: int,
     batches: list[pa.RecordBatch],
     schema: pa.Schema,
-) -> tuple[pa.Table, _DeletionMask | None, _Patch, int, pa.Table | None]:
+) -> tuple[pa.Table, DeletionMask | None, Patch, int, pa.Table | None]:
     """data with batches appended, kept sorted by rowid: (data, its deletion mask, its
     patch, its last rowid, the rows appended at its end — None when rows already there
     moved)."""
@@ -684,7 +691,7 @@ def _append(
     ids = added.column(0)
     new_last = max(last_rowid, ids[len(ids) - 1].as_py())
     if data.num_rows > 0 and ids[0].as_py() < last_rowid:  # rows move: settle the patch and
-        data, patch = _materialize(data, patch), _Patch()  # the mask first
+        data, patch = materialize(data, patch), Patch()  # the mask first
         if mask is not None:
             data, mask = data.filter(pa.array(mask.live)), None
         data = pa.concat_tables([data, added]).sort_by(schema[0].name)
@@ -692,6 +699,6 @@ def _append(
     data = pa.concat_tables([data, added]) if data.num_rows else added
     if mask is not None:
         mask.append_live(added.num_rows)
-    if data.column(0).num_chunks >= _CHUNKS_BACKSTOP:  # the compactor has not kept up
-        data = _fewer_chunks(data)
+    if data.column(0).num_chunks >= CHUNKS_BACKSTOP:  # the compactor has not kept up
+        data = fewer_chunks(data)
     return data, mask, patch, new_last, added

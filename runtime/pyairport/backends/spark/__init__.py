@@ -1,12 +1,12 @@
 """The Spark backend: Delta tables, read and changed by Flight clients.
 
-session.py starts Spark with Delta; catalog.py finds the tables (a warehouse folder or the
+session.py starts Spark with Delta; backend.py finds the tables (a warehouse folder or the
 session's catalog); layout.py reads how a table is stored and its rows addressed; table.py
 serves one table (scans.py reads it, staging.py holds a statement's changes until its commit);
 sql.py builds Spark SQL text and reads Spark's answers.
 """
 
-from .catalog import SparkBackend
+from .backend import SparkBackend
 from .table import SparkTable
 
 __all__ = ["SparkBackend", "SparkTable"]

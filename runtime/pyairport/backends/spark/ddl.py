@@ -16,7 +16,7 @@ import re
 import shutil
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
@@ -50,6 +50,7 @@ from airport_contracts import (
 from ...catalog import CatalogSchema, MutableCatalog
 from ...names import field_names
 from .folders import WORK_PREFIX, check_storable
+from .lake import Lake
 from .layout import CREATED_TABLE_PROPERTIES, ROW_TRACKING, ROWID, Layout
 from .session import SPARK_STOPPED, engine_lost
 from .sql import one_line, quote
@@ -61,9 +62,6 @@ from .stored_types import (
     stored_field,
     stored_type,
 )
-
-if TYPE_CHECKING:
-    from .catalog import SparkBackend
 
 COLUMN_MAPPING = {
     "delta.columnMapping.mode": "name",
@@ -214,7 +212,7 @@ def _created_properties(fields: list[pa.Field]) -> dict[str, str]:
 class SparkSchema(CatalogSchema):
     """A schema of Delta tables that creates, drops and renames them (DynamicSchema)."""
 
-    def __init__(self, name: str, backend: SparkBackend, comment: str = "") -> None:
+    def __init__(self, name: str, backend: Lake, comment: str = "") -> None:
         super().__init__(name, comment)
         self.backend = backend
 
@@ -296,7 +294,7 @@ class SparkSchema(CatalogSchema):
 class SparkCatalog(MutableCatalog):
     """The served Delta tables' catalog; creates and drops schemas (DynamicCatalog)."""
 
-    def __init__(self, backend: SparkBackend) -> None:
+    def __init__(self, backend: Lake) -> None:
         super().__init__("", refresh=backend.refresh)
         self.backend = backend
 
@@ -344,7 +342,7 @@ class DeltaColumns:
 
     layout: Layout
     spark: Any
-    _read_layout: Callable[[], None]  # SparkTable's: the layout read again after a change
+    reread_layout: Callable[[], None]  # SparkTable's: the layout read again after a change
 
     def _user_field(self, name: str) -> pa.Field:
         schema = self.layout.schema
@@ -380,7 +378,7 @@ class DeltaColumns:
                     self.spark, f"ALTER TABLE {ident} SET TBLPROPERTIES ({properties_sql(missing)})"
                 )
         _run(self.spark, statement(ident))
-        self._read_layout()
+        self.reread_layout()
 
     def add_column(self, ctx: Context, column_schema: pa.Schema, opts: AddColumnOptions) -> None:
         with _missing_ok(opts):

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
@@ -23,14 +23,12 @@ from airport_contracts import Context, EngineUnavailable
 
 from ...functions import Parameter, PythonTableFunction, authorize_table_read, table_function
 from ..shaping import full_width
+from .lake import Lake
 from .layout import ROWID
 from .scans import SCAN_BATCH_ROWS
 from .session import SPARK_STOPPED, engine_lost
 from .sql import one_line
-
-if TYPE_CHECKING:
-    from .catalog import SparkBackend
-    from .table import SparkTable
+from .table import SparkTable
 
 CHANGE_DATA_FEED = "delta.enableChangeDataFeed"
 log = logging.getLogger("pyairport.lake_functions")
@@ -82,7 +80,7 @@ CHANGE_COLUMNS = pa.schema(
 class LakeFunctions:
     """history and table_changes over the Delta tables of backend's catalog."""
 
-    def __init__(self, backend: SparkBackend) -> None:
+    def __init__(self, backend: Lake) -> None:
         self.backend = backend
         self.history = table_function(
             name="history",
@@ -107,8 +105,6 @@ class LakeFunctions:
 
     def _table(self, ctx: Context, function: str, name: str | None) -> SparkTable:
         """The table name names, once the caller may read it."""
-        from .table import SparkTable
-
         schema_name, _, table_name = (name or "").partition(".")
         if not table_name:
             raise ValueError(f"{function}: name the table as schema.table, not {name!r}")

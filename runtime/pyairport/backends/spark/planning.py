@@ -42,24 +42,24 @@ class DeltaScanPlanning:
     # SparkTable's: its delta-rs view, its layout as it is now (with the log's latest
     # version), the version to read as delta-rs opened it (or None: Spark reads it), and its
     # way of turning Spark's failures into what a client may see
-    _snapshots: direct.Snapshots | None
-    _fresh_layout: Callable[[], tuple[Layout, int | None]]
-    _direct_snapshot: Callable[..., Any]
-    _client_errors: Callable[[str], AbstractContextManager[None]]
+    snapshots: direct.Snapshots | None
+    fresh_layout: Callable[[], tuple[Layout, int | None]]
+    direct_snapshot: Callable[..., Any]
+    client_errors: Callable[[str], AbstractContextManager[None]]
     backend: Any  # its SparkBackend (delta_scan_refs: the server's --delta-scan-refs)
 
     def scan_partitions(self, ctx: Context, opts: ScanOptions) -> list[ScanPartition]:
-        layout, latest = self._fresh_layout()
-        with self._client_errors("scan"):
-            snapshot = self._direct_snapshot(layout, opts.time_point, latest)
+        layout, latest = self.fresh_layout()
+        with self.client_errors("scan"):
+            snapshot = self.direct_snapshot(layout, opts.time_point, latest)
         # a scan of a row-tracked table reads its rowids, computed from the log and the files
         # (part_files); only a count does not
         tracked_rowids = layout.rowids == "tracked" and not opts.rows_only
-        if snapshot is None or self._snapshots is None:
+        if snapshot is None or self.snapshots is None:
             return [ScanPartition(token="")]  # Spark reads it, whole
         version = snapshot.version()
         predicate = filters.parse(opts.filter, _pushable(layout)) if opts.filter else None
-        count = self._snapshots.row_count(snapshot)
+        count = self.snapshots.row_count(snapshot)
         if opts.rows_only and predicate is None and count is not None:
             parts = SPLIT.parts(count, count)
             sizes = [count * (i + 1) // parts - count * i // parts for i in range(parts)]
@@ -109,10 +109,10 @@ class DeltaScanPlanning:
             version = int(part["version"])
         except (ValueError, KeyError, TypeError):
             raise ValueError(f"not a scan part of this table: {token!r}") from None
-        snapshot = self._snapshots.at(version) if self._snapshots is not None else None
+        snapshot = self.snapshots.at(version) if self.snapshots is not None else None
         if snapshot is None or not direct.readable(snapshot, layout.features):
             raise RuntimeError(f"version {version} of the table cannot be read any more")
-        if direct.shape(snapshot) != direct.shape(self._snapshots.latest()):  # type: ignore[union-attr]
+        if direct.shape(snapshot) != direct.shape(self.snapshots.latest()):  # type: ignore[union-attr]
             raise RuntimeError("the table's columns changed while it was read; run the query again")
         if "rows" in part:
             return direct.null_rows(layout.schema, int(part["rows"]))
@@ -128,12 +128,12 @@ class DeltaScanPlanning:
         read as they are (file_parts.physical_names) or, for a row-tracked table, the log does
         not give every file its base row id."""
         physical = file_parts.physical_names(snapshot, layout.location)
-        if physical is None or self._snapshots is None or layout.location is None:
+        if physical is None or self.snapshots is None or layout.location is None:
             return None
         bases = None
         materialized = None
         if layout.rowids == "tracked":
-            bases = self._snapshots.base_row_ids(snapshot)
+            bases = self.snapshots.base_row_ids(snapshot)
             if bases is None:
                 return None
             configuration = dict(snapshot.metadata().configuration)
@@ -142,8 +142,8 @@ class DeltaScanPlanning:
             location=layout.location,
             schema=layout.schema,
             partitions=layout.partitions,
-            files=self._snapshots.files(snapshot),
-            masks=self._snapshots.keep_masks(snapshot),
+            files=self.snapshots.files(snapshot),
+            masks=self.snapshots.keep_masks(snapshot),
             physical=physical,
             base_row_ids=bases,
             materialized_row_id=materialized,
@@ -156,7 +156,7 @@ class DeltaScanPlanning:
         it), no column stored as another type, today's rows, and no deletion vector (DuckDB's
         delta_scan applies them when called itself, but not when the Airport extension runs
         it for an endpoint: it would return deleted rows). Else none: DoGet serves it."""
-        layout, latest = self._fresh_layout()
+        layout, latest = self.fresh_layout()
         if (
             not self.backend.delta_scan_refs
             or layout.location is None
@@ -165,9 +165,9 @@ class DeltaScanPlanning:
             or request.time_point is not None
         ):
             return []
-        with self._client_errors("scan"):
-            snapshot = self._direct_snapshot(layout, None, latest)
-        if snapshot is None or self._snapshots is None or self._snapshots.keep_masks(snapshot):
+        with self.client_errors("scan"):
+            snapshot = self.direct_snapshot(layout, None, latest)
+        if snapshot is None or self.snapshots is None or self.snapshots.keep_masks(snapshot):
             return []
         location = str(layout.location.resolve())
         return [FunctionCall("delta_scan", [FunctionCallArg(location, pa.string())])]
@@ -176,17 +176,17 @@ class DeltaScanPlanning:
         """A column's statistics from the latest version's log; unknown for the columns Delta
         keeps no usable statistics of (partition columns, those stored as another type, the
         rowid row tracking computes) and for tables Spark reads."""
-        layout, latest = self._fresh_layout()
+        layout, latest = self.fresh_layout()
         if column_name not in layout.schema.names:
             raise NotFound()
-        with self._client_errors("statistics"):
-            snapshot = self._direct_snapshot(layout, None, latest)
+        with self.client_errors("statistics"):
+            snapshot = self.direct_snapshot(layout, None, latest)
         unknowable = set(layout.retyped) | set(layout.partitions)
         if layout.rowids == "tracked":
             unknowable.add(ROWID)
-        if snapshot is None or self._snapshots is None or column_name in unknowable:
+        if snapshot is None or self.snapshots is None or column_name in unknowable:
             return ColumnStats()
-        files = self._snapshots.files(snapshot)
+        files = self.snapshots.files(snapshot)
         return delta_stats.column_stats(files, layout.schema.field(column_name))
 
 

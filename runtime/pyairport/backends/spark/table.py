@@ -26,7 +26,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -53,6 +53,7 @@ from ..shaping import UpdateColumns, conform_insert, full_width, returning_reade
 from ..time_points import TimePointError
 from . import direct, file_parts
 from .ddl import DeltaColumns
+from .lake import Lake
 from .layout import ROWID, Layout, read_layout
 from .planning import DeltaScanPlanning
 from .scans import Scanner, as_of, log_version
@@ -66,9 +67,6 @@ from .staging import (
     overlay,
     update_frame,
 )
-
-if TYPE_CHECKING:
-    from .catalog import SparkBackend
 
 log = logging.getLogger("pyairport.spark")
 T = TypeVar("T")
@@ -89,7 +87,7 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
 
     def __init__(
         self,
-        backend: SparkBackend,
+        backend: Lake,
         schema_name: str,
         name: str,
         layout: Layout,
@@ -112,7 +110,7 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
         self._lock = threading.Lock()  # rowid allocation and commits of this table
         self._scanner = Scanner(self.spark)
         # delta-rs reads the table where this process sees its files (direct.py)
-        self._snapshots = (
+        self.snapshots = (
             direct.Snapshots(layout.location)
             if layout.location is not None and backend.shares_files
             else None
@@ -128,7 +126,7 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
 
     # --- Table ------------------------------------------------------------------------------
 
-    def _fresh_layout(self) -> tuple[Layout, int | None]:
+    def fresh_layout(self) -> tuple[Layout, int | None]:
         """The layout as of the table's latest version, and that version (None when the log
         cannot be read): another writer may have changed its columns or features (ALTER
         TABLE) since it was read. Spark reads it again only when delta-rs says the version's
@@ -138,24 +136,24 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
         version = log_version(self.layout.location / "_delta_log")
         if version is None or (
             version == self._layout_version
-            and (self._layout_shape is not None or self._snapshots is None)
+            and (self._layout_shape is not None or self.snapshots is None)
         ):
             return self.layout, version
-        latest = self._snapshots.latest(version) if self._snapshots is not None else None
+        latest = self.snapshots.latest(version) if self.snapshots is not None else None
         if latest is None:
             if version != self._layout_version:
-                self._read_layout()
+                self.reread_layout()
         elif self._layout_shape is None and version == self._layout_version:
             self._layout_shape = direct.shape(latest)  # of the version the layout was read at
         elif direct.shape(latest) != self._layout_shape:
-            self._read_layout()
+            self.reread_layout()
         else:
             self._layout_version = version
         return self.layout, version
 
-    def _read_layout(self) -> None:
+    def reread_layout(self) -> None:
         """Spark's reading of the table's layout, with the version and shape it was read at."""
-        latest = self._snapshots.latest() if self._snapshots is not None else None
+        latest = self.snapshots.latest() if self.snapshots is not None else None
         self.layout = read_layout(self.spark, self.layout.ident)
         if self.layout.location is not None:
             self._layout_version = log_version(self.layout.location / "_delta_log")
@@ -167,11 +165,11 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
         pushed-down filters run where they translate. With a time point, the table as it was
         then (its schema then, too). delta-rs reads it where it can (direct.py), else Spark."""
         ctx.raise_if_done()
-        layout, version = self._fresh_layout()
+        layout, version = self.fresh_layout()
         point = opts.time_point if opts is not None else None
         limit = opts.limit if opts is not None and opts.limit > 0 else 0
-        with self._client_errors("scan"):
-            snapshot = self._direct_snapshot(layout, point, version)
+        with self.client_errors("scan"):
+            snapshot = self.direct_snapshot(layout, point, version)
             schema = (
                 layout.schema
                 if point is None or snapshot is not None
@@ -191,7 +189,7 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
             if opts is not None and opts.partition:
                 return self._read_part(ctx, layout, opts.partition, wanted, predicate, limit)
             if snapshot is not None and not wanted and predicate is None and not limit:
-                count = self._snapshots.row_count(snapshot) if self._snapshots else None
+                count = self.snapshots.row_count(snapshot) if self.snapshots else None
                 if count is not None:  # counted from the log: no file is read
                     return direct.null_rows(schema, count)
             if snapshot is not None and not (layout.rowids == "tracked" and ROWID in wanted):
@@ -204,19 +202,19 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
                 ctx, layout, schema, wanted, predicate, limit, point, self._peek_next_rowid
             )
 
-    def _direct_snapshot(
+    def direct_snapshot(
         self, layout: Layout, point: TimePoint | None = None, latest: int | None = None
     ) -> Any:
         """The version to read (the latest, or the time point's) as delta-rs opened it, when
         delta-rs reads it as Spark would and it has today's shape (so today's schema); None
         when Spark reads it. latest: the latest version if just read from the log."""
-        if self._snapshots is None:
+        if self.snapshots is None:
             return None
         if point is None:
-            snapshot = self._snapshots.latest(latest)
+            snapshot = self.snapshots.latest(latest)
         elif point.unit.lower() == "version":
             as_of(point)  # the version's text checked: the client's error, in its words
-            snapshot = self._snapshots.at(int(point.value.strip()))
+            snapshot = self.snapshots.at(int(point.value.strip()))
         else:
             return None  # a timestamp: Spark finds the version as Delta defines it
         if snapshot is None or not direct.readable(snapshot, layout.features):
@@ -227,11 +225,11 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
 
     def schema_for_request(self, ctx: Context, request: SchemaRequest) -> pa.Schema:
         """The schema at request.time_point (Delta keeps every version's)."""
-        layout, _ = self._fresh_layout()
+        layout, _ = self.fresh_layout()
         if request.time_point is None:
             return layout.schema
-        with self._client_errors("scan"):
-            if self._direct_snapshot(layout, request.time_point) is not None:
+        with self.client_errors("scan"):
+            if self.direct_snapshot(layout, request.time_point) is not None:
                 return layout.schema  # the version has today's shape
             return self._scanner.schema_at(layout, as_of(request.time_point))
 
@@ -249,7 +247,7 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
         return int(self.spark.sql(f"SELECT count(*) FROM {self.fqn}").first()[0])
 
     @contextmanager
-    def _client_errors(self, operation: str) -> Iterator[None]:
+    def client_errors(self, operation: str) -> Iterator[None]:
         """Spark's failures as a client may see them: the client's own (a constraint, a
         time point that does not exist) as INVALID_ARGUMENT, the rest as one line; the plan
         and the stack only in the server's log."""
@@ -278,7 +276,7 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
             return None
         with self._lock:
             if self._next_rowid is None:
-                with self._client_errors("insert"):
+                with self.client_errors("insert"):
                     query = self.spark.sql(f"SELECT max({quote(ROWID)}) FROM {self.fqn}")
                     (largest,) = query.first()
                 self._next_rowid = (largest or 0) + 1
@@ -397,7 +395,7 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
             pending.updates.append((ids, columns))
             staged.append(ids)
             if returning:  # RETURNING needs each batch's rows now; otherwise none are read
-                with self._client_errors("update"):
+                with self.client_errors("update"):
                     current = self._rows_for(ids)
                 affected_rows += current.num_rows
                 returned.extend(overlay(current, ids, columns, ROWID).to_batches())
@@ -414,7 +412,7 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
             pending.deletes.append(ids)
             staged.append(ids)
             if returning:
-                with self._client_errors("delete"):
+                with self.client_errors("delete"):
                     current = self._rows_for(ids)
                 affected_rows += current.num_rows
                 returned.extend(current.to_batches())
@@ -428,13 +426,13 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
         flush(pending)
         with self._lock:
             if pending.files:
-                with self._client_errors("insert"):
+                with self.client_errors("insert"):
                     self._append(pending)
             if pending.updates:
-                with self._client_errors("update"):
+                with self.client_errors("update"):
                     return self._retrying(lambda: self._apply_updates(pending.updates))
             if pending.deletes:
-                with self._client_errors("delete"):
+                with self.client_errors("delete"):
                     ids = np.unique(np.concatenate(pending.deletes))
                     return self._retrying(lambda: self._apply_deletes(ids))
         return None
@@ -641,7 +639,7 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
     def _tracked_rows(self, ids: np.ndarray, version: int) -> pa.Table:
         """The rows of a row-tracked table with these rowids at version: read from its files
         where the log gives their row ids (no Spark job), else by Spark."""
-        snapshot = self._direct_snapshot(self.layout, None, version)
+        snapshot = self.direct_snapshot(self.layout, None, version)
         files = None
         if snapshot is not None and snapshot.version() == version:
             files = self.part_files(self.layout, snapshot)

@@ -26,13 +26,12 @@ from airport_contracts import (
     with_context_meta,
     with_transaction_id,
 )
+from airport_contracts.dispatch import PROTOCOLS
 from airport_contracts.vocabulary import Protocol
 
-from . import call_log
-from .access import Access
-from .auth import AUTHORIZATION_HEADER
-from .catalogs import DATABASES_TICKET, Catalogs, catalog_in_body, catalog_in_ticket
-from .dispatch import (
+from ..access.gate import Access
+from ..access.tokens import AUTHORIZATION_HEADER
+from ..dispatch import (
     Dispatcher,
     OutputBatch,
     OutputFinal,
@@ -43,8 +42,10 @@ from .dispatch import (
     parse_exchange_headers,
     transaction_id_from_headers,
 )
+from ..wire.ipc import FlightDataInput, encode_app_metadata, encode_batch, encode_schema
+from . import call_log
 from .grpc_call import call_context, call_headers
-from .ipc import FlightDataInput, encode_app_metadata, encode_batch, encode_schema
+from .routing import DATABASES_TICKET, Catalogs, catalog_in_body, catalog_in_ticket
 
 log = logging.getLogger("pyairport.transport")
 
@@ -72,14 +73,9 @@ def client_messages(
         raise Canceled()
 
 
-_PROTOCOL_OF = {
-    "DoExchange": Protocol.DOEXCHANGE,
-    "DoPut": Protocol.DOPUT,
-    "DoAction": Protocol.DOACTION,
-    "DoGet": Protocol.DOGET,
-    "GetFlightInfo": Protocol.GETFLIGHTINFO,
-    "ListFlights": Protocol.GETFLIGHTINFO,
-}
+_PROTOCOL_OF = {row.transport: Protocol(row.id) for row in PROTOCOLS.values()}
+"""The protocol whose headers each RPC carries, from the contract's rows (ListFlights, which
+no row names, carries GetFlightInfo's)."""
 
 
 def _abort(grpc_context: grpc.ServicerContext, error: AirportError) -> None:

@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .functions import scalar_function, table_function, table_function_in_out
+from ..functions import scalar_function, table_function, table_function_in_out
 
 MAX_SERIES_ROWS = 10_000_000
 _SERIES_BATCH_ROWS = 65536

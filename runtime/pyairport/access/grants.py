@@ -17,9 +17,9 @@ from typing import Protocol, TypeVar
 
 from airport_contracts import Context, PermissionDenied
 
+from ..names import check_name
+from ..wire.go_text import go_quote
 from .audit import audit
-from .go_text import go_quote
-from .names import check_name
 
 _ACCESS = "pyairport.access"  # the key the call's access is kept under
 
@@ -33,7 +33,7 @@ class Right(StrEnum):
 
 
 class Grants(Protocol):
-    """Who may do what where (pyairport.policy.Policy)."""
+    """Who may do what where (pyairport.access.policy.Policy)."""
 
     def allows(self, identity: str, catalog: str, schema: str, right: Right) -> bool:
         """Whether identity holds right on catalog.schema."""

@@ -20,11 +20,11 @@ import pyarrow.compute as pc
 
 from airport_contracts import Context, Table
 
-from .catalog import CatalogSchema, MutableCatalog
-from .demo_functions import DEMO_FUNCTIONS
+from ..catalog import CatalogSchema, MutableCatalog
+from .functions import DEMO_FUNCTIONS
 
 if TYPE_CHECKING:
-    from .backends.spark import SparkBackend
+    from ..backends.spark import SparkBackend
 
 USERS_COLUMNS = pa.schema(
     [pa.field("id", pa.int64()), pa.field("name", pa.string()), pa.field("email", pa.string())]
@@ -89,8 +89,8 @@ def add_demo_functions(catalog: MutableCatalog) -> None:
 
 
 def memory_demo_catalog(name: str = "") -> MutableCatalog:
-    from .backends.memory import memory_table
-    from .backends.memory.ddl import MemoryCatalog, MemorySchema
+    from ..backends.memory import memory_table
+    from ..backends.memory.catalog import MemoryCatalog, MemorySchema
 
     def make(
         schema: str,

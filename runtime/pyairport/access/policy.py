@@ -26,7 +26,7 @@ from typing import Any
 
 from airport_contracts import Context, identity_from_context
 
-from .go_text import go_quote
+from ..wire.go_text import go_quote
 from .grants import Right
 
 ANY = "*"

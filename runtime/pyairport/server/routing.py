@@ -30,10 +30,10 @@ from airport_contracts import (
 from airport_contracts.dispatch import ACTIONS, DDL_ACTIONS, OPERATIONS, PROTOCOLS
 from airport_contracts.vocabulary import Action, Protocol
 
-from .dispatch import Dispatcher, catalog_from_headers, transaction_id_from_headers
-from .dispatch.flight_infos import REUSE_CONNECTION
-from .go_text import go_quote
-from .ipc import serialize_schema
+from ..dispatch import Dispatcher, catalog_from_headers, transaction_id_from_headers
+from ..dispatch.flight_infos import REUSE_CONNECTION
+from ..wire.go_text import go_quote
+from ..wire.ipc import serialize_schema
 
 DEFAULT = ""
 

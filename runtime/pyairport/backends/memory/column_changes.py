@@ -1,5 +1,5 @@
-"""DDL on the memory backend (protocol §5): a catalog that creates and drops schemas, schemas
-that create, drop and rename tables, and the column changes of a memory table.
+"""The column changes of a memory table (protocol §5): each is a function (schema, rows) →
+(schema, rows), rowid column first, that MemoryTable applies to its committed rows.
 
 A column change rewrites the table's committed rows under its lock, as one step: statements
 already committed are in it, scans already running keep reading the rows they started with.
@@ -18,130 +18,19 @@ from airport_contracts import (
     AddFieldOptions,
     AlreadyExists,
     ChangeColumnTypeOptions,
-    Context,
-    CreateSchemaOptions,
-    CreateTableOptions,
     DropNotNullOptions,
-    DropSchemaOptions,
-    DropTableOptions,
     NotFound,
-    OnConflict,
     RemoveColumnOptions,
     RemoveFieldOptions,
     RenameColumnOptions,
     RenameFieldOptions,
-    RenameTableOptions,
-    SchemaNotEmpty,
     SetDefaultOptions,
     SetNotNullOptions,
-    Table,
     Unimplemented,
-    find_rowid_column,
 )
-
-from ...catalog import CatalogSchema, MutableCatalog
-from ..capabilities import ALL_CAPABILITIES
 
 DEFAULT_METADATA_KEY = b"default"
 """Field metadata holding a column's DEFAULT expression, as set_default records it."""
-
-TableMaker = Callable[[str, pa.Schema, str], Table]
-
-
-class MemorySchema(CatalogSchema):
-    """A schema of memory tables that creates, drops and renames them (DynamicSchema)."""
-
-    def __init__(self, name: str, comment: str = "", make_table: TableMaker | None = None) -> None:
-        super().__init__(name, comment)
-        self._make_table = make_table or _new_memory_table
-
-    def create_table(
-        self, ctx: Context, name: str, schema: pa.Schema, opts: CreateTableOptions
-    ) -> Table:
-        if opts.unique_constraints or opts.check_constraints:
-            # Nothing here would enforce them: refuse rather than accept rows they forbid.
-            raise Unimplemented("the memory backend does not enforce UNIQUE or CHECK constraints")
-        columns = _user_columns(schema, opts.not_null_constraints)
-        with self._lock:
-            existing = self._tables.get(name)
-            if existing is not None:
-                if opts.on_conflict is OnConflict.IGNORE:
-                    return existing
-                if opts.on_conflict is not OnConflict.REPLACE:
-                    raise AlreadyExists(f"table {name!r} already exists")
-            table = self._make_table(name, columns, "")
-            self._tables[name] = table
-        self.on_change()
-        return table
-
-    def drop_table(self, ctx: Context, name: str, opts: DropTableOptions) -> None:
-        with self._lock:
-            if name not in self._tables:
-                if opts.ignore_not_found:
-                    return
-                raise NotFound(f"table {name!r} not found")
-            del self._tables[name]
-        self.on_change()
-
-    def rename_table(
-        self, ctx: Context, old_name: str, new_name: str, opts: RenameTableOptions
-    ) -> None:
-        with self._lock:
-            table = self._tables.get(old_name)
-            if table is None:
-                if opts.ignore_not_found:
-                    return
-                raise NotFound(f"table {old_name!r} not found")
-            if new_name in self._tables:
-                raise AlreadyExists(f"table {new_name!r} already exists")
-            rename = getattr(table, "rename", None)
-            if not callable(rename):
-                raise Unimplemented("this table cannot be renamed")
-            rename(new_name)
-            self._tables[new_name] = self._tables.pop(old_name)
-        self.on_change()
-
-
-class MemoryCatalog(MutableCatalog):
-    """A catalog of memory schemas that creates and drops them (DynamicCatalog)."""
-
-    def create_schema(self, ctx: Context, name: str, opts: CreateSchemaOptions) -> CatalogSchema:
-        with self._lock:
-            if name in self._schemas:
-                raise AlreadyExists(f"schema {name!r} already exists")
-        return self.add_schema(MemorySchema(name, opts.comment))
-
-    def drop_schema(self, ctx: Context, name: str, opts: DropSchemaOptions) -> None:
-        with self._lock:
-            schema = self._schemas.get(name)
-            if schema is None:
-                if opts.ignore_not_found:
-                    return
-                raise NotFound(f"schema {name!r} not found")
-            if schema.tables(ctx):
-                raise SchemaNotEmpty(f"schema {name!r} contains tables")
-            del self._schemas[name]
-        self.changed()
-
-
-def _new_memory_table(name: str, columns: pa.Schema, comment: str) -> Table:
-    from .table import memory_table
-
-    return memory_table(name, columns, ALL_CAPABILITIES, comment=comment)
-
-
-def _user_columns(schema: pa.Schema, not_null: Sequence[int]) -> pa.Schema:
-    """A CREATE TABLE's columns without a rowid column (the memory table adds its own), the
-    NOT NULL ones marked."""
-    fields = [
-        field.with_nullable(field.nullable and index not in set(not_null))
-        for index, field in enumerate(schema)
-    ]
-    rowid = find_rowid_column(schema)
-    return pa.schema([f for i, f in enumerate(fields) if i != rowid], metadata=schema.metadata)
-
-
-# --- column changes: (schema, rows) → (schema, rows), rowid column first ----------------------
 
 Change = Callable[[pa.Schema, pa.Table], tuple[pa.Schema, pa.Table]]
 

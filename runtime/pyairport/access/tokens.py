@@ -1,5 +1,5 @@
 """The bearer token of `serve --auth-token` / `--auth-token-file`, and the header it travels
-in. The check itself is pyairport.access (an Authenticator, pyairport.identities.StaticToken
+in. The check itself is pyairport.access.gate (an Authenticator, pyairport.access.identities.StaticToken
 for one shared token)."""
 
 from __future__ import annotations

@@ -19,14 +19,14 @@ from airport_contracts import (
     TransactionState,
 )
 
+from ..access.gate import Access
+from ..access.identities import StaticToken
+from ..access.policy import Policy
+from ..dispatch import Dispatcher
+from ..dispatch.dispatcher import catalog_name
 from . import call_log
-from .access import Access
 from .allocator import keep_message_memory
-from .catalogs import Catalogs
-from .dispatch import Dispatcher
-from .dispatch.dispatcher import catalog_name
-from .identities import StaticToken
-from .policy import Policy
+from .routing import Catalogs
 from .transport import FlightService, add_to_server
 
 log = logging.getLogger("pyairport.server")
@@ -60,7 +60,7 @@ class AirportServer:
     airport-go's Server and MultiCatalogServer in one: catalog (or none) now, more with
     add_catalog; transactions for that catalog, or catalog_transactions, one
     CatalogTransactionManager for every catalog. authenticator (or config.auth_token, one
-    shared token): who calls; policy: what each identity may do where (pyairport.policy)."""
+    shared token): who calls; policy: what each identity may do where (pyairport.access.policy)."""
 
     def __init__(
         self,

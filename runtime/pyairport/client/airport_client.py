@@ -44,10 +44,11 @@ from airport_contracts.dispatch import PROTOCOLS
 from airport_contracts.vocabulary import Action, Header, OperationName, Protocol
 from airport_support.vocabulary import HeaderRole
 
-from . import filters
-from .client_ddl import DdlCalls
-from .column_ids import ids_for_names
-from .ipc import encode_batch, read_message, schema_message
+from .. import filters
+from ..wire.column_ids import ids_for_names
+from ..wire.ipc import encode_batch, read_message, schema_message
+from .ddl import DdlCalls
+from .errors import remote_error
 from .remote_catalog import (
     SchemaInfo,
     TableInfo,
@@ -69,54 +70,6 @@ MAX_HEADER_BYTES = 64 * 1024
 _END = object()
 _OUTBOX_MESSAGES = 4  # serialized batches waiting for gRPC to send them
 _Result = TypeVar("_Result")
-
-
-class RemoteError(Exception):
-    """The server answered with a gRPC error status."""
-
-    def __init__(self, code: grpc.StatusCode, message: str) -> None:
-        super().__init__(f"{code.name}: {message}")
-        self.code = code
-        self.message = message
-
-
-class InvalidArgument(RemoteError):
-    """INVALID_ARGUMENT: the request was malformed or broke a validation rule."""
-
-
-class NotFound(RemoteError):
-    """NOT_FOUND: a schema, table, row or transaction does not exist."""
-
-
-class FailedPrecondition(RemoteError):
-    """FAILED_PRECONDITION: the table cannot do that, or the transaction is over."""
-
-
-class Internal(RemoteError):
-    """INTERNAL: the table or a commit failed; the message says how."""
-
-
-class Unimplemented(RemoteError):
-    """UNIMPLEMENTED: the server does not serve that call or action."""
-
-
-class Unauthenticated(RemoteError):
-    """UNAUTHENTICATED: the server needs a (different) bearer token."""
-
-
-_BY_CODE: dict[grpc.StatusCode, type[RemoteError]] = {
-    grpc.StatusCode.INVALID_ARGUMENT: InvalidArgument,
-    grpc.StatusCode.NOT_FOUND: NotFound,
-    grpc.StatusCode.FAILED_PRECONDITION: FailedPrecondition,
-    grpc.StatusCode.INTERNAL: Internal,
-    grpc.StatusCode.UNIMPLEMENTED: Unimplemented,
-    grpc.StatusCode.UNAUTHENTICATED: Unauthenticated,
-}
-
-
-def remote_error(error: grpc.RpcError) -> RemoteError:
-    code = error.code()
-    return _BY_CODE.get(code, RemoteError)(code, error.details() or "")
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """AirportClient's DDL calls (protocol §5): each builds the action's request payload, sends it
-as DuckDB does and decodes the answer. A call that changes a table answers the table as the
-server now describes it (TableInfo), when the action answers a FlightInfo."""
+as DuckDB does and decodes the answer the contract's row says the action gives
+(DDL_ACTIONS[…].answer): the schema's contents, the table as the server now describes it
+(TableInfo, from a FlightInfo), or nothing."""
 
 from __future__ import annotations
 
@@ -26,9 +27,10 @@ from airport_contracts import (
     SetDefaultParams,
     SetNotNullParams,
 )
+from airport_contracts.dispatch import DDL_ACTIONS
 from airport_contracts.vocabulary import Action
 
-from .ipc import serialize_schema
+from ..wire.ipc import serialize_schema
 from .remote_catalog import TableInfo, table_info
 
 
@@ -42,9 +44,22 @@ class DdlCalls:
     action: Callable[..., list[bytes]]
     """AirportClient.action: one DoAction, its Result bodies."""
 
-    def _table(self, action: str, body: bytes) -> TableInfo | None:
+    def _call(self, action: str, body: bytes) -> TableInfo | SerializedContents | None:
+        """One DDL action, its answer decoded as the contract's row says."""
         answers = self.action(action, body)
-        return table_info(answers[0]) if answers else None
+        kind = DDL_ACTIONS[action].answer
+        if not answers or kind == "none":
+            return None
+        if kind == "schema_contents":
+            return SerializedContents.decode(answers[0])
+        if kind == "flight_info":
+            return table_info(answers[0])
+        raise AssertionError(f"the contract's answer {kind!r} has no decoder in the client")
+
+    def _table(self, action: str, body: bytes) -> TableInfo | None:
+        answer = self._call(action, body)
+        assert answer is None or isinstance(answer, TableInfo), answer
+        return answer
 
     def create_schema(
         self,
@@ -57,15 +72,16 @@ class DdlCalls:
         body = CreateSchemaParams(
             catalog_name=catalog, schema=schema, comment=comment, tags=tags or {}
         ).encode()
-        (answer,) = self.action(Action.CREATE_SCHEMA, body)
-        return SerializedContents.decode(answer)
+        answer = self._call(Action.CREATE_SCHEMA, body)
+        assert isinstance(answer, SerializedContents), answer
+        return answer
 
     def drop_schema(self, schema: str, if_exists: bool = False, catalog: str = "") -> None:
         """DROP SCHEMA [IF EXISTS]."""
         body = DropSchemaParams(
             type="schema", catalog_name=catalog, name=schema, ignore_not_found=if_exists
         ).encode()
-        self.action(Action.DROP_SCHEMA, body)
+        self._call(Action.DROP_SCHEMA, body)
 
     def create_table(
         self,
@@ -103,7 +119,7 @@ class DdlCalls:
             name=table,
             ignore_not_found=if_exists,
         ).encode()
-        self.action(Action.DROP_TABLE, body)
+        self._call(Action.DROP_TABLE, body)
 
     def rename_table(
         self, schema: str, table: str, new_name: str, catalog: str = ""
@@ -167,28 +183,32 @@ class DdlCalls:
         ).encode()
         return self._table(Action.CHANGE_COLUMN_TYPE, body)
 
-    def set_not_null(self, schema: str, table: str, column: str, catalog: str = "") -> None:
+    def set_not_null(
+        self, schema: str, table: str, column: str, catalog: str = ""
+    ) -> TableInfo | None:
         """ALTER TABLE … ALTER COLUMN … SET NOT NULL."""
         body = SetNotNullParams(
             catalog=catalog, schema=schema, name=table, column_name=column
         ).encode()
-        self.action(Action.SET_NOT_NULL, body)
+        return self._table(Action.SET_NOT_NULL, body)
 
-    def drop_not_null(self, schema: str, table: str, column: str, catalog: str = "") -> None:
+    def drop_not_null(
+        self, schema: str, table: str, column: str, catalog: str = ""
+    ) -> TableInfo | None:
         """ALTER TABLE … ALTER COLUMN … DROP NOT NULL."""
         body = DropNotNullParams(
             catalog=catalog, schema=schema, name=table, column_name=column
         ).encode()
-        self.action(Action.DROP_NOT_NULL, body)
+        return self._table(Action.DROP_NOT_NULL, body)
 
     def set_default(
         self, schema: str, table: str, column: str, expression: str, catalog: str = ""
-    ) -> None:
+    ) -> TableInfo | None:
         """ALTER TABLE … ALTER COLUMN … SET DEFAULT (expression: SQL)."""
         body = SetDefaultParams(
             catalog=catalog, schema=schema, name=table, column_name=column, expression=expression
         ).encode()
-        self.action(Action.SET_DEFAULT, body)
+        return self._table(Action.SET_DEFAULT, body)
 
     def add_field(
         self,

@@ -8,7 +8,7 @@ import logging
 
 from airport_contracts import AirportError, Context, StatusCode, identity_from_context
 
-from .go_text import go_quote
+from ..wire.go_text import go_quote
 
 log = logging.getLogger("pyairport.audit")
 

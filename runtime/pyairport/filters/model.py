@@ -1,0 +1,67 @@
+"""The predicate tree a DuckDB filter becomes: comparisons, IN, IS NULL, BETWEEN and the
+boolean combinators over plain columns and constants."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Compare:
+    column: str
+    op: str  # ==, !=, <, >, <= or >=
+    value: Any
+
+
+@dataclass(frozen=True)
+class In:
+    column: str
+    values: tuple[Any, ...]
+    negated: bool
+
+
+@dataclass(frozen=True)
+class IsNull:
+    column: str
+    negated: bool
+
+
+@dataclass(frozen=True)
+class Between:
+    column: str
+    lower: Any
+    upper: Any
+    lower_inclusive: bool
+    upper_inclusive: bool
+
+
+@dataclass(frozen=True)
+class And:
+    children: tuple[Predicate, ...]
+
+
+@dataclass(frozen=True)
+class Or:
+    children: tuple[Predicate, ...]
+
+
+@dataclass(frozen=True)
+class Not:
+    child: Predicate
+
+
+Predicate = Compare | In | IsNull | Between | And | Or | Not
+
+
+def columns_of(predicate: Predicate) -> list[str]:
+    """The columns a predicate reads, in the order it names them: a scan must ask for these
+    too, since a server may leave the columns it was not asked for empty."""
+    if isinstance(predicate, And | Or):
+        found: list[str] = []
+        for child in predicate.children:
+            found += [name for name in columns_of(child) if name not in found]
+        return found
+    if isinstance(predicate, Not):
+        return columns_of(predicate.child)
+    return [predicate.column]

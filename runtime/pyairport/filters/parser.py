@@ -1,0 +1,165 @@
+"""DuckDB's `json_filters` read into the predicate tree (pyairport.filters says what is
+translated and why the rest is dropped)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pyarrow as pa
+
+from .model import And, Between, Compare, In, IsNull, Not, Or, Predicate
+
+# DuckDB logical type ids whose JSON constants are plain JSON scalars with the same meaning.
+SCALAR_TYPES = frozenset(
+    {
+        "BOOLEAN",
+        "TINYINT",
+        "SMALLINT",
+        "INTEGER",
+        "BIGINT",
+        "UTINYINT",
+        "USMALLINT",
+        "UINTEGER",
+        "UBIGINT",
+        "FLOAT",
+        "DOUBLE",
+        "VARCHAR",
+    }
+)
+COMPARISONS = {
+    "COMPARE_EQUAL": "==",
+    "COMPARE_NOTEQUAL": "!=",
+    "COMPARE_LESSTHAN": "<",
+    "COMPARE_GREATERTHAN": ">",
+    "COMPARE_LESSTHANOREQUALTO": "<=",
+    "COMPARE_GREATERTHANOREQUALTO": ">=",
+}
+"""DuckDB's comparison expression types, by the operator they compare with."""
+_FLIPPED = {"==": "==", "!=": "!=", "<": ">", ">": "<", "<=": ">=", ">=": "<="}
+
+
+class _Unsupported(Exception):
+    """An expression this module does not translate."""
+
+
+def parse(data: bytes | str | None, schema: pa.Schema) -> Predicate | None:
+    """The widest-safe predicate for DuckDB's filter JSON over a table with this schema, or
+    None when nothing can be pushed down."""
+    if not data:
+        return None
+    try:
+        document = json.loads(data)
+        names = document["column_binding_names_by_index"]
+        filters = document["filters"]
+        if not isinstance(names, list) or not isinstance(filters, list):
+            return None
+        reader = _Reader(names, {f.name: f.type for f in schema})
+        predicate, _ = reader.conjunction(filters)
+        return predicate
+    except (ValueError, TypeError, KeyError, RecursionError):  # RecursionError: absurd nesting
+        return None
+
+
+class _Reader:
+    def __init__(self, names: list[Any], columns: dict[str, pa.DataType]) -> None:
+        self.names = names
+        self.columns = columns
+
+    def conjunction(self, children: list[Any]) -> tuple[Predicate | None, bool]:
+        """AND of children: the translatable ones (exact only if all were)."""
+        kept, exact = [], True
+        for child in children:
+            try:
+                predicate, child_exact = self.expression(child)
+            except (_Unsupported, KeyError, TypeError, ValueError, IndexError):
+                exact = False
+                continue
+            if predicate is None:
+                exact = False
+                continue
+            kept.append(predicate)
+            exact = exact and child_exact
+        if not kept:
+            return None, False
+        return (kept[0] if len(kept) == 1 else And(tuple(kept))), exact
+
+    def expression(self, node: dict[str, Any]) -> tuple[Predicate | None, bool]:
+        kind, kind_type = node["expression_class"], node["type"]
+        if kind == "BOUND_CONJUNCTION" and kind_type == "CONJUNCTION_AND":
+            return self.conjunction(node["children"])
+        if kind == "BOUND_CONJUNCTION" and kind_type == "CONJUNCTION_OR":
+            children = [self.exact(child) for child in node["children"]]
+            return Or(tuple(children)), True
+        if kind == "BOUND_COMPARISON" and kind_type in COMPARISONS:
+            return self.comparison(COMPARISONS[kind_type], node["left"], node["right"]), True
+        if kind == "BOUND_BETWEEN":
+            column = self.column(node["input"])
+            return (
+                Between(
+                    column,
+                    self.constant(node["lower"], column),
+                    self.constant(node["upper"], column),
+                    bool(node["lower_inclusive"]),
+                    bool(node["upper_inclusive"]),
+                ),
+                True,
+            )
+        if kind == "BOUND_OPERATOR":
+            children = node["children"]
+            if kind_type in ("OPERATOR_IS_NULL", "OPERATOR_IS_NOT_NULL") and len(children) == 1:
+                return IsNull(self.column(children[0]), kind_type == "OPERATOR_IS_NOT_NULL"), True
+            if kind_type in ("COMPARE_IN", "COMPARE_NOT_IN") and len(children) >= 2:
+                column = self.column(children[0])
+                values = tuple(self.constant(child, column) for child in children[1:])
+                return In(column, values, kind_type == "COMPARE_NOT_IN"), True
+            if kind_type == "OPERATOR_NOT" and len(children) == 1:
+                return Not(self.exact(children[0])), True
+        raise _Unsupported(kind_type)
+
+    def exact(self, node: dict[str, Any]) -> Predicate:
+        """A translation that dropped nothing (required under OR and NOT)."""
+        predicate, exact = self.expression(node)
+        if predicate is None or not exact:
+            raise _Unsupported("inexact")
+        return predicate
+
+    def comparison(self, op: str, left: dict[str, Any], right: dict[str, Any]) -> Predicate:
+        if left["expression_class"] == "BOUND_COLUMN_REF":
+            column = self.column(left)
+            return Compare(column, op, self.constant(right, column))
+        column = self.column(right)
+        return Compare(column, _FLIPPED[op], self.constant(left, column))
+
+    def column(self, node: dict[str, Any]) -> str:
+        if node["expression_class"] != "BOUND_COLUMN_REF":
+            raise _Unsupported(node["expression_class"])
+        index = node["binding"]["column_index"]
+        if not isinstance(index, int) or not 0 <= index < len(self.names):
+            raise _Unsupported("binding")
+        name = self.names[index]
+        if name not in self.columns:
+            raise _Unsupported("column")
+        return str(name)
+
+    def constant(self, node: dict[str, Any], column: str) -> Any:
+        """A constant compared with column, when its value fits the column's type."""
+        if node["expression_class"] != "BOUND_CONSTANT":
+            raise _Unsupported(node["expression_class"])
+        value = node["value"]
+        if value["type"]["id"] not in SCALAR_TYPES or value.get("is_null"):
+            raise _Unsupported("constant")
+        scalar = value["value"]
+        if not _fits(scalar, self.columns[column]):
+            raise _Unsupported("constant type")
+        return scalar
+
+
+def _fits(value: Any, column: pa.DataType) -> bool:
+    if isinstance(value, bool):
+        return bool(pa.types.is_boolean(column))
+    if isinstance(value, int):
+        return bool(pa.types.is_integer(column)) and -(2**63) <= value < 2**63
+    if isinstance(value, str):
+        return bool(pa.types.is_string(column) or pa.types.is_large_string(column))
+    return False  # floats: see the module docstring

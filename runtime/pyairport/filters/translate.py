@@ -1,0 +1,61 @@
+"""One walk of the predicate tree for every backend's expression language: a Translator
+says how the language spells a column, a literal and the combinators."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .model import And, Between, Compare, In, IsNull, Not, Predicate
+
+_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    ">": operator.gt,
+    "<=": operator.le,
+    ">=": operator.ge,
+}
+
+
+@dataclass(frozen=True)
+class Translator:
+    """How a backend spells the predicate tree: column reference, literal, and the boolean
+    combinators of its expression language."""
+
+    column: Callable[[str], Any]
+    literal: Callable[[Any], Any]
+    is_null: Callable[[Any], Any]
+    is_in: Callable[[Any, list[Any]], Any]
+    both: Callable[[Any, Any], Any]
+    either: Callable[[Any, Any], Any]
+    negate: Callable[[Any], Any]
+
+
+def translate(predicate: Predicate, to: Translator) -> Any:
+    if isinstance(predicate, Compare):
+        return _OPERATORS[predicate.op](to.column(predicate.column), to.literal(predicate.value))
+    if isinstance(predicate, In):
+        found = to.is_in(to.column(predicate.column), list(predicate.values))
+        return to.negate(found) if predicate.negated else found
+    if isinstance(predicate, IsNull):
+        null = to.is_null(to.column(predicate.column))
+        return to.negate(null) if predicate.negated else null
+    if isinstance(predicate, Between):
+        column = to.column(predicate.column)
+        low = (operator.ge if predicate.lower_inclusive else operator.gt)(
+            column, to.literal(predicate.lower)
+        )
+        high = (operator.le if predicate.upper_inclusive else operator.lt)(
+            column, to.literal(predicate.upper)
+        )
+        return to.both(low, high)
+    if isinstance(predicate, Not):
+        return to.negate(translate(predicate.child, to))
+    combine = to.both if isinstance(predicate, And) else to.either
+    result = translate(predicate.children[0], to)
+    for child in predicate.children[1:]:
+        result = combine(result, translate(child, to))
+    return result

@@ -1,0 +1,126 @@
+"""The predicate tree written as DuckDB's `json_filters`: what a client sends in an
+`endpoints` request (AirportClient's scans), and what the parser reads back."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+
+from .model import And, Between, Compare, In, IsNull, Not, Predicate
+from .parser import COMPARISONS
+
+# The DuckDB logical type a constant of an Arrow column's type is written as.
+_DUCKDB_TYPES: tuple[tuple[Callable[[pa.DataType], bool], Callable[[pa.DataType], str]], ...] = (
+    (pa.types.is_boolean, lambda t: "BOOLEAN"),
+    (
+        pa.types.is_integer,
+        lambda t: (
+            ("U" if pa.types.is_unsigned_integer(t) else "")
+            + {8: "TINYINT", 16: "SMALLINT", 32: "INTEGER", 64: "BIGINT"}[t.bit_width]
+        ),
+    ),
+    (pa.types.is_float32, lambda t: "FLOAT"),
+    (pa.types.is_float64, lambda t: "DOUBLE"),
+    (lambda t: pa.types.is_string(t) or pa.types.is_large_string(t), lambda t: "VARCHAR"),
+)
+
+
+def to_json(predicate: Predicate, schema: pa.Schema) -> str:
+    """The predicate as DuckDB's `json_filters` over a table with this schema: what DuckDB's
+    Airport extension sends in an `endpoints` request, and what `parse` reads back. A top-level
+    AND becomes separate filters, as DuckDB writes them. Columns of other types than boolean,
+    integer, floating point and string cannot be written (ValueError)."""
+    names = schema.names
+    columns = {f.name: f.type for f in schema}
+    writer = _Writer(names, columns)
+    parts = predicate.children if isinstance(predicate, And) else (predicate,)
+    return json.dumps(
+        {
+            "filters": [writer.expression(part) for part in parts],
+            "column_binding_names_by_index": names,
+        }
+    )
+
+
+class _Writer:
+    def __init__(self, names: list[str], columns: dict[str, pa.DataType]) -> None:
+        self.names = names
+        self.columns = columns
+
+    def type_id(self, column: str) -> str:
+        data_type = self.columns[column]
+        for matches, name in _DUCKDB_TYPES:
+            if matches(data_type):
+                return name(data_type)
+        raise ValueError(f"cannot filter column {column!r} of type {data_type}")
+
+    def column(self, name: str) -> dict[str, Any]:
+        if name not in self.columns:
+            raise ValueError(f"cannot filter column {name!r}: the table has no such column")
+        return {
+            "expression_class": "BOUND_COLUMN_REF",
+            "type": "BOUND_COLUMN_REF",
+            "alias": "",
+            "return_type": {"id": self.type_id(name), "type_info": None},
+            "binding": {"table_index": 0, "column_index": self.names.index(name)},
+            "depth": 0,
+        }
+
+    def constant(self, value: Any, column: str) -> dict[str, Any]:
+        data_type = {"id": self.type_id(column), "type_info": None}
+        return {
+            "expression_class": "BOUND_CONSTANT",
+            "type": "VALUE_CONSTANT",
+            "alias": "",
+            "value": {"type": data_type, "is_null": value is None, "value": value},
+        }
+
+    def operator(self, kind: str, children: list[dict[str, Any]]) -> dict[str, Any]:
+        return {
+            "expression_class": "BOUND_OPERATOR",
+            "type": kind,
+            "alias": "",
+            "return_type": {"id": "BOOLEAN", "type_info": None},
+            "children": children,
+        }
+
+    def expression(self, predicate: Predicate) -> dict[str, Any]:
+        if isinstance(predicate, Compare):
+            kind = next(k for k, op in COMPARISONS.items() if op == predicate.op)
+            return {
+                "expression_class": "BOUND_COMPARISON",
+                "type": kind,
+                "alias": "",
+                "left": self.column(predicate.column),
+                "right": self.constant(predicate.value, predicate.column),
+            }
+        if isinstance(predicate, In):
+            values = [self.constant(v, predicate.column) for v in predicate.values]
+            kind = "COMPARE_NOT_IN" if predicate.negated else "COMPARE_IN"
+            return self.operator(kind, [self.column(predicate.column), *values])
+        if isinstance(predicate, IsNull):
+            kind = "OPERATOR_IS_NOT_NULL" if predicate.negated else "OPERATOR_IS_NULL"
+            return self.operator(kind, [self.column(predicate.column)])
+        if isinstance(predicate, Between):
+            return {
+                "expression_class": "BOUND_BETWEEN",
+                "type": "COMPARE_BETWEEN",
+                "alias": "",
+                "input": self.column(predicate.column),
+                "lower": self.constant(predicate.lower, predicate.column),
+                "upper": self.constant(predicate.upper, predicate.column),
+                "lower_inclusive": predicate.lower_inclusive,
+                "upper_inclusive": predicate.upper_inclusive,
+            }
+        if isinstance(predicate, Not):
+            return self.operator("OPERATOR_NOT", [self.expression(predicate.child)])
+        kind = "CONJUNCTION_AND" if isinstance(predicate, And) else "CONJUNCTION_OR"
+        return {
+            "expression_class": "BOUND_CONJUNCTION",
+            "type": kind,
+            "alias": "",
+            "children": [self.expression(child) for child in predicate.children],
+        }
