@@ -46,9 +46,8 @@ from airport_contracts.dispatch import ACTIONS
 from airport_contracts.vocabulary import Action
 from airport_support.rows import ActionRow
 
-from ..access.grants import admit_schema, readable
+from ..access.grants import readable
 from ..catalog import MutableCatalog
-from ..names import check_name
 from ..wire.column_ids import names_for_ids, needs_no_columns, served_schema
 from ..wire.go_text import go_quote
 from ..wire.ipc import serialize_schema
@@ -122,7 +121,7 @@ class CatalogActions:
         self.tables = tables
         self.infos = infos
         self.functions = functions
-        self.statistics = Statistics(infos.catalog)
+        self.statistics = Statistics(tables)
 
     @property
     def location(self) -> str:
@@ -218,13 +217,11 @@ class CatalogActions:
                 point,
             )
             return self._endpoint(ticket)
-        admit_schema(ctx, schema_name)
-        check_name("table", table_name)
-        try:
-            schema = self.catalog.schema(ctx, schema_name)
-        except Exception:
-            raise ScanSchemaNotFound(schema=schema_name) from None
-        table = schema.table(ctx, table_name) if schema is not None else None
+        # a table not (yet) there still gets its endpoint: DoGet says it is not found
+        schema = self.tables.schema(
+            ctx, schema_name, lambda error: ScanSchemaNotFound(schema=schema_name)
+        )
+        table = self.tables.table_in(ctx, schema, table_name, None) if schema else None
         columns: list[str] = []
         rows_only = needs_no_columns(parameters.column_ids, parameters.json_filters)
         if table is not None:

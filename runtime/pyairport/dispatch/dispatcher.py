@@ -106,7 +106,7 @@ class Dispatcher(OperationStubs[ExchangeCall, PutCall, ActionCall]):
         self.transactions = transactions
         self.tables = Tables(catalog, max_row_ids)
         infos = FlightInfos(catalog)  # type: ignore[arg-type]
-        self.functions = Functions(catalog)
+        self.functions = Functions(self.tables)
         self.read_actions = CatalogActions(self.tables, infos, self.functions)
         self.ddl_actions = DdlActions(self.tables, infos, self.name)
         self.scans = Scans(self.tables, infos, self.functions)

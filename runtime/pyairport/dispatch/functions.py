@@ -13,7 +13,6 @@ import pyarrow as pa
 
 from airport_contracts import (
     AirportError,
-    Catalog,
     Context,
     EndpointsInvalidDescriptor,
     FunctionAppMetadata,
@@ -39,12 +38,12 @@ from airport_contracts.dispatch import ACTIONS, FUNCTION_KINDS, FUNCTION_WIRE
 from airport_contracts.vocabulary import Action
 from airport_support.rows import FunctionKindRow
 
-from ..access.grants import admit_schema
 from ..wire.column_ids import names_for_ids
 from ..wire.ipc import serialize_schema
 from .events import ExchangeEvent, ExchangeInput, ExchangeRequest, OutputBatch, OutputSchema
 from .flight_infos import REUSE_CONNECTION
 from .function_rows import in_out_answers
+from .tables import Tables
 
 log = logging.getLogger("pyairport.functions")
 
@@ -126,8 +125,9 @@ class Functions:
     """The function calls of one catalog; location: the address function endpoints name
     ("" lets clients reuse their connection)."""
 
-    def __init__(self, catalog: Catalog, location: str = "") -> None:
-        self.catalog = catalog
+    def __init__(self, tables: Tables, location: str = "") -> None:
+        self.tables = tables
+        self.catalog = tables.catalog
         self.location = location
 
     # --- lookup -----------------------------------------------------------------------------
@@ -143,13 +143,9 @@ class Functions:
         return found
 
     def _schema(self, ctx: Context, schema_name: str) -> Any:
-        admit_schema(ctx, schema_name)
-        try:
-            schema = self.catalog.schema(ctx, schema_name)
-        except AirportError:
-            raise
-        except Exception as exc:
-            raise FunctionSchemaLookupFailed(error=describe(exc)) from exc
+        schema = self.tables.schema(
+            ctx, schema_name, lambda error: FunctionSchemaLookupFailed(error=describe(error))
+        )
         if schema is None:
             raise FunctionSchemaNotFound(schema=schema_name)
         return schema

@@ -37,12 +37,10 @@ from airport_contracts import (
     implements,
 )
 
-from ..access.grants import admit_schema
-from ..catalog import MutableCatalog
-from ..names import check_name
 from ..wire.column_ids import served_schema
 from ..wire.go_text import go_quote
 from .payloads import ipc_stream_bytes
+from .tables import LookupErrors, Tables
 
 CAN_PRODUCE_STATISTICS = b"can_produce_statistics"
 """The FlightInfo schema metadata key that tells DuckDB to ask for statistics."""
@@ -147,11 +145,20 @@ def answer(field: pa.Field, stats: ColumnStats) -> bytes:
     return ipc_stream_bytes(batch.schema, [batch])
 
 
+STATISTICS_LOOKUP = LookupErrors(
+    schema_failed=StatisticsSchemaLookupFailed,
+    schema_missing=lambda schema: StatisticsSchemaNotFound(schema=go_quote(schema)),
+    table_failed=StatisticsTableLookupFailed,
+    table_missing=lambda schema, table: StatisticsTableNotFound(table=go_quote(table)),
+)
+"""column_statistics' lookup errors (Go quotes the names)."""
+
+
 class Statistics:
     """column_statistics over one catalog."""
 
-    def __init__(self, catalog: MutableCatalog) -> None:
-        self.catalog = catalog
+    def __init__(self, tables: Tables) -> None:
+        self.tables = tables
 
     def column_statistics(self, ctx: Context, request: Any) -> bytes:
         if not request.column_name:
@@ -186,22 +193,4 @@ class Statistics:
         return answer(schema.field(request.column_name), stats)
 
     def _table(self, ctx: Context, schema_name: str, table_name: str) -> Table:
-        admit_schema(ctx, schema_name)
-        check_name("table", table_name)
-        try:
-            schema = self.catalog.schema(ctx, schema_name)
-        except AirportError:
-            raise
-        except Exception as exc:
-            raise StatisticsSchemaLookupFailed(error=exc) from exc
-        if schema is None:
-            raise StatisticsSchemaNotFound(schema=go_quote(schema_name))
-        try:
-            table = schema.table(ctx, table_name)
-        except AirportError:
-            raise
-        except Exception as exc:
-            raise StatisticsTableLookupFailed(error=exc) from exc
-        if table is None:
-            raise StatisticsTableNotFound(table=go_quote(table_name))
-        return table
+        return self.tables.table(ctx, schema_name, table_name, STATISTICS_LOOKUP)
