@@ -45,6 +45,25 @@ def _parser() -> argparse.ArgumentParser:
         " stores it: `openssl rand -hex 32 | tee alice.token | pyairport hash-token`, then add"
         " `alice <digest>` to the tokens file.",
     )
+    health = commands.add_parser(
+        "health",
+        help="ask a server's gRPC health service whether it is serving (exit 0) or not (1)",
+        description="One grpc.health.v1 Check, as a load balancer or a container's health"
+        " check asks: prints SERVING, NOT_SERVING, SERVICE_UNKNOWN or UNREACHABLE.",
+    )
+    health.add_argument("--host", default=None, help="the server's address (default 127.0.0.1)")
+    health.add_argument("--port", type=int, default=None, help="the server's port (default 8815)")
+    health.add_argument(
+        "--service", default="", help='a catalog\'s name (default "": the server as a whole)'
+    )
+    health.add_argument("--tls", action="store_true", help="the server speaks TLS")
+    health.add_argument(
+        "--config",
+        default=None,
+        metavar="FILE",
+        help="take --host, --port and TLS from serve's config file",
+    )
+    health.add_argument("--timeout", type=float, default=5.0, help="seconds (default 5)")
     serve = commands.add_parser(
         "serve",
         help="serve Delta tables (or the in-memory demo) over Arrow Flight",
@@ -52,6 +71,13 @@ def _parser() -> argparse.ArgumentParser:
         " in-memory tables (--backend memory, the default) or the Delta tables of a warehouse"
         " folder or of Spark's catalog (--backend spark; `make serve` runs this one with"
         " --demo). See the README for what each table shape supports.",
+    )
+    serve.add_argument(
+        "--config",
+        default=None,
+        metavar="FILE",
+        help="TOML file of these settings (each flag's name with underscores, catalogs as"
+        " [[catalog]] tables); a flag given here replaces the file's value",
     )
     serve.add_argument(
         "--backend",
@@ -210,6 +236,13 @@ def _parser() -> argparse.ArgumentParser:
         " reads on threads of their own (default: one per two cores)",
     )
     serve.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        help="serve Prometheus metrics at http://HOST:PORT/metrics (calls, rows read and"
+        " written per table, statements, transactions; no identities)",
+    )
+    serve.add_argument(
         "--log-level",
         default="INFO",
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
@@ -222,9 +255,10 @@ def _serve(args: argparse.Namespace) -> int:
     from .server.airport_server import AirportServer, ListenError, ServerConfig
     from .transactions import MemoryTransactionManager
 
-    if not 0 <= args.port <= 65535:
-        print(f"pyairport: error: --port {args.port} is not a port number", file=sys.stderr)
-        return 2
+    for flag, port in (("--port", args.port), ("--metrics-port", args.metrics_port)):
+        if port is not None and not 0 <= port <= 65535:
+            print(f"pyairport: error: {flag} {port} is not a port number", file=sys.stderr)
+            return 2
     if not args.transaction_timeout >= 0:  # also refuses nan
         print("pyairport: error: --transaction-timeout must be 0 or more", file=sys.stderr)
         return 2
@@ -259,6 +293,7 @@ def _serve(args: argparse.Namespace) -> int:
         max_row_ids=args.max_row_ids,
         tls_cert=tls[0],
         tls_key=tls[1],
+        metrics_port=args.metrics_port,
     )
     try:
         server = AirportServer(None, None, config, authenticator=authenticator, policy=policy)
@@ -278,12 +313,15 @@ def _serve(args: argparse.Namespace) -> int:
         f"pyairport serving on {server.location} (backend {args.backend}; catalogs {names})",
         flush=True,
     )
+    if server.metrics_port is not None:
+        print(f"pyairport metrics on http://{args.host}:{server.metrics_port}/metrics", flush=True)
     # Python runs signal handlers in the main thread only, and the kernel may deliver the
     # signal to any thread (gRPC's, Spark's): a wait without a timeout would then never wake.
     while not stop.is_set():
         stop.wait(0.2)
         status = engine_exit()
         if status is not None:  # deviation engine_failure_is_unavailable
+            server.engine_lost()
             print(
                 f"pyairport: error: Spark's JVM exited (status {status}): stopping so that a"
                 " supervisor starts the server again (give Spark more memory with --spark-conf"
@@ -482,6 +520,49 @@ def _driver_memory_set(conf: dict[str, str]) -> bool:
     return False
 
 
+def _apply_config(args: argparse.Namespace, argv: list[str]) -> None:
+    """The config file's settings, under the flags the command line gave."""
+    from .config_file import read_config
+
+    serve = _subcommand(_parser(), "serve")
+    values = read_config(args.config, serve._actions)
+    if args.command == "health":  # where the server listens, and whether with TLS
+        args.host = args.host or values.get("host")
+        args.port = args.port or values.get("port")
+        args.tls = args.tls or bool(values.get("tls_cert"))
+        return
+    given = _given(argv)
+    for key, value in values.items():
+        if key not in given:
+            setattr(args, key, value)
+
+
+def _subcommand(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    for action in parser._subparsers._group_actions if parser._subparsers else ():
+        if isinstance(action, argparse._SubParsersAction):
+            found: argparse.ArgumentParser = action.choices[name]
+            return found
+    raise LookupError(name)
+
+
+def _given(argv: list[str]) -> set[str]:
+    """The serve settings the command line names (parsed with no defaults)."""
+    parser = _parser()
+    for action in _subcommand(parser, "serve")._actions:
+        action.default = argparse.SUPPRESS
+    return set(vars(parser.parse_args(argv))) - {"command"}
+
+
+def _health(args: argparse.Namespace) -> int:
+    from .server.health import check
+
+    host = args.host or "127.0.0.1"
+    target = f"[{host}]:{args.port or 8815}" if ":" in host else f"{host}:{args.port or 8815}"
+    status = check(target, args.service, timeout=args.timeout, tls=args.tls)
+    print(status)
+    return 0 if status == "SERVING" else 1
+
+
 def _hash_token() -> int:
     from .access.identities import hash_token
 
@@ -505,9 +586,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             return 2
         return diff_upstream(argv[1:], prog="pyairport diff-upstream")
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
     if args.command == "hash-token":
         return _hash_token()
+    if getattr(args, "config", None):
+        from .config_file import ConfigError
+
+        try:
+            _apply_config(args, argv)
+        except ConfigError as exc:
+            print(f"pyairport: error: {exc}", file=sys.stderr)
+            return 2
+    if args.command == "health":
+        return _health(args)
     from .server import call_log
 
     call_log.install()

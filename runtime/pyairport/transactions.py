@@ -76,6 +76,12 @@ class MemoryTransactionManager:
             state = self._finished.get(tx_id)
         return state, state is not None
 
+    def active_count(self) -> int:
+        """How many transactions are under way (the server's metrics)."""
+        with self._lock:
+            self._abort_expired()
+            return len(self._active)
+
     def _finish(self, tx_id: str, target: TransactionState, strict: bool) -> None:
         with self._lock:
             self._abort_expired()

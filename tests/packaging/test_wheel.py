@@ -17,7 +17,8 @@ import pytest
 
 from airport_contracts.contract import RECORDED_DIFFERENCES
 
-CHECKOUT = Path(__file__).resolve().parents[2]
+from .conftest import CHECKOUT, env_of
+
 pytestmark = pytest.mark.slow
 
 # A client run with the installed package: INSERT two rows, then read them back.
@@ -34,63 +35,12 @@ with AirportClient(sys.argv[1]) as client:
 """
 
 
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The wheel, built from the sdist: what a package index would get, and nothing written
-    into the checkout."""
-    dist = tmp_path_factory.mktemp("dist")
-    subprocess.run(
-        [sys.executable, "-m", "build", "--outdir", str(dist), str(CHECKOUT)],
-        check=True,
-        capture_output=True,
-        timeout=600,
-    )
-    (built,) = dist.glob("pyairport-*.whl")
-    return built
-
-
-def _install(where: Path, requirement: str) -> tuple[Path, Path]:
-    """A fresh environment with requirement installed: (its bin folder, a work folder)."""
-    venv = where / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
-    subprocess.run(
-        [str(venv / "bin" / "pip"), "install", "-q", requirement],
-        check=True,
-        capture_output=True,
-        timeout=900,
-    )
-    work = where / "work"
-    work.mkdir()
-    return venv / "bin", work
-
-
-@pytest.fixture(scope="module")
-def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """pip install 'pyairport[spark]': (the environment's bin folder, a work folder outside
-    the checkout). Tests only read it; none installs anything into it."""
-    return _install(tmp_path_factory.mktemp("installed"), f"{wheel}[spark]")
-
-
-@pytest.fixture(scope="module")
-def plain(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """pip install pyairport, without extras."""
-    return _install(tmp_path_factory.mktemp("plain"), str(wheel))
-
-
-def _env(bin_dir: Path) -> dict[str, str]:
-    """The installed environment alone: no PYTHONPATH, no checkout on sys.path, no jars."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYAIRPORT_JARS")}
-    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
-    env["VIRTUAL_ENV"] = str(bin_dir.parent)
-    return env
-
-
 def _serve_and_insert(bin_dir: Path, work: Path, *serve_args: str) -> str:
     """Start `pyairport serve` from the installed package, INSERT through its client."""
     server = subprocess.Popen(
         [str(bin_dir / "pyairport"), "serve", "--port", "0", *serve_args],
         cwd=work,
-        env=_env(bin_dir),
+        env=env_of(bin_dir),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -108,7 +58,7 @@ def _serve_and_insert(bin_dir: Path, work: Path, *serve_args: str) -> str:
         done = subprocess.run(
             [str(bin_dir / "python"), "-c", CLIENT, found.group(1)],
             cwd=work,
-            env=_env(bin_dir),
+            env=env_of(bin_dir),
             capture_output=True,
             text=True,
             timeout=300,
@@ -132,7 +82,7 @@ def test_the_package_comes_from_the_environment_not_the_checkout(
             "print(airport_codegen.__file__, airport_contracts.__file__, pyairport.__file__)",
         ],
         cwd=work,
-        env=_env(bin_dir),
+        env=env_of(bin_dir),
         capture_output=True,
         text=True,
         check=True,
@@ -192,7 +142,7 @@ def test_the_installed_package_carries_its_contract(installed: tuple[Path, Path]
     done = subprocess.run(
         [str(bin_dir / "python"), "-m", "airport_codegen", "check"],
         cwd=work,
-        env={**_env(bin_dir), "PYTHONPATH": str(tools)},
+        env={**env_of(bin_dir), "PYTHONPATH": str(tools)},
         capture_output=True,
         text=True,
         timeout=300,
@@ -217,7 +167,7 @@ def test_the_installed_package_diffs_against_upstream(plain: tuple[Path, Path]) 
             timeout=600,
         )
         for program, cwd, env in (
-            (bin_dir / "pyairport", work, _env(bin_dir)),
+            (bin_dir / "pyairport", work, env_of(bin_dir)),
             (Path(sys.executable).parent / "pyairport", CHECKOUT, dict(os.environ)),
         )
     ]

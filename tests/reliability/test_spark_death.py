@@ -1,8 +1,8 @@
 """A server that survives its Spark (issue #45, deviation engine_failure_is_unavailable): when
 the Spark JVM under `pyairport serve` dies — killed here in the middle of an INSERT — the
 statement fails UNAVAILABLE in one line with nothing committed, the process exits 3 naming
-why (so that a supervisor starts it again) and leaves no staged file; a new server serves the
-lake as it was."""
+why (so that a supervisor starts it again) and leaves no staged file; a health watcher sees
+NOT_SERVING before the process goes; a new server serves the lake as it was, SERVING."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from pathlib import Path
 import grpc
 import pyarrow as pa
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from pyairport.client import AirportClient, RemoteError
 
@@ -77,6 +78,25 @@ def _java(pid: int) -> int:
     raise AssertionError("no JVM under the server")
 
 
+def _watch(location: str, seen: list[str]) -> threading.Thread:
+    """Watch the server's health ("") until the stream ends, noting each status and when."""
+    channel = grpc.insecure_channel(location.removeprefix("grpc://"))
+    stub = health_pb2_grpc.HealthStub(channel)
+
+    def watch() -> None:
+        try:
+            for answer in stub.Watch(health_pb2.HealthCheckRequest(service=""), timeout=120):
+                seen.append(health_pb2.HealthCheckResponse.ServingStatus.Name(answer.status))
+        except grpc.RpcError:
+            seen.append("GONE")
+        finally:
+            channel.close()
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    return watcher
+
+
 def test_a_dead_jvm_fails_the_statement_unavailable_and_the_server_exits(tmp_path: Path) -> None:
     from pyairport.backends.spark.backend import STAGING_ROOT
 
@@ -90,6 +110,8 @@ def test_a_dead_jvm_fails_the_statement_unavailable_and_the_server_exits(tmp_pat
         }
     )
     outcome: list[BaseException | int] = []
+    health: list[str] = []
+    watcher = _watch(location, health)
     try:
         with AirportClient(location) as client:
             before = client.scan("dml_schema", "users").read_all().num_rows
@@ -103,13 +125,17 @@ def test_a_dead_jvm_fails_the_statement_unavailable_and_the_server_exits(tmp_pat
             writer = threading.Thread(target=insert)
             writer.start()
             time.sleep(1.5)  # the rows are arriving, or being staged and committed
+            assert health[:1] == ["SERVING"]
             os.kill(_java(process.pid), signal.SIGKILL)
             writer.join(60)
         out, err = process.communicate(timeout=60)
+        watcher.join(30)
     finally:
         if process.poll() is None:
             process.kill()
     assert process.returncode == 3, err
+    changes = [s for i, s in enumerate(health) if i == 0 or s != health[i - 1]]
+    assert changes == ["SERVING", "NOT_SERVING", "GONE"], health
     (reason,) = [line for line in err.splitlines() if line.startswith("pyairport: error:")]
     assert reason.startswith("pyairport: error: Spark's JVM exited (status ")
     (result,) = outcome
@@ -122,6 +148,13 @@ def test_a_dead_jvm_fails_the_statement_unavailable_and_the_server_exits(tmp_pat
     try:
         with AirportClient(location) as client:
             after = client.scan("dml_schema", "users").read_all().num_rows
+        probe = subprocess.run(
+            [sys.executable, "-m", "pyairport", "health", "--port", location.rsplit(":", 1)[1]],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert (probe.returncode, probe.stdout) == (0, "SERVING\n"), probe.stderr
     finally:
         again.send_signal(signal.SIGTERM)
         again.communicate(timeout=60)

@@ -1,6 +1,7 @@
 """The audit trail: one line per DML or DDL statement on the `pyairport.audit` logger — who
 (the call's identity), what (the operation), where ("catalog"."schema"."table"), how many
-rows it changed and how it ended (ok, or failed with the gRPC status the client got)."""
+rows it changed and how it ended (ok, or failed with the gRPC status the client got). The
+call's observer (the server's metrics) hears of the same statement, without the identity."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import logging
 
 from airport_contracts import AirportError, Context, StatusCode, identity_from_context
 
+from ..observers import observer_from_context
 from ..wire.go_text import go_quote
 
 log = logging.getLogger("pyairport.audit")
@@ -31,3 +33,6 @@ def audit(
         outcome = "failed INTERNAL"
     changed = "-" if rows is None else str(rows)
     log.info("%s %s %s rows=%s %s", identity, operation, target, changed, outcome)
+    observer = observer_from_context(ctx)
+    if observer is not None:
+        observer.statement(operation, where, rows, error)

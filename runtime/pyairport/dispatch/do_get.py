@@ -56,6 +56,9 @@ class ServedScan:
 
     reader: pa.RecordBatchReader
     expected_rows: int = -1
+    table: tuple[str, str, str] | None = None
+    """(catalog, schema, table) of a table's scan, for the server's metrics; None for a
+    function's rows or the databases listing."""
 
 
 class ProgressReport:
@@ -109,7 +112,11 @@ class Scans:
 
     def scan(self, ctx: Context, ticket_bytes: bytes) -> ServedScan:
         ticket = parse_ticket(ticket_bytes)
-        return ServedScan(self._rows(ctx, ticket), ticket.partition_rows or -1)
+        reader = self._rows(ctx, ticket)
+        table = None
+        if ticket.table:  # looked up and authorized by _rows: a name the catalog serves
+            table = (self.infos.catalog.name(), ticket.schema, ticket.table)
+        return ServedScan(reader, ticket.partition_rows or -1, table)
 
     def _rows(self, ctx: Context, ticket: TicketData) -> pa.RecordBatchReader:
         check_catalog(self.infos.catalog, ticket.catalog)

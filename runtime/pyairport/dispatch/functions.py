@@ -38,6 +38,7 @@ from airport_contracts.dispatch import ACTIONS, FUNCTION_KINDS, FUNCTION_WIRE
 from airport_contracts.vocabulary import Action
 from airport_support.rows import FunctionKindRow
 
+from ..observers import observer_from_context
 from ..wire.column_ids import names_for_ids
 from ..wire.ipc import serialize_schema
 from .events import ExchangeEvent, ExchangeInput, ExchangeRequest, OutputBatch, OutputSchema
@@ -142,6 +143,13 @@ class Functions:
             raise kind.not_found(schema=schema_name, function=function_name)
         return found
 
+    def _called(self, ctx: Context, schema_name: str, function: Any) -> None:
+        """Tell the call's observer (the server's metrics) a served function was called."""
+        observer = observer_from_context(ctx)
+        if observer is not None:
+            catalog = self.catalog.name()  # type: ignore[attr-defined]
+            observer.function_call(catalog, schema_name, function.name())
+
     def _schema(self, ctx: Context, schema_name: str) -> Any:
         schema = self.tables.schema(
             ctx, schema_name, lambda error: FunctionSchemaLookupFailed(error=describe(error))
@@ -208,6 +216,7 @@ class Functions:
     ) -> Generator[ExchangeEvent, None, None]:
         """A scalar or in-out function call (the exchange operation's kind)."""
         function = self.lookup(ctx, kind, request.schema_name, request.table_name)
+        self._called(ctx, request.schema_name, function)
         if kind is SCALAR:
             return self._scalar(ctx, function, request, stream)
         return self._in_out(ctx, function, request, stream)
@@ -422,6 +431,7 @@ class Functions:
     def scan(self, ctx: Context, ticket: TicketData, options: ScanOptions) -> pa.RecordBatchReader:
         """DoGet of a table function ticket: its rows, in the schema it declared."""
         function, kind = self._table_function(ctx, ticket.schema, ticket.table_function)
+        self._called(ctx, ticket.schema, function)
         arguments = decode_parameters(ticket.function_params)
         check_arguments(ticket.schema, function, kind, arguments.schema)  # a forged ticket's too
         params = parameter_values(arguments)

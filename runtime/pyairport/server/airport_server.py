@@ -26,6 +26,8 @@ from ..dispatch import Dispatcher
 from ..dispatch.dispatcher import catalog_name
 from . import call_log
 from .allocator import keep_message_memory
+from .health import Health
+from .metrics import CallMetrics, ServerMetrics, active_transactions
 from .routing import Catalogs
 from .transport import FlightService, add_to_server
 
@@ -52,6 +54,7 @@ class ServerConfig:
     tls_key: bytes | None = None
     # Let freed multi-MB message buffers serve the next message (glibc; see allocator.py).
     keep_message_memory: bool = True
+    metrics_port: int | None = None  # serve Prometheus' /metrics on host:metrics_port (0: any)
 
 
 class AirportServer:
@@ -85,8 +88,6 @@ class AirportServer:
         self.access = Access(authenticator, policy)
         self.catalog_transactions = catalog_transactions
         self.catalogs = Catalogs()
-        if catalog is not None:
-            self.add_catalog(catalog, transactions)
         options = [
             ("grpc.max_receive_message_length", config.max_message_bytes),
             ("grpc.max_send_message_length", config.max_message_bytes),
@@ -95,6 +96,11 @@ class AirportServer:
             # Without this, Linux lets a second server bind the same port silently.
             ("grpc.so_reuseport", 0),
         ]
+        self.metrics = ServerMetrics() if config.metrics_port is not None else None
+        self.metrics_port: int | None = None  # where /metrics is served, once started
+        if self.metrics is not None:
+            interceptors = (CallMetrics(self.metrics), *interceptors)
+            self.metrics.count_transactions(active_transactions(self._transaction_managers))
         self._server = grpc.server(
             futures.ThreadPoolExecutor(
                 max_workers=config.max_workers, thread_name_prefix="pyairport"
@@ -102,6 +108,9 @@ class AirportServer:
             options=options,
             interceptors=list(interceptors),
         )
+        self.health = Health(self._server)
+        if catalog is not None:
+            self.add_catalog(catalog, transactions)
         address = f"{config.host}:{config.port}"
         try:
             if config.tls_cert and config.tls_key:
@@ -117,7 +126,7 @@ class AirportServer:
             raise ListenError(f"cannot listen on {address}: address in use or not available")
         # Scan endpoints name this address (protocol §2.7), known once the port is bound.
         self.catalogs.set_location(self.location)
-        service = FlightService(self.catalogs, extra_actions, self.access)
+        service = FlightService(self.catalogs, extra_actions, self.access, self.metrics)
         add_to_server(service, self._server)
 
     def add_catalog(
@@ -131,12 +140,18 @@ class AirportServer:
             transactions = CatalogTransactions(self.catalog_transactions, name)
         dispatcher = Dispatcher(catalog, transactions, self.config.max_row_ids)
         self.catalogs.add(name, dispatcher)
+        self.health.add(name)
         return dispatcher
 
     def remove_catalog(self, name: str) -> None:
         """Stop serving the catalog name (RemoveCatalog); calls under way finish on it. A
         name not served is CatalogNotServed."""
         self.catalogs.remove(name)
+        self.health.remove(name)
+
+    def _transaction_managers(self) -> list[object]:
+        served = (self.catalogs.get(name) for name in self.catalogs.names())
+        return [d.transactions for d in served if d is not None and d.transactions is not None]
 
     def is_exists(self, name: str) -> bool:
         """Whether the catalog name is served (Go's IsExists)."""
@@ -160,11 +175,24 @@ class AirportServer:
 
     def start(self) -> AirportServer:
         self._server.start()
+        self.health.serving()
+        if self.metrics is not None and self.config.metrics_port is not None:
+            self.metrics_port = self.metrics.serve(self.config.host, self.config.metrics_port)
         log.debug("serving on %s", self.location)  # `pyairport serve` prints the line
         return self
 
+    def engine_lost(self) -> None:
+        """The engine under the catalogs is gone (Spark's JVM died): health says NOT_SERVING
+        and the metrics say so, while the server finishes what it can and stops."""
+        self.health.not_serving()
+        if self.metrics is not None:
+            self.metrics.engine_up.set(0)
+
     def stop(self, grace: float | None = 2.0) -> None:
+        self.health.shutting_down()
         self._server.stop(grace).wait()
+        if self.metrics is not None:
+            self.metrics.stop()
 
     def wait(self) -> None:
         self._server.wait_for_termination()

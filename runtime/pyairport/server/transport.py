@@ -42,9 +42,11 @@ from ..dispatch import (
     parse_exchange_headers,
     transaction_id_from_headers,
 )
+from ..observers import with_observer
 from ..wire.ipc import FlightDataInput, encode_app_metadata, encode_batch, encode_schema
 from . import call_log
 from .grpc_call import call_context, call_headers
+from .metrics import ReadCounter, ServerMetrics
 from .routing import DATABASES_TICKET, Catalogs, catalog_in_body, catalog_in_ticket
 
 log = logging.getLogger("pyairport.transport")
@@ -99,10 +101,12 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
         catalogs: Catalogs,
         extra_actions: dict[str, Callable[..., list[bytes]]] | None = None,
         access: Access | None = None,
+        metrics: ServerMetrics | None = None,
     ) -> None:
         self.catalogs = catalogs
         self.extra_actions = dict(extra_actions or {})
         self.access = access or Access()
+        self.metrics = metrics
 
     def _call(self, grpc_context: grpc.ServicerContext, rpc: str) -> tuple[Context, dict[str, str]]:
         """The call's Context, carrying its ContextMeta (trace id, session, …) and the
@@ -114,6 +118,8 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
         )
         call_log.serving("-", meta.trace_id, meta.session_id)
         ctx = with_context_meta(call_context(grpc_context), meta)
+        if self.metrics is not None:
+            ctx = with_observer(ctx, self.metrics)
         ctx = self._guard(grpc_context, rpc, lambda: self.access.admit(ctx))
         call_log.serving(identity_from_context(ctx), meta.trace_id, meta.session_id)
         log.debug("%s agent=%s", rpc, meta.user_agent or "-")
@@ -235,9 +241,14 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
 
         served = self._guard(context, "DoGet", scan)
         report = ProgressReport(served)
-        yield encode_schema(served.reader.schema)
-        while (item := self._guard(context, "DoGet", report.next)) is not None:
-            yield encode_batch(*item)
+        counted = ReadCounter(self.metrics, served.table)
+        try:
+            yield encode_schema(served.reader.schema)
+            while (item := self._guard(context, "DoGet", report.next)) is not None:
+                counted.sent(item[0])
+                yield encode_batch(*item)
+        finally:
+            counted.done()  # what was sent, also when the client stopped reading
 
     def GetFlightInfo(
         self, request: flight_pb2.FlightDescriptor, context: grpc.ServicerContext
