@@ -5,19 +5,16 @@ a failure and no rows — and /metrics names no identity and no token."""
 
 from __future__ import annotations
 
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
-from pyairport.access.identities import TokensFile, hash_token
-from pyairport.demo import memory_demo_catalog
-from pyairport.server import AirportServer, ServerConfig
-from pyairport.transactions import MemoryTransactionManager
+from pyairport.access.identities import hash_token
+from pyairport.server import AirportServer
 
+from ..metrics import Scrape, metrics_server
 from .conftest import OpenSession
 
 pytestmark = pytest.mark.duckdb
@@ -28,27 +25,8 @@ USERS = {"catalog": "", "schema": "dml_schema", "table": "users"}
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[AirportServer]:
-    tokens = tmp_path / "tokens"
-    tokens.write_text(f"quackers {hash_token(TOKEN)}\n")
-    config = ServerConfig(port=0, metrics_port=0)
-    with AirportServer(
-        memory_demo_catalog(), MemoryTransactionManager(), config, authenticator=TokensFile(tokens)
-    ) as running:
+    with metrics_server(tmp_path, "quackers", TOKEN) as running:
         yield running
-
-
-class Scrape:
-    def __init__(self, server: AirportServer) -> None:
-        url = f"http://127.0.0.1:{server.metrics_port}/metrics"
-        self.text = urllib.request.urlopen(url).read().decode()
-        self.samples: dict[tuple[str, Any], float] = {}
-        for family in text_string_to_metric_families(self.text):
-            for sample in family.samples:
-                key = (sample.name, tuple(sorted(sample.labels.items())))
-                self.samples[key] = sample.value
-
-    def get(self, name: str, **labels: str) -> float:
-        return self.samples.get((name, tuple(sorted(labels.items()))), 0.0)
 
 
 def test_a_duckdb_session_moves_the_counters_by_what_it_did(

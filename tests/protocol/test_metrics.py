@@ -5,57 +5,31 @@ token, nor a name a client made up."""
 
 from __future__ import annotations
 
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.flight as flight
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
-from pyairport.access.identities import TokensFile, hash_token
+from pyairport.access.identities import hash_token
 from pyairport.client import AirportClient, RemoteError
 from pyairport.demo import memory_demo_catalog
 from pyairport.server import AirportServer, ServerConfig
-from pyairport.transactions import MemoryTransactionManager
+
+from ..metrics import Scrape, metrics_server
 
 TOKEN = "alice-token-3f9a"
 
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[AirportServer]:
-    tokens = tmp_path / "tokens"
-    tokens.write_text(f"alice {hash_token(TOKEN)}\n")
-    config = ServerConfig(port=0, metrics_port=0)
-    with AirportServer(
-        memory_demo_catalog("sales"),
-        MemoryTransactionManager(),
-        config,
-        authenticator=TokensFile(tokens),
-    ) as running:
+    with metrics_server(tmp_path, "alice", TOKEN, "sales") as running:
         yield running
 
 
-def _scrape(
-    server: AirportServer,
-) -> tuple[str, dict[tuple[str, tuple[tuple[str, str], ...]], float]]:
-    text = urllib.request.urlopen(f"http://127.0.0.1:{server.metrics_port}/metrics").read()
-    text = text.decode()
-    samples = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
-    return text, samples
-
-
-def _value(samples: dict[Any, float], name: str, **labels: str) -> float:
-    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
-
-
 def test_a_session_moves_the_counters_by_what_it_did(server: AirportServer) -> None:
-    _, before = _scrape(server)
+    before = Scrape(server)
     users = {"catalog": "sales", "schema": "dml_schema", "table": "users"}
     rows = pa.table(
         {
@@ -75,8 +49,7 @@ def test_a_session_moves_the_counters_by_what_it_did(server: AirportServer) -> N
         assert tx is not None
         with pytest.raises(RemoteError):
             client.action("no_such_action_7c1e", b"")
-        _, during = _scrape(server)
-        assert _value(during, "pyairport_active_transactions") == 1.0
+        assert Scrape(server).get("pyairport_active_transactions") == 1.0
         client.insert("dml_schema", "users", rows.slice(0, 5), transaction_id=tx)
     fc = flight.FlightClient(server.location)
     options = flight.FlightCallOptions(
@@ -96,12 +69,14 @@ def test_a_session_moves_the_counters_by_what_it_did(server: AirportServer) -> N
     writer.write_batch(pa.record_batch([pa.array(["a@x.org"])], schema=schema))
     reader.read_chunk()
     writer.done_writing()
+    with pytest.raises(StopIteration):  # the call's end: the server has counted it
+        reader.read_chunk()
     fc.close()
 
-    text, after = _scrape(server)
+    after = Scrape(server)
 
     def moved(name: str, **labels: str) -> float:
-        return _value(after, name, **labels) - _value(before, name, **labels)
+        return after.get(name, **labels) - before.get(name, **labels)
 
     assert moved("pyairport_rows_written_total", **users, operation="insert") == 1005
     assert moved("pyairport_rows_written_total", **users, operation="delete") == 10
@@ -144,17 +119,16 @@ def test_a_session_moves_the_counters_by_what_it_did(server: AirportServer) -> N
     assert moved("pyairport_call_seconds_count", rpc="DoExchange") == 5
     # nobody's identity or token, nor the made-up action's name
     for secret in ("alice", TOKEN, hash_token(TOKEN), "no_such_action_7c1e"):
-        assert secret not in text
+        assert secret not in after.text
 
 
 def test_an_unauthenticated_call_is_counted_without_its_token(server: AirportServer) -> None:
     with AirportClient(server.location, token="wrong-token-9d2b", catalog="sales") as client:
         with pytest.raises(RemoteError, match="UNAUTHENTICATED"):
             client.list_schemas("sales")
-    text, after = _scrape(server)
+    after = Scrape(server)
     assert (
-        _value(
-            after,
+        after.get(
             "pyairport_calls_total",
             rpc="DoAction",
             method="list_schemas",
@@ -162,7 +136,7 @@ def test_an_unauthenticated_call_is_counted_without_its_token(server: AirportSer
         )
         == 1
     )
-    assert "wrong-token-9d2b" not in text
+    assert "wrong-token-9d2b" not in after.text
 
 
 def test_without_a_metrics_port_nothing_is_served() -> None:
