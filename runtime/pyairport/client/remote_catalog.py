@@ -9,9 +9,9 @@ from typing import Any
 
 import msgpack
 import pyarrow as pa
-import zstandard
 
 from airport_contracts import find_rowid_column, flight_pb2
+from airport_support.compressed import unpack_compressed, unpack_endpoints
 
 
 @dataclass(frozen=True)
@@ -41,13 +41,6 @@ class SchemaInfo:
     tables: tuple[TableInfo, ...]
 
 
-def _decompressed(body: bytes) -> Any:
-    """Go's [uint32 uncompressed length, zstd bytes] pair, unpacked."""
-    length, data = msgpack.unpackb(body, raw=True)
-    plain = zstandard.ZstdDecompressor().decompress(data, max_output_size=length)
-    return msgpack.unpackb(plain, raw=True)
-
-
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value or "")
 
@@ -70,12 +63,12 @@ def table_info(raw: bytes) -> TableInfo | None:
 
 def decode_catalog(body: bytes) -> list[SchemaInfo]:
     """The schemas of a `list_schemas` answer, each with its tables' FlightInfo decoded."""
-    root = _decompressed(body)
+    root = unpack_compressed(body)
     schemas = []
     for entry in root[b"schemas"]:
         tables = []
         serialized = entry[b"contents"][b"serialized"]
-        for raw in _decompressed(serialized) if serialized else ():
+        for raw in unpack_compressed(serialized) if serialized else ():
             table = table_info(raw)
             if table is not None:
                 tables.append(table)
@@ -108,7 +101,7 @@ def endpoints_request(
 
 def decode_endpoints(body: bytes) -> list[flight_pb2.FlightEndpoint]:
     endpoints = []
-    for raw in msgpack.unpackb(body, raw=True):
+    for raw in unpack_endpoints(body):
         endpoint = flight_pb2.FlightEndpoint()
         endpoint.ParseFromString(raw)
         endpoints.append(endpoint)

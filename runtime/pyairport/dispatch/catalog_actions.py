@@ -13,9 +13,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, ClassVar
 
-import msgpack
 import pyarrow as pa
-import zstandard
 
 from airport_contracts import (
     AirportError,
@@ -44,6 +42,7 @@ from airport_contracts import (
 )
 from airport_contracts.dispatch import ACTIONS
 from airport_contracts.vocabulary import Action
+from airport_support.compressed import pack_compressed, pack_endpoints
 from airport_support.rows import ActionRow
 
 from ..access.grants import readable
@@ -92,16 +91,6 @@ def schema_at(ctx: Context, table: Table, point: TimePoint | None) -> pa.Schema:
         return table.arrow_schema(None)
     dynamic: DynamicSchemaTable = table  # type: ignore[assignment]
     return dynamic.schema_for_request(ctx, SchemaRequest(time_point=point))
-
-
-def _pack(value: Any, bin_type: bool = False) -> bytes:
-    packed: bytes = msgpack.packb(value, use_bin_type=bin_type)
-    return packed
-
-
-def compressed(data: bytes) -> bytes:
-    """Go's [uint32 uncompressed length, string(zstd bytes)] pair."""
-    return _pack([len(data), zstandard.ZstdCompressor(level=3).compress(data)])
 
 
 def _descriptor(raw: bytes) -> flight_pb2.FlightDescriptor:
@@ -177,7 +166,7 @@ class CatalogActions:
                 for table in schema.tables(ctx)
             ]
             infos += [i.SerializeToString() for i in self.functions.catalog_infos(ctx, schema)]
-            serialized = compressed(_pack(infos, bin_type=True))
+            serialized = pack_compressed(infos, bin_type=True)
             entries.append(
                 {
                     "name": schema.name(),
@@ -196,7 +185,7 @@ class CatalogActions:
             "schemas": entries,
             "version_info": {"catalog_version": version, "is_fixed": fixed},
         }
-        return compressed(_pack(root))
+        return pack_compressed(root)
 
     def endpoints(self, ctx: Context, body: bytes) -> bytes:
         request = decode(ACTIONS[Action.ENDPOINTS], body)
@@ -269,14 +258,12 @@ class CatalogActions:
         """One endpoint per ticket, at this server (or at uris, one each: a TableRef's
         function calls)."""
         here = self.location or REUSE_CONNECTION
-        return _pack(
-            [
-                flight_pb2.FlightEndpoint(
-                    ticket=flight_pb2.Ticket(ticket=ticket.to_json()),
-                    location=[flight_pb2.Location(uri=uris[i] if uris else here)],
-                ).SerializeToString()
-                for i, ticket in enumerate(tickets)
-            ]
+        return pack_endpoints(
+            flight_pb2.FlightEndpoint(
+                ticket=flight_pb2.Ticket(ticket=ticket.to_json()),
+                location=[flight_pb2.Location(uri=uris[i] if uris else here)],
+            ).SerializeToString()
+            for i, ticket in enumerate(tickets)
         )
 
     def column_statistics(self, ctx: Context, body: bytes) -> bytes:

@@ -16,7 +16,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-import msgpack
 import pyarrow as pa
 
 from airport_contracts import (
@@ -52,13 +51,14 @@ from airport_contracts import (
 )
 from airport_contracts.errors import DdlSchemaNotFound, DdlTableNotFound
 from airport_contracts.vocabulary import Action
+from airport_support.compressed import pack_compressed
 from airport_support.rows import DdlActionRow
 
 from ..access.audit import audit
 from ..access.grants import admit_schema
 from ..names import NameRefused, check_columns, check_name, refused
 from ..wire.go_text import go_quote
-from .catalog_actions import check_catalog, compressed
+from .catalog_actions import check_catalog
 from .flight_infos import FlightInfos
 from .tables import Tables
 
@@ -374,7 +374,7 @@ class DdlActions:
             ]
         except Exception as exc:
             raise SerializeSchemaContentsFailed(error=exc) from exc
-        serialized = compressed(msgpack.packb(infos, use_bin_type=True))
+        serialized = pack_compressed(infos, bin_type=True)
         return SerializedContents(
             sha256=hashlib.sha256(serialized).hexdigest(), url=None, serialized=serialized
         ).encode()

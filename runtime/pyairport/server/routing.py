@@ -29,6 +29,7 @@ from airport_contracts import (
 )
 from airport_contracts.dispatch import ACTIONS, DDL_ACTIONS, OPERATIONS, PROTOCOLS
 from airport_contracts.vocabulary import Action, Protocol
+from airport_support.compressed import pack_endpoints
 
 from ..dispatch import Dispatcher, catalog_from_headers, transaction_id_from_headers
 from ..dispatch.flight_infos import REUSE_CONNECTION
@@ -149,10 +150,7 @@ class Catalogs:
             return None
         if not self.lists_databases(descriptor):
             return None
-        packed: bytes = msgpack.packb(
-            [e.SerializeToString() for e in self.databases_info(shown()).endpoint]
-        )
-        return packed
+        return pack_endpoints(e.SerializeToString() for e in self.databases_info(shown()).endpoint)
 
     @staticmethod
     def databases(shown: list[str]) -> pa.RecordBatchReader:
