@@ -29,9 +29,10 @@ def unpack_compressed(body: bytes) -> Any:
     return msgpack.unpackb(plain, raw=True)
 
 
-def pack_endpoints(serialized: Iterable[bytes]) -> bytes:
-    """The endpoints answer: a msgpack list of serialized FlightEndpoints."""
-    packed: bytes = msgpack.packb(list(serialized), use_bin_type=False)
+def pack_endpoints(serialized: Iterable[bytes], bin_type: bool = False) -> bytes:
+    """A msgpack list of serialized FlightEndpoints: the endpoints answer (as msgpack str, as
+    Go's server writes it), or the databases listing's (bin_type: as msgpack bin)."""
+    packed: bytes = msgpack.packb(list(serialized), use_bin_type=bin_type)
     return packed
 
 

@@ -150,7 +150,8 @@ class Catalogs:
             return None
         if not self.lists_databases(descriptor):
             return None
-        return pack_endpoints(e.SerializeToString() for e in self.databases_info(shown()).endpoint)
+        endpoints = self.databases_info(shown()).endpoint
+        return pack_endpoints((e.SerializeToString() for e in endpoints), bin_type=True)
 
     @staticmethod
     def databases(shown: list[str]) -> pa.RecordBatchReader:
