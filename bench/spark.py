@@ -46,8 +46,15 @@ def _peak_kib(pid: int) -> int:
 
 def _children(pid: int) -> list[int]:
     found = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        children = (task / "children").read_text().split()
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return found  # the process has ended
+    for task in tasks:
+        try:
+            children = (task / "children").read_text().split()
+        except OSError:
+            continue  # a thread that ended while we looked
         found += [int(c) for c in children]
     return found
 
