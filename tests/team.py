@@ -4,9 +4,12 @@ policy. Shared by the security tests (tests/protocol/test_access.py), the load t
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import secrets
+import shutil
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -178,6 +181,25 @@ def _make(spark: Any, folder: Path, schema: str, table: str, extra: str = "") ->
     return ident
 
 
+_WRITTEN: dict[int, Path] = {}  # id(spark) → the warehouse it wrote, copied for each test
+
+
+def _written_by_spark(spark: Any) -> Path:
+    """The team's warehouse as plain Spark writes it, written once per session: each test gets
+    a copy of its own (a Delta table's log names its files relative to its folder)."""
+    if id(spark) not in _WRITTEN:
+        folder = Path(tempfile.mkdtemp(prefix="pyairport-team-lake-")) / "warehouse"
+        atexit.register(shutil.rmtree, folder.parent, True)
+        cdf = " TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')"
+        hr = _make(spark, folder, "hr", "salaries", cdf)
+        spark.sql(f"DELETE FROM {hr} WHERE secret = 'the salary of bo'")
+        _make(spark, folder, "pub", "notes", cdf)
+        _make(spark, folder, "devs", "seed")
+        _make(spark, folder, "other", "kept")
+        _WRITTEN[id(spark)] = folder
+    return _WRITTEN[id(spark)]
+
+
 @contextlib.contextmanager
 def spark_team_lake(spark: Any, tmp_path: Path) -> Iterator[Lake]:
     """A warehouse plain Spark wrote — hr.salaries (one row deleted), pub.notes, devs.seed,
@@ -186,12 +208,7 @@ def spark_team_lake(spark: Any, tmp_path: Path) -> Iterator[Lake]:
     from pyairport.backends.spark import SparkBackend
 
     warehouse = tmp_path / "warehouse"
-    cdf = " TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')"
-    hr = _make(spark, warehouse, "hr", "salaries", cdf)
-    spark.sql(f"DELETE FROM {hr} WHERE secret = 'the salary of bo'")
-    _make(spark, warehouse, "pub", "notes", cdf)
-    _make(spark, warehouse, "devs", "seed")
-    _make(spark, warehouse, "other", "kept")
+    shutil.copytree(_written_by_spark(spark), warehouse)
     tokens = tmp_path / "tokens"
     tokens.write_text(f"dev {hash_token('dev-token')}\nadmin {hash_token('admin-token')}\n")
     policy = tmp_path / "policy.toml"
