@@ -14,10 +14,16 @@ _OBSERVER = "pyairport.observer"  # the key the call's observer is kept under
 
 class CallObserver(Protocol):
     def statement(
-        self, operation: str, where: tuple[str, ...], rows: int | None, error: BaseException | None
+        self,
+        operation: str,
+        where: tuple[str, ...],
+        rows: int | None,
+        error: BaseException | None,
+        nbytes: int | None,
     ) -> None:
         """A statement ended: operation, (catalog, schema[, table]), the rows it changed
-        (None: not known) and its error (None: committed)."""
+        (None: not known), its error (None: committed) and the Arrow bytes the client sent
+        (None: not known)."""
         ...
 
     def function_call(self, catalog: str, schema: str, name: str) -> None:

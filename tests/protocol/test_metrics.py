@@ -80,6 +80,10 @@ def test_a_session_moves_the_counters_by_what_it_did(server: AirportServer) -> N
 
     assert moved("pyairport_rows_written_total", **users, operation="insert") == 1005
     assert moved("pyairport_rows_written_total", **users, operation="delete") == 10
+    # the Arrow bodies the client sent: the batches' buffers, each padded to 8 bytes
+    sent = rows.nbytes + rows.slice(0, 5).nbytes
+    assert sent <= moved("pyairport_bytes_written_total", **users, operation="insert") < 2 * sent
+    assert 80 <= moved("pyairport_bytes_written_total", **users, operation="delete") < 200
     assert moved("pyairport_rows_read_total", **users) == 1000
     assert moved("pyairport_bytes_read_total", **users) > 8 * 1000
     assert (

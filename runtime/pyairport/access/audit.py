@@ -21,8 +21,10 @@ def audit(
     where: tuple[str, ...],
     rows: int | None,
     error: BaseException | None = None,
+    nbytes: int | None = None,
 ) -> None:
-    """Log one statement; where: catalog, schema and (when the statement has one) table."""
+    """Log one statement; where: catalog, schema and (when the statement has one) table;
+    nbytes: the Arrow bytes of the rows the client sent, for the observer."""
     identity = identity_from_context(ctx) or "-"
     target = ".".join(go_quote(name) for name in where)
     if error is None:
@@ -35,4 +37,4 @@ def audit(
     log.info("%s %s %s rows=%s %s", identity, operation, target, changed, outcome)
     observer = observer_from_context(ctx)
     if observer is not None:
-        observer.statement(operation, where, rows, error)
+        observer.statement(operation, where, rows, error, nbytes)

@@ -150,6 +150,7 @@ class Dispatcher(OperationStubs[ExchangeCall, PutCall, ActionCall]):
             request.operation,
             where,
             self._aborting_on_failure(ctx, request.transaction_id, events),
+            stream,
         )
 
     def put(
@@ -179,7 +180,7 @@ class Dispatcher(OperationStubs[ExchangeCall, PutCall, ActionCall]):
             audit(ctx, operation, where, None, exc)
             self._abort_transaction(ctx, transaction_id)
             raise
-        audit(ctx, operation, where, _affected_rows(row, answer))
+        audit(ctx, operation, where, _affected_rows(row, answer), nbytes=_sent(stream))
         return answer
 
     def action(
@@ -270,6 +271,7 @@ class Dispatcher(OperationStubs[ExchangeCall, PutCall, ActionCall]):
         operation: str,
         where: tuple[str, ...],
         events: Generator[ExchangeEvent, None, None],
+        stream: ExchangeInput,
     ) -> Generator[ExchangeEvent, None, None]:
         """events, with the statement's audit line when it ends: ok with its row count once
         its final metadata went out, else failed."""
@@ -292,7 +294,7 @@ class Dispatcher(OperationStubs[ExchangeCall, PutCall, ActionCall]):
         except Exception as exc:
             audit(ctx, operation, where, None, exc)
             raise
-        audit(ctx, operation, where, changed)
+        audit(ctx, operation, where, changed, nbytes=_sent(stream))
 
     # --- a failed statement's transaction ----------------------------------------------------
 
@@ -318,6 +320,12 @@ def catalog_name(catalog: Catalog) -> str:
     """A catalog's name: name() where it has one (Go's NamedCatalog), else the default ""."""
     name = getattr(catalog, "name", None)
     return str(name()) if callable(name) else ""
+
+
+def _sent(stream: ExchangeInput) -> int | None:
+    """The Arrow bytes the client sent, where its input counts them (the transport's does)."""
+    sent = getattr(stream, "body_bytes", None)
+    return sent if isinstance(sent, int) else None
 
 
 def _affected_rows(row: OperationRow, answer: bytes) -> int | None:

@@ -2,7 +2,7 @@
 
 What is counted: every Flight call by RPC, by the action or operation it named and by the
 gRPC status it ended with, and its latency; the rows and bytes each table sent to readers;
-the rows each DML statement wrote and how every statement ended (from the audit point); the
+the rows and bytes each DML statement wrote and how every statement ended (from the audit point); the
 functions called; the transactions under way; whether the engine under the catalogs (Spark)
 is up. Label values are catalog, schema, table and function names the catalog serves, and
 the contract's own action and operation names — never an identity, a token or anything else
@@ -80,6 +80,12 @@ class ServerMetrics:
             [*table, "operation"],
             registry=r,
         )
+        self.bytes_written = Counter(
+            "pyairport_bytes_written",
+            "Arrow bytes clients sent in committed INSERT, UPDATE and DELETE statements",
+            [*table, "operation"],
+            registry=r,
+        )
         self.statements = Counter(
             "pyairport_statements",
             "DML and DDL statements by outcome (committed, failed: rolled back)",
@@ -106,15 +112,23 @@ class ServerMetrics:
     # --- what the transport and the observers report ----------------------------------------
 
     def statement(
-        self, operation: str, where: tuple[str, ...], rows: int | None, error: BaseException | None
+        self,
+        operation: str,
+        where: tuple[str, ...],
+        rows: int | None,
+        error: BaseException | None,
+        nbytes: int | None = None,
     ) -> None:
         if operation in NO_STATEMENT:
             return
         operation = _known(operation)
         outcome = "committed" if error is None else "failed"
         self.statements.labels(where[0], operation, outcome).inc()
-        if error is None and rows and operation in DML_OPERATIONS and len(where) == 3:
-            self.rows_written.labels(*where, operation).inc(rows)
+        if error is None and operation in DML_OPERATIONS and len(where) == 3:
+            if rows:
+                self.rows_written.labels(*where, operation).inc(rows)
+            if nbytes:
+                self.bytes_written.labels(*where, operation).inc(nbytes)
 
     def function_call(self, catalog: str, schema: str, name: str) -> None:
         self.function_calls.labels(catalog, schema, name).inc()

@@ -123,6 +123,7 @@ class FlightDataInput:
         self.descriptor: flight_pb2.FlightDescriptor | None = None
         self.leading_metadata: list[bytes] = []
         self._pending: flight_pb2.FlightData | None = None
+        self.body_bytes = 0  # the Arrow bytes of the batches read so far (the server's metrics)
 
     def _next_message(self) -> pa.ipc.Message | None:
         if self._pending is not None:
@@ -171,4 +172,5 @@ class FlightDataInput:
         while (message := self._next_message()) is not None:
             if message.type != "record batch":
                 raise StreamError(f"unexpected {message.type} message in the input stream")
+            self.body_bytes += message.body.size
             yield pa.ipc.read_record_batch(message, schema)
