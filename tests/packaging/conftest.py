@@ -5,6 +5,7 @@ tests (one build and one install per run)."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -63,3 +64,33 @@ def env_of(bin_dir: Path) -> dict[str, str]:
     env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
     env["VIRTUAL_ENV"] = str(bin_dir.parent)
     return env
+
+
+SERVING = re.compile(r"pyairport serving on (grpc://\S+) ")
+
+
+def start_installed(
+    bin_dir: Path, cwd: Path, *serve_args: str, last_line: str = "pyairport serving on "
+) -> tuple[subprocess.Popen[str], str, list[str]]:
+    """`pyairport serve ARGS` from the installed environment, its output read up to the line
+    that starts with last_line (Spark's start-up may log first): the process, the address it
+    serves on, and the lines read."""
+    server = subprocess.Popen(
+        [str(bin_dir / "pyairport"), "serve", *serve_args],
+        cwd=cwd,
+        env=env_of(bin_dir),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert server.stdout is not None
+    lines: list[str] = []
+    for line in server.stdout:
+        lines.append(line)
+        if line.startswith(last_line):
+            break
+    found = [m.group(1) for s in lines if (m := SERVING.match(s))]
+    if not found or not lines[-1].startswith(last_line):
+        server.kill()
+        raise AssertionError("the server did not start:\n" + "".join(lines[-20:]))
+    return server, found[0], lines

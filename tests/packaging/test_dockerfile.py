@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import CHECKOUT, env_of
+from .conftest import CHECKOUT, env_of, start_installed
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 
@@ -89,27 +89,13 @@ def test_the_images_steps_serve_a_lake(installed: tuple[Path, Path], tmp_path: P
     text = text.replace('"/opt/pyairport/jars"', f'"{jars}"')
     text = text.replace('"local[*]"', '"local[2]"')
     config.write_text(text)
-    server = subprocess.Popen(
-        [str(bin_dir / "pyairport"), "serve", "--config", str(config)]
-        + ["--host", "127.0.0.1", "--port", "0", "--metrics-port", "0"],
-        cwd=tmp_path,
-        env=env_of(bin_dir),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
+    server, location, seen = start_installed(
+        bin_dir,
+        tmp_path,
+        *("--config", str(config), "--host", "127.0.0.1", "--port", "0", "--metrics-port", "0"),
+        last_line="pyairport metrics on ",
     )
     try:
-        assert server.stdout is not None
-        seen: list[str] = []
-        for line in server.stdout:
-            seen.append(line)
-            if line.startswith("pyairport metrics on "):
-                break
-        location = next(
-            (m.group(1) for s in seen if (m := re.match(r"pyairport serving on (grpc://\S+) ", s))),
-            None,
-        )
-        assert location is not None, "".join(seen[-20:])
         metrics = seen[-1].split(" on ", 1)[1].strip()
         port = location.rsplit(":", 1)[1]
         health = subprocess.run(

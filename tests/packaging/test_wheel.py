@@ -7,7 +7,6 @@ Nothing from the checkout is on that environment's path."""
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -17,7 +16,7 @@ import pytest
 
 from airport_contracts.contract import RECORDED_DIFFERENCES
 
-from .conftest import CHECKOUT, env_of
+from .conftest import CHECKOUT, env_of, start_installed
 
 pytestmark = pytest.mark.slow
 
@@ -37,26 +36,10 @@ with AirportClient(sys.argv[1]) as client:
 
 def _serve_and_insert(bin_dir: Path, work: Path, *serve_args: str) -> str:
     """Start `pyairport serve` from the installed package, INSERT through its client."""
-    server = subprocess.Popen(
-        [str(bin_dir / "pyairport"), "serve", "--port", "0", *serve_args],
-        cwd=work,
-        env=env_of(bin_dir),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    server, location, _ = start_installed(bin_dir, work, "--port", "0", *serve_args)
     try:
-        assert server.stdout is not None
-        lines = []
-        for line in server.stdout:  # Spark's start-up may log first
-            lines.append(line)
-            found = re.match(r"pyairport serving on (grpc://\S+) ", line)
-            if found:
-                break
-        else:
-            raise AssertionError("the server did not start:\n" + "".join(lines[-20:]))
         done = subprocess.run(
-            [str(bin_dir / "python"), "-c", CLIENT, found.group(1)],
+            [str(bin_dir / "python"), "-c", CLIENT, location],
             cwd=work,
             env=env_of(bin_dir),
             capture_output=True,
