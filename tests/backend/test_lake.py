@@ -358,6 +358,61 @@ def test_update_and_delete_by_row_tracking_rowids(spark_backend: Any, fresh_lake
     }
 
 
+def test_row_tracked_changes_by_the_first_column_or_by_every_column(
+    spark_backend: Any, fresh_lake: Path
+) -> None:
+    """The first column names the rows to change only where no other row holds its value
+    (and, for an UPDATE, no two rows to change share it); else every column does."""
+    spark = spark_backend.spark
+    ident = make_table(spark, fresh_lake, "tracked")
+    # order 5 has three lines, order 6 two; a null order_id once
+    spark.sql(
+        f"INSERT INTO {ident} VALUES (5, 1.0), (5, 2.0), (5, 3.0), (6, 1.0), (6, 2.0), (NULL, 7.0)"
+    )
+    with serving_lake(spark, fresh_lake) as client:
+        rows = client.scan("sales", "tracked", ["rowid", "order_id", "amount"]).read_all()
+        rowid = {(r["order_id"], r["amount"]): r["rowid"] for r in rows.to_pylist()}
+        # one line of order 5: its order_id is held by two other rows
+        assert client.delete("sales", "tracked", [rowid[(5, 2.0)]]).total_changed == 1
+        # every line of order 6: the order_id alone names them, each once
+        both = [rowid[(6, 1.0)], rowid[(6, 2.0)]]
+        assert client.delete("sales", "tracked", both).total_changed == 2
+        # two rows of order 5 sharing the order_id take one value each
+        changed = client.update(
+            "sales",
+            "tracked",
+            pa.table(
+                {
+                    "amount": [100.0, 300.0],
+                    "rowid": pa.array([rowid[(5, 1.0)], rowid[(5, 3.0)]], pa.int64()),
+                }
+            ),
+        )
+        assert changed.total_changed == 2
+        # the row whose first column is null
+        nulled = pa.table({"amount": [70.0], "rowid": pa.array([rowid[(None, 7.0)]], pa.int64())})
+        assert client.update("sales", "tracked", nulled).total_changed == 1
+        assert (
+            client.update(
+                "sales", "tracked", pa.table({"amount": [44.0], "rowid": [rowid[(4, 40.0)]]})
+            ).total_changed
+            == 1
+        )
+    after = {
+        (r["order_id"], r["amount"]): r["rowid"]
+        for r in spark.sql(f"SELECT _metadata.row_id AS rowid, * FROM {ident}").collect()
+    }
+    assert after == {
+        (1, 10.0): rowid[(1, 10.0)],
+        (2, 20.0): rowid[(2, 20.0)],
+        (3, 30.0): rowid[(3, 30.0)],
+        (4, 44.0): rowid[(4, 40.0)],
+        (5, 100.0): rowid[(5, 1.0)],
+        (5, 300.0): rowid[(5, 3.0)],
+        (None, 70.0): rowid[(None, 7.0)],
+    }
+
+
 def test_rows_no_column_tells_apart_are_refused_not_guessed(
     spark_backend: Any, fresh_lake: Path
 ) -> None:
