@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import grpc
+import pyarrow as pa
 
 from airport_contracts import (
     AirportError,
@@ -45,6 +46,7 @@ from ..dispatch import (
 from ..observers import with_observer
 from ..wire.ipc import FlightDataInput, encode_app_metadata, encode_batch, encode_schema
 from . import call_log
+from .ahead import Ahead
 from .grpc_call import call_context, call_headers
 from .metrics import ReadCounter, ServerMetrics
 from .routing import DATABASES_TICKET, Catalogs, catalog_in_body, catalog_in_ticket
@@ -242,12 +244,19 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
         served = self._guard(context, "DoGet", scan)
         report = ProgressReport(served)
         counted = ReadCounter(self.metrics, served.table)
+
+        def encoded() -> tuple[pa.RecordBatch, bytes] | None:
+            item = report.next()
+            return None if item is None else (item[0], encode_batch(*item))
+
+        ahead = Ahead(encoded)  # the next batches read and encoded while one is sent
         try:
             yield encode_schema(served.reader.schema)
-            while (item := self._guard(context, "DoGet", report.next)) is not None:
+            while (item := self._guard(context, "DoGet", ahead.next)) is not None:
                 counted.sent(item[0])
-                yield encode_batch(*item)
+                yield item[1]
         finally:
+            ahead.close()
             counted.done()  # what was sent, also when the client stopped reading
 
     def GetFlightInfo(
