@@ -23,6 +23,7 @@ from airport_contracts import Context, EngineUnavailable
 
 from ...functions import Parameter, PythonTableFunction, authorize_table_read, table_function
 from ..shaping import full_width
+from . import change_pieces
 from .lake import Lake
 from .layout import ROWID
 from .scans import SCAN_BATCH_ROWS
@@ -149,15 +150,49 @@ class LakeFunctions:
     ) -> Iterator[pa.RecordBatch]:
         schema = self._changes_schema(name, from_version, to_version, ctx=ctx)
         table = self._table(ctx, "table_changes", name)
+        assert from_version is not None  # _changes_schema refuses the call without it
         with _spark_errors("table_changes"):
-            reader: Any = self.backend.spark.read.format("delta")
-            reader = reader.option("readChangeFeed", "true").option("startingVersion", from_version)
-            if to_version is not None:
-                reader = reader.option("endingVersion", to_version)
-            location = table.layout.location
-            frame = reader.load(str(location)) if location is not None else reader.table(table.fqn)
-            if ROWID in frame.columns:
-                frame = frame.drop(ROWID)
-            read = frame.orderBy("_commit_version").toArrow()
-        for batch in read.to_batches(SCAN_BATCH_ROWS):
-            yield full_width(batch, schema, schema.names)
+            commits = self._commits(table, from_version, to_version)
+        for piece in change_pieces.pieces(
+            from_version, to_version, commits, change_pieces.PIECE_ROWS
+        ):
+            for part in range(piece.parts):
+                ctx.raise_if_done()
+                with _spark_errors("table_changes"):
+                    read = self._changes(table, piece, part).toArrow()
+                for batch in read.to_batches(SCAN_BATCH_ROWS):
+                    yield full_width(batch, schema, schema.names)
+
+    def _commits(
+        self, table: SparkTable, first: int, last: int | None
+    ) -> list[tuple[int, int | None]]:
+        """The table's commits from first to last (None: the latest) and the rows each
+        changed, from its history (the log: no data file is read)."""
+        history = self.backend.spark.sql(f"DESCRIBE HISTORY {table.fqn}")
+        history = history.where(history.version >= first)
+        if last is not None:
+            history = history.where(history.version <= last)
+        rows = history.select("version", "operationMetrics").orderBy("version").collect()
+        return [(int(v), change_pieces.changed_rows(metrics)) for v, metrics in rows]
+
+    def _changes(self, table: SparkTable, piece: change_pieces.Piece, part: int) -> Any:
+        """One piece of the table's change data feed as a DataFrame, in commit order."""
+        reader: Any = self.backend.spark.read.format("delta")
+        reader = reader.option("readChangeFeed", "true").option("startingVersion", piece.first)
+        if piece.last is not None:
+            reader = reader.option("endingVersion", piece.last)
+        location = table.layout.location
+        frame = reader.load(str(location)) if location is not None else reader.table(table.fqn)
+        if ROWID in frame.columns:
+            frame = frame.drop(ROWID)
+        if piece.parts > 1:
+            from pyspark.sql import functions
+            from pyspark.sql.types import AtomicType
+
+            # Spark hashes no map; the plain columns tell the rows apart well enough to split
+            plain = [
+                frame[f.name] for f in frame.schema.fields if isinstance(f.dataType, AtomicType)
+            ]
+            values = functions.xxhash64(*plain)
+            frame = frame.where(functions.pmod(values, functions.lit(piece.parts)) == part)
+        return frame.orderBy("_commit_version")
