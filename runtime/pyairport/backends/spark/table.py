@@ -176,10 +176,17 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
                 if point is None or snapshot is not None
                 else self._scanner.schema_at(layout, as_of(point))
             )
-            # the rowid only when asked for (DuckDB asks for it by its own column id): a
-            # row-tracked table's ids are computed file by file, in order
+            # The rowid comes along where it is a stored column; a row-tracked table's are
+            # computed file by file, in order, so only when asked for (DuckDB asks by its own
+            # column id), and the rest of the scan stays on delta-rs' parallel reader.
+            tracked = layout.rowids == "tracked"
             wanted = [
-                n for n in schema.names if opts is None or not opts.columns or n in opts.columns
+                n
+                for n in schema.names
+                if opts is None
+                or not opts.columns
+                or n in opts.columns
+                or (n == ROWID and not tracked)
             ]
             if opts is not None and opts.rows_only:  # Spark's SELECT needs one column
                 wanted = [] if snapshot is not None or opts.partition else wanted[:1]
