@@ -31,6 +31,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
+    from .wire.compression import SETTINGS
+
     parser = _Parser(
         prog="pyairport", description="Arrow Flight DML server, contract-identical to airport-go."
     )
@@ -158,6 +160,13 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--workers", type=int, default=32, help="gRPC worker threads (default 32)")
     serve.add_argument(
         "--max-message-mb", type=int, default=64, help="largest gRPC message in MiB (default 64)"
+    )
+    serve.add_argument(
+        "--compression",
+        choices=SETTINGS,
+        default="auto",
+        help="how DoGet streams are compressed: auto (ZSTD to a client on another host, none"
+        " on this one; the default), none, lz4 or zstd",
     )
     serve.add_argument(
         "--no-transactions",
@@ -294,6 +303,7 @@ def _serve(args: argparse.Namespace) -> int:
         tls_cert=tls[0],
         tls_key=tls[1],
         metrics_port=args.metrics_port,
+        compression=args.compression,
     )
     try:
         server = AirportServer(None, None, config, authenticator=authenticator, policy=policy)

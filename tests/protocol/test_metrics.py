@@ -86,6 +86,10 @@ def test_a_session_moves_the_counters_by_what_it_did(server: AirportServer) -> N
     assert 80 <= moved("pyairport_bytes_written_total", **users, operation="delete") < 200
     assert moved("pyairport_rows_read_total", **users) == 1000
     assert moved("pyairport_bytes_read_total", **users) > 8 * 1000
+    # the messages as sent (not compressed to this host): the Arrow bytes and their framing
+    assert moved("pyairport_bytes_sent_total", **users) > moved(
+        "pyairport_bytes_read_total", **users
+    )
     assert (
         moved(
             "pyairport_statements_total", catalog="sales", operation="insert", outcome="committed"

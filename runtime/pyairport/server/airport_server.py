@@ -55,6 +55,8 @@ class ServerConfig:
     # Let freed multi-MB message buffers serve the next message (glibc; see allocator.py).
     keep_message_memory: bool = True
     metrics_port: int | None = None  # serve Prometheus' /metrics on host:metrics_port (0: any)
+    # DoGet streams' codec: auto (ZSTD to another host, none on this one), none, lz4, zstd
+    compression: str = "auto"
 
 
 class AirportServer:
@@ -126,7 +128,9 @@ class AirportServer:
             raise ListenError(f"cannot listen on {address}: address in use or not available")
         # Scan endpoints name this address (protocol §2.7), known once the port is bound.
         self.catalogs.set_location(self.location)
-        service = FlightService(self.catalogs, extra_actions, self.access, self.metrics)
+        service = FlightService(
+            self.catalogs, extra_actions, self.access, self.metrics, config.compression
+        )
         add_to_server(service, self._server)
 
     def add_catalog(

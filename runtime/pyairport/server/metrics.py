@@ -74,6 +74,12 @@ class ServerMetrics:
         self.bytes_read = Counter(
             "pyairport_bytes_read", "Arrow bytes sent to readers", table, registry=r
         )
+        self.bytes_sent = Counter(
+            "pyairport_bytes_sent",
+            "Bytes of the Flight messages sent to readers, as compressed (--compression)",
+            table,
+            registry=r,
+        )
         self.rows_written = Counter(
             "pyairport_rows_written",
             "Rows committed by INSERT, UPDATE and DELETE",
@@ -133,9 +139,10 @@ class ServerMetrics:
     def function_call(self, catalog: str, schema: str, name: str) -> None:
         self.function_calls.labels(catalog, schema, name).inc()
 
-    def read(self, where: tuple[str, str, str], rows: int, nbytes: int) -> None:
+    def read(self, where: tuple[str, str, str], rows: int, nbytes: int, sent: int) -> None:
         self.rows_read.labels(*where).inc(rows)
         self.bytes_read.labels(*where).inc(nbytes)
+        self.bytes_sent.labels(*where).inc(sent)
 
     def count_transactions(self, active: Callable[[], int]) -> None:
         self.active_transactions.set_function(active)
@@ -239,17 +246,20 @@ class ReadCounter:
         self._where = where
         self.rows = 0
         self.nbytes = 0
+        self.wire_bytes = 0
         self._lock = threading.Lock()
 
-    def sent(self, batch: pa.RecordBatch) -> None:
+    def sent(self, batch: pa.RecordBatch, message: bytes) -> None:
+        """batch went out as message (its FlightData, compressed or not)."""
         if self._metrics is not None:
             self.rows += batch.num_rows
             self.nbytes += batch.nbytes
+            self.wire_bytes += len(message)
 
     def done(self) -> None:
         with self._lock:
             if self._metrics is not None and self._where is not None:
-                self._metrics.read(self._where, self.rows, self.nbytes)
+                self._metrics.read(self._where, self.rows, self.nbytes, self.wire_bytes)
                 self._metrics = None
 
 

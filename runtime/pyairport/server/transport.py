@@ -44,6 +44,7 @@ from ..dispatch import (
     transaction_id_from_headers,
 )
 from ..observers import with_observer
+from ..wire.compression import BatchEncoder, codec_for
 from ..wire.ipc import FlightDataInput, encode_app_metadata, encode_batch, encode_schema
 from . import call_log
 from .ahead import Ahead
@@ -104,11 +105,13 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
         extra_actions: dict[str, Callable[..., list[bytes]]] | None = None,
         access: Access | None = None,
         metrics: ServerMetrics | None = None,
+        compression: str = "auto",
     ) -> None:
         self.catalogs = catalogs
         self.extra_actions = dict(extra_actions or {})
         self.access = access or Access()
         self.metrics = metrics
+        self.compression = compression  # wire/compression.SETTINGS
 
     def _call(self, grpc_context: grpc.ServicerContext, rpc: str) -> tuple[Context, dict[str, str]]:
         """The call's Context, carrying its ContextMeta (trace id, session, …) and the
@@ -245,15 +248,17 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
         report = ProgressReport(served)
         counted = ReadCounter(self.metrics, served.table)
 
+        encoder = BatchEncoder(served.reader.schema, codec_for(self.compression, context.peer()))
+
         def encoded() -> tuple[pa.RecordBatch, bytes] | None:
             item = report.next()
-            return None if item is None else (item[0], encode_batch(*item))
+            return None if item is None else (item[0], encoder.encode(*item))
 
         ahead = Ahead(encoded)  # the next batches read and encoded while one is sent
         try:
             yield encode_schema(served.reader.schema)
             while (item := self._guard(context, "DoGet", ahead.next)) is not None:
-                counted.sent(item[0])
+                counted.sent(*item)
                 yield item[1]
         finally:
             ahead.close()

@@ -66,7 +66,12 @@ def encode_schema(schema: pa.Schema, app_metadata: bytes = b"") -> bytes:
 
 
 def encode_batch(batch: pa.RecordBatch, app_metadata: bytes = b"") -> bytes:
-    return _flight_data(*_message_parts(batch.serialize()), app_metadata=app_metadata)
+    return frame_message(batch.serialize(), app_metadata)
+
+
+def frame_message(serialized: pa.Buffer, app_metadata: bytes = b"") -> bytes:
+    """One encapsulated IPC message (as Arrow writes it) as FlightData bytes."""
+    return _flight_data(*_message_parts(serialized), app_metadata=app_metadata)
 
 
 def encode_app_metadata(app_metadata: bytes) -> bytes:
