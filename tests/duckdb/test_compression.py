@@ -139,3 +139,8 @@ def test_compressed_streams_carry_the_same_rows_in_fewer_bytes() -> None:
         arrow = scrape.get("pyairport_bytes_read_total", **where)
         assert (sent < arrow) == (codec != "none"), (codec, sent, arrow)
     assert sizes["zstd"] < sizes["lz4"] < sizes["none"], sizes
+
+
+def test_a_codec_it_does_not_know_is_refused_before_serving() -> None:
+    with pytest.raises(ValueError, match="compression 'gzip': one of auto, none, lz4, zstd"):
+        AirportServer(MemoryCatalog("lake"), None, ServerConfig(port=0, compression="gzip"))

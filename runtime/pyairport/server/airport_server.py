@@ -24,6 +24,7 @@ from ..access.identities import StaticToken
 from ..access.policy import Policy
 from ..dispatch import Dispatcher
 from ..dispatch.dispatcher import catalog_name
+from ..wire.compression import SETTINGS as COMPRESSION_SETTINGS
 from . import call_log
 from .allocator import keep_message_memory
 from .health import Health
@@ -80,6 +81,10 @@ class AirportServer:
         catalog_transactions: CatalogTransactionManager | None = None,
     ) -> None:
         self.config = config
+        if config.compression not in COMPRESSION_SETTINGS:
+            raise ValueError(
+                f"compression {config.compression!r}: one of {', '.join(COMPRESSION_SETTINGS)}"
+            )
         if config.keep_message_memory:
             keep_message_memory()  # before gRPC's threads take their malloc arenas
         call_log.install()

@@ -247,7 +247,6 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
         served = self._guard(context, "DoGet", scan)
         report = ProgressReport(served)
         counted = ReadCounter(self.metrics, served.table)
-
         encoder = BatchEncoder(served.reader.schema, codec_for(self.compression, context.peer()))
 
         def encoded() -> tuple[pa.RecordBatch, bytes] | None:
