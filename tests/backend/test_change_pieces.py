@@ -41,6 +41,7 @@ def test_the_pieces_cover_the_range_asked_for_exactly() -> None:
     assert pieces(99, None, [], 100) == [Piece(99, None)]
 
 
+@pytest.mark.spark
 def test_table_changes_streams_piece_by_piece_with_sparks_rows(
     spark_backend: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -24,6 +24,8 @@ from ..metrics import Scrape
 from .extension import REQUIRED
 from .sqllogic.clients import CLIENTS, Client
 
+pytestmark = pytest.mark.duckdb
+
 ROWS = 150_000  # several 64k-row batches
 
 QUERY = (
