@@ -22,12 +22,14 @@ _POLL_SECONDS = 0.1  # how often a blocked producer looks whether the consumer h
 
 
 class _Failed:
+    """The producer's exception, in the queue where its next item would be."""
+
     def __init__(self, error: BaseException) -> None:
         self.error = error
 
 
 class _End:
-    pass
+    """produce() said the stream has no more items."""
 
 
 _END = _End()

@@ -86,7 +86,7 @@ class _Collected:
         return len(data)
 
     def flush(self) -> None:
-        pass
+        """Nothing is buffered: each write is kept as it comes."""
 
     def take(self) -> bytes:
         taken, self._parts = b"".join(self._parts), []
