@@ -11,12 +11,11 @@ peer on another host and not for one on this host.
 from __future__ import annotations
 
 import ipaddress
-import struct
 from typing import Any
 
 import pyarrow as pa
 
-from .ipc import encode_batch, frame_message
+from .ipc import after_schema, encode_batch, frame_message
 
 SETTINGS = ("auto", "none", "lz4", "zstd")
 _ACROSS_A_NETWORK = "zstd"
@@ -59,11 +58,10 @@ class BatchEncoder:
         if self._sink is None:
             return encode_batch(batch, app_metadata)
         self._writer.write_batch(batch)
-        written = memoryview(self._sink.take())
-        if self._schema_ahead:  # continuation, length, then the schema's flatbuffer (no body)
+        written = self._sink.take()
+        if self._schema_ahead:
             self._schema_ahead = False
-            (length,) = struct.unpack_from("<i", written, 4)
-            written = written[8 + length :]
+            return frame_message(pa.py_buffer(after_schema(written)), app_metadata)
         return frame_message(pa.py_buffer(written), app_metadata)
 
 
@@ -79,10 +77,10 @@ class _Collected:
     closed = False
 
     def __init__(self) -> None:
-        self._parts: list[bytes] = []
+        self._parts: list[Any] = []  # bytes, and pyarrow Buffers (a body: kept, not copied)
 
     def write(self, data: Any) -> int:
-        self._parts.append(bytes(data))
+        self._parts.append(data)
         return len(data)
 
     def flush(self) -> None:

@@ -74,11 +74,16 @@ def frame_message(serialized: pa.Buffer, app_metadata: bytes = b"") -> bytes:
     return _flight_data(*_message_parts(serialized), app_metadata=app_metadata)
 
 
+def after_schema(stream: pa.Buffer | bytes) -> memoryview:
+    """What an IPC stream holds after its first message, its schema (which has no body)."""
+    return _message_parts(stream)[1]
+
+
 def encode_app_metadata(app_metadata: bytes) -> bytes:
     return _flight_data(b"", app_metadata=app_metadata)
 
 
-def _message_parts(serialized: pa.Buffer) -> tuple[memoryview, memoryview]:
+def _message_parts(serialized: pa.Buffer | bytes) -> tuple[memoryview, memoryview]:
     """(metadata, body) of one encapsulated IPC message, as views (no copy)."""
     view = memoryview(serialized)
     offset = 8 if bytes(view[:4]) == _CONTINUATION else 4

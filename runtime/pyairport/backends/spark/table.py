@@ -633,7 +633,7 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
             columns = list(stored.names)
             current = self._tracked_rows(ids, int(version), columns)
             source = self._keyed(current, columns)
-            matches = self._count_matches(source, self._on(source), clause)
+            matches = self._count_joined(source, "JOIN", self._on(source), clause)
             if matches != current.num_rows:
                 raise ValueError(
                     f"{self.schema_name}.{self._name}: {matches - current.num_rows} other row(s)"
@@ -689,15 +689,7 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
         values of keys' one column: then it names the rows to change and no other. A semi
         join on one column; matching every column of a wide table costs Spark several times
         the MERGE itself."""
-        view = self.backend.view(keys)
-        try:
-            (count,) = self.spark.sql(
-                f"SELECT count(*) FROM {self.fqn}{clause} t LEFT SEMI JOIN {view} s"
-                f" ON {self._on(keys)}"
-            ).first()
-            return int(count) == rows
-        finally:
-            self.backend.drop_view(view)
+        return self._count_joined(keys, "LEFT SEMI JOIN", self._on(keys), clause) == rows
 
     def _tracked_rows(self, ids: np.ndarray, version: int, columns: list[str]) -> pa.Table:
         """Columns (and the rowid) of the rows of a row-tracked table with these rowids at
@@ -715,12 +707,13 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
         read = file_parts.read(Context.background(), files, every, names, wanted, 0).read_all()
         return read.select(names)
 
-    def _count_matches(self, source: pa.Table, on: str, clause: str) -> int:
-        """How many of the table's rows (at clause's version) the source's keys match."""
+    def _count_joined(self, source: pa.Table, join: str, on: str, clause: str) -> int:
+        """How many rows the table (at clause's version) joined (JOIN, LEFT SEMI JOIN) to
+        source's rows, sent as a view, gives."""
         view = self.backend.view(source)
         try:
             (count,) = self.spark.sql(
-                f"SELECT count(*) FROM {self.fqn}{clause} t JOIN {view} s ON {on}"
+                f"SELECT count(*) FROM {self.fqn}{clause} t {join} {view} s ON {on}"
             ).first()
             return int(count)
         finally:
