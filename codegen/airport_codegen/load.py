@@ -21,11 +21,15 @@ from airport_support.codecs import KINDS as WIRE_KINDS
 
 from .model import (
     ARROW_TYPES,
+    CLIENT_FORMS,
     GENERICS,
     PRIMITIVES,
     STATUS_CODES,
     Contract,
     DdlAction,
+    DdlBinding,
+    DdlClient,
+    DdlClientParam,
     Deviation,
     EnumValue,
     ErrorRow,
@@ -70,6 +74,7 @@ TABLE_ERRORS = {v.value for v in vocabulary.TableErrors}
 TYPE_KINDS = {"struct", "enum", "error_type", "sentinel"}
 DDL_TARGETS = {"catalog", "schema", "table"}
 DDL_ANSWERS = {"schema_contents", "flight_info", "none"}
+NAME_KINDS = {"schema", "table", "column"}  # what the runtime's name rule checks
 ENCODINGS = {"json", "msgpack"}
 KEY_ORDERS = {"declared", "any"}
 STREAM_RESPONSE = "exchange_stream"
@@ -636,6 +641,8 @@ def _ddl_action(n: _Node) -> DdlAction:
         sentinels=tuple(sorted(n.str_map("sentinels").items())),
         failed=n.string("failed"),
         answer=n.string("answer"),
+        client=_ddl_client(n.node("client")),
+        bind=_ddl_binding(n.node("bind", required=False)),
     )
     for key, value, allowed in (
         ("target", action.target, DDL_TARGETS),
@@ -647,6 +654,118 @@ def _ddl_action(n: _Node) -> DdlAction:
             )
     n.done()
     return action
+
+
+def _ddl_client(n: _Node | None) -> DdlClient:
+    assert n is not None
+    params = []
+    for p in n.nodes("params", required=True):
+        params.append(
+            DdlClientParam(
+                field=p.string("field"),
+                name=p.string("name", ""),
+                encode=p.string("encode", ""),
+                default=p.optional_str("default"),
+                source=p.string("from", ""),
+                required=p.boolean("required", False),
+            )
+        )
+        p.done()
+    client = DdlClient(
+        doc=n.string("doc"), params=tuple(params), fixed=tuple(n.str_map("fixed").items())
+    )
+    n.done()
+    return client
+
+
+def _check_ddl_client(c: Contract, d: DdlAction, path: str, ref: Any) -> None:
+    """The client's parameters fill fields of the request, each at most once (the catalog's
+    is the method's last parameter, always), in a form the client knows; those without a
+    default come first."""
+    assert d.client is not None
+    fields = {f.name: f for f in c.payload(d.request).fields}
+    filled = {d.catalog_field}
+    names: set[str] = set()
+    defaulted = ""
+    for j, p in enumerate(d.client.params):
+        where = f"{path}.client.params[{j}]"
+        ref("field of the request", p.field, set(fields), f"{where}.field")
+        if p.field in filled:
+            raise ContractError(f"{where}.field: '{p.field}' is filled twice")
+        filled.add(p.field)
+        if p.source:
+            if p.name or p.source not in names:
+                raise ContractError(f"{where}.from: name an earlier parameter, and no name")
+            continue
+        if not p.name or p.name in names or p.name == "catalog":
+            raise ContractError(f"{where}.name: a new parameter name, not 'catalog'")
+        names.add(p.name)
+        form = p.encode or str(fields[p.field].type)
+        if form not in CLIENT_FORMS or (p.encode and str(fields[p.field].type) != "bytes"):
+            raise ContractError(f"{where}: the client has no form for {form} into '{p.field}'")
+        has_default = not p.required and (
+            p.default is not None or CLIENT_FORMS[form][1] is not None
+        )
+        if defaulted and not has_default:
+            raise ContractError(f"{where}: without a default after '{defaulted}', which has one")
+        defaulted = defaulted or (p.name if has_default else "")
+    for field_name, _ in d.client.fixed:
+        ref("field of the request", field_name, set(fields), f"{path}.client.fixed")
+
+
+def _ddl_binding(n: _Node | None) -> DdlBinding | None:
+    if n is None:
+        return None
+    by_sentinel = n.node("by_sentinel", required=False) or _Node({}, n.sub("by_sentinel"))
+    checked = []
+    for c in n.nodes("checked"):
+        checked.append((c.string("kind"), c.string("field")))
+        c.done()
+    binding = DdlBinding(
+        args=n.strs("args", required=True),
+        names=tuple(n.str_map("names").items()),
+        by_sentinel=tuple(
+            (sentinel, tuple(by_sentinel.str_map(sentinel).items()))
+            for sentinel in by_sentinel.value
+        ),
+        checked=tuple(checked),
+        renamed_to=n.string("renamed_to", ""),
+    )
+    by_sentinel.done()
+    n.done()
+    return binding
+
+
+def _check_ddl_binding(c: Contract, d: DdlAction, path: str, ref: Any) -> None:
+    """A bind map names only the request's fields, as many arguments as the method takes
+    between ctx and its options, and an options struct the request carries every field of."""
+    if d.bind is None:
+        return
+    b = d.bind
+    fields = {f.name for f in c.payload(d.request).fields}
+    method = c.ddl_method(d)
+    expected = len(method.params) - 2  # ctx first, the options last
+    if len(b.args) != expected:
+        raise ContractError(
+            f"{path}.bind.args: {method.python} takes {expected} argument(s) between ctx and"
+            f" its options, the map names {len(b.args)}"
+        )
+    for field_name in b.args:
+        ref("field of the request", field_name, fields, f"{path}.bind.args")
+    for option in c.ddl_options(d).fields:
+        ref("field of the request", option.name, fields, f"{path}.bind (options {option.name})")
+    for param, field_name in b.names:
+        ref("field of the request", field_name, fields, f"{path}.bind.names.{param}")
+    sentinels = {s for s, _ in d.sentinels}
+    for sentinel, names in b.by_sentinel:
+        ref("sentinel of the row", sentinel, sentinels, f"{path}.bind.by_sentinel")
+        for param, field_name in names:
+            ref("field of the request", field_name, fields, f"{path}.bind.by_sentinel.{param}")
+    for kind, field_name in b.checked:
+        ref("kind of name", kind, NAME_KINDS, f"{path}.bind.checked")
+        ref("field of the request", field_name, fields, f"{path}.bind.checked")
+    if b.renamed_to:
+        ref("field of the request", b.renamed_to, fields, f"{path}.bind.renamed_to")
 
 
 def _upstream_api(n: _Node | None) -> UpstreamApi:
@@ -918,6 +1037,8 @@ def _check_references(c: Contract) -> None:
         for sentinel, error_id in d.sentinels:
             ref("sentinel", sentinel, sentinels, f"{path}.sentinels")
             ref("error", error_id, error_ids, f"{path}.sentinels.{sentinel}")
+        _check_ddl_binding(c, d, path, ref)
+        _check_ddl_client(c, d, path, ref)
     for i, recorded in enumerate(c.recorded):
         ref("deviation", recorded.deviation, deviation_ids, f"recorded_differences[{i}].deviation")
     _check_unbound(c, deviation_ids, ref)

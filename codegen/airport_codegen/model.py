@@ -325,6 +325,69 @@ class ReadAction:
 
 
 @dataclass(frozen=True)
+class DdlBinding:
+    """How a DDL request whose fields are copied as they are becomes its method's arguments:
+    the request fields passed after ctx (in the method's order; the options struct, the
+    method's last parameter, is filled from the request's fields of the same names), and the
+    names its errors and the name rule see, each a request field."""
+
+    args: tuple[str, ...]
+    names: tuple[tuple[str, str], ...] = ()  # (error parameter, request field)
+    by_sentinel: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
+    checked: tuple[tuple[str, str], ...] = ()  # (kind of name, request field)
+    renamed_to: str = ""  # the request field naming the table the answer describes
+
+
+# A DDL request field's wire type (or an Arrow encoding) → the client parameter's annotation,
+# default, and the field's value from the parameter ({} is the parameter's name).
+CLIENT_FORMS: dict[str, tuple[str, str | None, str]] = {
+    "str": ("str", None, "{}"),
+    "bool": ("bool", "False", "{}"),
+    "optional[str]": ("str | None", "None", "{}"),
+    "map[str, str]": ("dict[str, str] | None", "None", "{} or {{}}"),
+    "list[str]": ("Sequence[str]", "()", "list({})"),
+    "list[uint64]": ("Sequence[int]", "()", "list({})"),
+    "schema": ("pa.Schema", None, "serialize_schema({})"),
+    "field": ("pa.Field", None, "serialize_schema(pa.schema([{}]))"),
+}
+
+
+@dataclass(frozen=True)
+class DdlClientParam:
+    """A parameter of the client's method for a DDL action and the request field it fills
+    (encode: how an Arrow value becomes the field's bytes — schema, field — or, for a field
+    filled from another parameter (source), what of it: path, the field's name as a path)."""
+
+    field: str
+    name: str = ""  # "" for a field filled from source
+    encode: str = ""
+    default: str | None = None
+    source: str = ""
+    required: bool = False  # no default, whatever the field's type would give
+
+
+@dataclass(frozen=True)
+class DdlClient:
+    """The client's method for a DDL action: its docstring, parameters (catalog comes last,
+    always) and the request fields it fixes."""
+
+    doc: str
+    params: tuple[DdlClientParam, ...]
+    fixed: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class ClientArgument:
+    """A client method's parameter as Python spells it, and the request field's value."""
+
+    name: str
+    annotation: str
+    default: str | None
+    field: str
+    value: str
+
+
+@dataclass(frozen=True)
 class DdlAction:
     """A DDL DoAction (protocol §5): what the dispatch library needs to run it from its row."""
 
@@ -346,6 +409,8 @@ class DdlAction:
     sentinels: tuple[tuple[str, str], ...]  # (sentinel type, error id)
     failed: str
     answer: str  # schema_contents | flight_info | none
+    client: DdlClient | None = None
+    bind: DdlBinding | None = None  # None: the request needs the runtime's own binder
 
 
 @dataclass(frozen=True)
@@ -560,6 +625,37 @@ class Contract:
     def schema_method_python(self, go_name: str) -> str:
         """The Python name of a method of the Schema interface."""
         return next(m.python for m in self.interface("Schema").methods if m.name == go_name)
+
+    def ddl_method(self, action: DdlAction) -> Method:
+        return next(
+            m for m in self.interface(action.interface).methods if m.python == action.method
+        )
+
+    def ddl_options(self, action: DdlAction) -> TypeDef:
+        """The options struct a DDL action's method takes last."""
+        name = self.ddl_method(action).params[-1].type.name
+        return next(t for t in self.types if t.name == name)
+
+    def client_arguments(self, action: DdlAction) -> list[ClientArgument]:
+        """The client method's parameters in order and every request field they fill: the
+        annotation and default follow the field's wire type, an Arrow value is serialized."""
+        assert action.client is not None
+        types = {f.name: f.type for f in self.payload(action.request).fields}
+        arguments = []
+        for p in action.client.params:
+            if p.source:  # path: the one-element path of the field passed as source
+                arguments.append(ClientArgument("", "", None, p.field, f"[{p.source}.name]"))
+                continue
+            annotation, default, value = CLIENT_FORMS[p.encode or str(types[p.field])]
+            default = None if p.required else p.default if p.default is not None else default
+            arguments.append(
+                ClientArgument(p.name, annotation, default, p.field, value.format(p.name))
+            )
+        return arguments
+
+    def ddl_bound_options(self) -> list[str]:
+        """The options structs of the DDL actions the contract binds, sorted."""
+        return sorted({self.ddl_options(d).name for d in self.ddl_actions if d.bind})
 
     def protocol(self, protocol_id: str) -> ProtocolDef:
         return next(p for p in self.protocols if p.id == protocol_id)

@@ -38,6 +38,7 @@ MODULES: dict[str, str] = {
     "protocols.py.j2": "protocols.py",
     "payloads.py.j2": "payloads.py",
     "dispatch.py.j2": "dispatch.py",
+    "client.py.j2": "client.py",
     "contract.py.j2": "contract.py",
     "vocabulary.py.j2": "vocabulary.py",
 }

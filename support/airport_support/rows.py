@@ -131,13 +131,31 @@ class ActionRow:
 
 
 @dataclass(frozen=True)
+class DdlBinding:
+    """A DDL request whose fields are its method's arguments as they are: the request fields
+    passed after ctx, the options struct filled from the request's fields of its fields'
+    names, the names the errors quote (by error parameter; per sentinel where one names
+    another field), the names held to the name rule (kind, field) and the field naming the
+    table a rename's answer describes."""
+
+    args: tuple[str, ...]
+    options: type[Any]
+    options_fields: tuple[str, ...]
+    names: tuple[tuple[str, str], ...] = ()
+    by_sentinel: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
+    checked: tuple[tuple[str, str], ...] = ()
+    renamed_to: str = ""
+
+
+@dataclass(frozen=True)
 class DdlActionRow:
     """A DDL DoAction (protocol §5), run from its row by the dispatch library: the body
     (request, bad_payload), the catalog name field, the required fields in the order checked
     and their errors, what is looked up (target: catalog, schema or table, named by
     schema_field and table_field), whether ignore_not_found makes a missing one a success,
     the capability (interface, unsupported) and its method, the error of each sentinel a
-    backend raises, the error of any other failure, and the answer."""
+    backend raises, the error of any other failure, the answer, and how the request becomes
+    the method's arguments where the contract says it (bind; else the runtime binds it)."""
 
     name: str
     doc: str
@@ -155,6 +173,7 @@ class DdlActionRow:
     sentinels: Mapping[type[Exception], ErrorFactory]
     failed: ErrorFactory
     answer: str
+    bind: DdlBinding | None = None
 
 
 @dataclass(frozen=True)

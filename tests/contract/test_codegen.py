@@ -292,3 +292,35 @@ def test_a_new_operation_needs_no_template_change(tmp_path: Path) -> None:
         validation.INPUT_RULES.pop("upsert_keys_given", None)
         for name in [n for n in sys.modules if n.split(".")[0] == "madeup_contracts"]:
             del sys.modules[name]
+
+
+def _ddl_row(d: dict, name: str) -> dict:
+    return next(row for row in d["ddl_actions"] if row["name"] == name)
+
+
+def test_a_ddl_binding_names_only_fields_of_the_request() -> None:
+    index = [row["name"] for row in _data()["ddl_actions"]].index("rename_column")
+    message = _mutated(lambda d: _ddl_row(d, "rename_column")["bind"].update(args=["old", "new"]))
+    assert message == f"ddl_actions[{index}].bind.args: unknown field of the request 'old'"
+
+
+def test_a_ddl_binding_passes_as_many_arguments_as_the_method_takes() -> None:
+    index = [row["name"] for row in _data()["ddl_actions"]].index("set_default")
+    message = _mutated(lambda d: _ddl_row(d, "set_default")["bind"].update(args=["column_name"]))
+    assert message == (
+        f"ddl_actions[{index}].bind.args: set_default takes 2 argument(s) between ctx and its"
+        " options, the map names 1"
+    )
+
+
+def test_a_ddl_binding_needs_every_option_in_the_request() -> None:
+    """create_schema's comment is optional on the wire and a string in its options: a
+    conversion, so the row cannot copy it; CreateSchemaOptions' fields are in the request,
+    but CreateTableOptions.comment is not in create_table's."""
+    index = [row["name"] for row in _data()["ddl_actions"]].index("create_table")
+    message = _mutated(
+        lambda d: _ddl_row(d, "create_table").update(bind={"args": ["table_name", "arrow_schema"]})
+    )
+    assert message == (
+        f"ddl_actions[{index}].bind (options comment): unknown field of the request 'comment'"
+    )

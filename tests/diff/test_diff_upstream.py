@@ -393,6 +393,8 @@ def test_a_ddl_field_dropped_from_the_contract_is_drift(tmp_path: Path) -> None:
     data = yaml.safe_load((ROOT / "contracts.yaml").read_text())
     params = next(p for p in data["payloads"] if p["name"] == "CreateTableParams")
     params["fields"] = [f for f in params["fields"] if f["name"] != "check_constraints"]
+    client = next(a for a in data["ddl_actions"] if a["name"] == "create_table")["client"]
+    client["params"] = [p for p in client["params"] if p["field"] != "check_constraints"]
     contract = tmp_path / "contracts.yaml"
     contract.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
     done = _cli("--contract", str(contract))

@@ -401,10 +401,15 @@ def test_the_catalog_name_is_checked(lake: Running) -> None:
 @pytest.mark.parametrize("action", sorted(DDL_ACTIONS))
 def test_the_clients_ddl_call_answers_what_the_contract_says(action: str) -> None:
     """AirportClient has one method per DDL action, named as the action, whose answer is the
-    contract's: a table's FlightInfo → TableInfo | None, a schema's contents, or nothing."""
+    contract's: a table's FlightInfo → TableInfo | None (the generated calls' TableInfoT is
+    the client's TableInfo), a schema's contents, or nothing."""
+    from airport_contracts.client import DdlCalls
+    from pyairport.client.remote_catalog import TableInfo
+
+    assert DdlCalls[TableInfo] in AirportClient.__orig_bases__  # type: ignore[attr-defined]
     method = getattr(AirportClient, action)
     expected = {
-        "flight_info": "TableInfo | None",
+        "flight_info": "TableInfoT | None",
         "schema_contents": "SerializedContents",
         "none": "None",
     }[DDL_ACTIONS[action].answer]
@@ -460,3 +465,22 @@ def test_add_constraint_is_an_unknown_action_as_in_airport_go(srv: Running) -> N
     )
     error = _error(lambda: srv.client.action("add_constraint", body))
     assert_error_row("unknown_action", {"type": "add_constraint"}, error.code, error.message)
+
+
+def test_every_ddl_action_has_exactly_one_binding() -> None:
+    """The contract's bind or the runtime's binder, never both and never neither: checked when
+    the dispatch library is imported, so a new row cannot reach a client unbound."""
+    from dataclasses import replace
+
+    from pyairport.dispatch.ddl_actions import BINDERS, _binder
+
+    bound_by_contract = DDL_ACTIONS[Action.RENAME_COLUMN]
+    bound_here = DDL_ACTIONS[Action.CREATE_TABLE]
+    assert bound_by_contract.bind is not None and bound_here.bind is None
+    assert Action.CREATE_TABLE in BINDERS and Action.RENAME_COLUMN not in BINDERS
+    for row in (
+        replace(bound_here, bind=bound_by_contract.bind),
+        replace(bound_by_contract, bind=None),
+    ):
+        with pytest.raises(RuntimeError, match=f"DDL action {row.name} needs one binding"):
+            _binder(row)

@@ -40,6 +40,7 @@ from airport_contracts import (
     flight_pb2,
     flight_pb2_grpc,
 )
+from airport_contracts.client import DdlCalls
 from airport_contracts.dispatch import PROTOCOLS
 from airport_contracts.vocabulary import Action, Header, OperationName, Protocol
 from airport_support.vocabulary import HeaderRole
@@ -47,7 +48,6 @@ from airport_support.vocabulary import HeaderRole
 from .. import filters
 from ..wire.column_ids import ids_for_names
 from ..wire.ipc import encode_batch, read_message, schema_message
-from .ddl import DdlCalls
 from .errors import remote_error
 from .remote_catalog import (
     SchemaInfo,
@@ -55,6 +55,7 @@ from .remote_catalog import (
     decode_catalog,
     decode_endpoints,
     endpoints_request,
+    table_info,
 )
 
 RETURNING_TRUE = next(
@@ -135,7 +136,7 @@ def _without_dictionaries(
     return schema, decoded()
 
 
-class AirportClient(DdlCalls):
+class AirportClient(DdlCalls[TableInfo]):
     """A Flight client for pyairport and airport-go servers.
 
     location: "grpc://host:port" or "grpc+tls://host:port" (tls_root_certificates: PEM to
@@ -528,6 +529,7 @@ class AirportClient(DdlCalls):
     def action(
         self, action_type: str, body: bytes = b"", headers: dict[str, str] | None = None
     ) -> list[bytes]:
+        """One DoAction: its Result bodies."""
         try:
             results = self.stub.DoAction(
                 flight_pb2.Action(type=action_type, body=body), metadata=self.metadata(headers)
@@ -535,6 +537,9 @@ class AirportClient(DdlCalls):
             return [r.body for r in results]
         except grpc.RpcError as error:
             raise remote_error(error) from None
+
+    def _table_info(self, answer: bytes) -> TableInfo | None:
+        return table_info(answer)
 
 
 @contextlib.contextmanager

@@ -42,6 +42,7 @@ from airport_contracts import (
 )
 from airport_contracts.dispatch import ACTIONS
 from airport_contracts.vocabulary import Action
+from airport_support.arrow_ipc import serialize_schema
 from airport_support.compressed import pack_compressed, pack_endpoints
 from airport_support.rows import ActionRow
 
@@ -49,7 +50,6 @@ from ..access.grants import readable
 from ..catalog import MutableCatalog
 from ..wire.column_ids import names_for_ids, needs_no_columns, served_schema
 from ..wire.go_text import go_quote
-from ..wire.ipc import serialize_schema
 from .flight_infos import REUSE_CONNECTION, FlightInfos, scan_partitions
 from .functions import Functions
 from .statistics import Statistics

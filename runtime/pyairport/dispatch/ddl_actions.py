@@ -4,8 +4,9 @@ name and the required fields, look up what the action changes (a missing schema 
 a success doing nothing when the request says ignore_not_found), check its capability, call
 it, map the sentinel a backend raises to the row's error, and answer.
 
-What differs per action is only how the request becomes the method's arguments: one binder
-each (BINDERS), checked complete at import like every other part of the contract.
+What differs per action is only how the request becomes the method's arguments: the
+contract's row says it where fields are copied as they are (bind), else a binder here
+(BINDERS); every action has exactly one, checked at import.
 """
 
 from __future__ import annotations
@@ -27,32 +28,24 @@ from airport_contracts import (
     Context,
     CreateSchemaOptions,
     CreateTableOptions,
-    DropNotNullOptions,
     DropSchemaOptions,
-    DropTableOptions,
     InvalidArrowSchema,
     InvalidColumnSchema,
     InvalidOnConflict,
     InvalidPayload,
     OnConflict,
-    RemoveColumnOptions,
-    RemoveFieldOptions,
-    RenameColumnOptions,
     RenamedTableLookupFailed,
-    RenameFieldOptions,
-    RenameTableOptions,
     Schema,
     SerializedContents,
     SerializeSchemaContentsFailed,
-    SetDefaultOptions,
-    SetNotNullOptions,
     Table,
     implements,
 )
+from airport_contracts.dispatch import DDL_ACTIONS
 from airport_contracts.errors import DdlSchemaNotFound, DdlTableNotFound
 from airport_contracts.vocabulary import Action
 from airport_support.compressed import pack_compressed
-from airport_support.rows import DdlActionRow
+from airport_support.rows import DdlActionRow, DdlBinding
 
 from ..access.audit import audit
 from ..access.grants import admit_schema
@@ -126,28 +119,6 @@ def _create_table(request: Any) -> Bound:
     )
 
 
-def _drop_table(request: Any) -> Bound:
-    opts = DropTableOptions(ignore_not_found=request.ignore_not_found)
-    return Bound(
-        (request.name, opts),
-        {"table": go_quote(request.name)},
-        checked_names=(("table", request.name),),
-    )
-
-
-def _rename_table(request: Any) -> Bound:
-    opts = RenameTableOptions(ignore_not_found=request.ignore_not_found)
-    return Bound(
-        (request.name, request.new_table_name, opts),
-        by_sentinel={
-            "NotFound": {"table": go_quote(request.name)},
-            "AlreadyExists": {"table": go_quote(request.new_table_name)},
-        },
-        renamed_to=request.new_table_name,
-        checked_names=(("table", request.name), ("table", request.new_table_name)),
-    )
-
-
 def _add_column(request: Any) -> Bound:
     column = _one_field(request.column_schema)
     opts = AddColumnOptions(
@@ -155,27 +126,6 @@ def _add_column(request: Any) -> Bound:
         ignore_not_found=request.ignore_not_found,
     )
     return Bound((column, opts), {"column": go_quote(column.field(0).name)}, new_columns=column)
-
-
-def _remove_column(request: Any) -> Bound:
-    opts = RemoveColumnOptions(
-        if_column_exists=request.if_column_exists,
-        ignore_not_found=request.ignore_not_found,
-        cascade=request.cascade,
-    )
-    return Bound((request.removed_column, opts), {"column": go_quote(request.removed_column)})
-
-
-def _rename_column(request: Any) -> Bound:
-    opts = RenameColumnOptions(ignore_not_found=request.ignore_not_found)
-    return Bound(
-        (request.old_name, request.new_name, opts),
-        by_sentinel={
-            "NotFound": {"column": go_quote(request.old_name)},
-            "AlreadyExists": {"column": go_quote(request.new_name)},
-        },
-        checked_names=(("column", request.new_name),),
-    )
 
 
 _PLAIN_CAST = re.compile(
@@ -203,23 +153,6 @@ def _change_column_type(request: Any) -> Bound:
     return Bound((column, expression, opts))
 
 
-def _column_option(options: type) -> Callable[[Any], Bound]:
-    """set_not_null and drop_not_null: a column name and the ignore flag."""
-
-    def bind(request: Any) -> Bound:
-        opts = options(ignore_not_found=request.ignore_not_found)
-        return Bound((request.column_name, opts), {"column": go_quote(request.column_name)})
-
-    return bind
-
-
-def _set_default(request: Any) -> Bound:
-    opts = SetDefaultOptions(ignore_not_found=request.ignore_not_found)
-    return Bound(
-        (request.column_name, request.expression, opts), {"column": go_quote(request.column_name)}
-    )
-
-
 def _add_field(request: Any) -> Bound:
     column = _ipc_schema(request.column_schema, InvalidColumnSchema)
     opts = AddFieldOptions(
@@ -229,43 +162,53 @@ def _add_field(request: Any) -> Bound:
     return Bound((column, opts), new_columns=column)
 
 
-def _rename_field(request: Any) -> Bound:
-    opts = RenameFieldOptions(ignore_not_found=request.ignore_not_found)
-    return Bound(
-        (list(request.column_path), request.new_name, opts),
-        checked_names=(("column", request.new_name),),
-    )
-
-
-def _remove_field(request: Any) -> Bound:
-    opts = RemoveFieldOptions(ignore_not_found=request.ignore_not_found)
-    return Bound((list(request.column_path), opts))
-
-
 BINDERS: dict[str, Callable[[Any], Bound]] = {
     Action.CREATE_SCHEMA: _create_schema,
     Action.DROP_SCHEMA: _drop_schema,
     Action.CREATE_TABLE: _create_table,
-    Action.DROP_TABLE: _drop_table,
-    Action.RENAME_TABLE: _rename_table,
     Action.ADD_COLUMN: _add_column,
-    Action.REMOVE_COLUMN: _remove_column,
-    Action.RENAME_COLUMN: _rename_column,
     Action.CHANGE_COLUMN_TYPE: _change_column_type,
-    Action.SET_NOT_NULL: _column_option(SetNotNullOptions),
-    Action.DROP_NOT_NULL: _column_option(DropNotNullOptions),
-    Action.SET_DEFAULT: _set_default,
     Action.ADD_FIELD: _add_field,
-    Action.RENAME_FIELD: _rename_field,
-    Action.REMOVE_FIELD: _remove_field,
 }
-"""How each DDL action's request becomes its method's arguments."""
+"""How the requests the contract cannot bind by copying fields become their methods'
+arguments (a schema to read, an enum to map, a field that stands for another)."""
+
+
+def bind_fields(binding: DdlBinding, request: Any) -> Bound:
+    """A request bound as the contract's row says (DdlActionRow.bind): its fields copied."""
+
+    def quoted(names: tuple[tuple[str, str], ...]) -> dict[str, str]:
+        return {param: go_quote(getattr(request, field_name)) for param, field_name in names}
+
+    options = binding.options(**{name: getattr(request, name) for name in binding.options_fields})
+    return Bound(
+        (*(getattr(request, name) for name in binding.args), options),
+        quoted(binding.names),
+        by_sentinel={sentinel: quoted(names) for sentinel, names in binding.by_sentinel},
+        renamed_to=getattr(request, binding.renamed_to) if binding.renamed_to else "",
+        checked_names=tuple((kind, getattr(request, name)) for kind, name in binding.checked),
+    )
+
+
+def _binder(row: DdlActionRow) -> Callable[[Any], Bound]:
+    """The row's binding, else the runtime's binder; every action has exactly one."""
+    if (row.bind is None) == (row.name not in BINDERS):
+        raise RuntimeError(
+            f"DDL action {row.name} needs one binding: the contract's bind or BINDERS, not both"
+        )
+    binding = row.bind
+    if binding is None:
+        return BINDERS[row.name]
+    return lambda request: bind_fields(binding, request)
+
+
+_BIND: dict[str, Callable[[Any], Bound]] = {name: _binder(row) for name, row in DDL_ACTIONS.items()}
 
 
 class DdlActions:
     """The DDL actions over one catalog."""
 
-    SERVED: ClassVar[Mapping[str, Callable[[Any], Bound]]] = BINDERS
+    SERVED: ClassVar[Mapping[str, Callable[[Any], Bound]]] = _BIND
 
     def __init__(self, tables: Tables, infos: FlightInfos, catalog_name: str = "") -> None:
         self.tables = tables
@@ -317,7 +260,7 @@ class DdlActions:
             target = table
         if not implements(target, row.interface):
             raise row.unsupported()
-        bound = BINDERS[row.name](request)
+        bound = _BIND[row.name](request)
         for kind, name in bound.checked_names:
             check_name(kind, name)
         if bound.new_columns is not None:

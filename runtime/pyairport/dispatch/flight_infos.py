@@ -19,10 +19,10 @@ from airport_contracts import (
     flight_pb2,
     implements,
 )
+from airport_support.arrow_ipc import serialize_schema
 
 from ..catalog import MutableCatalog
 from ..wire.column_ids import served_schema
-from ..wire.ipc import serialize_schema
 from .statistics import produces_statistics, with_statistics_flag
 
 log = logging.getLogger("pyairport.dispatch")

@@ -36,11 +36,11 @@ from airport_contracts import (
 )
 from airport_contracts.dispatch import ACTIONS, FUNCTION_KINDS, FUNCTION_WIRE
 from airport_contracts.vocabulary import Action
+from airport_support.arrow_ipc import serialize_schema
 from airport_support.rows import FunctionKindRow
 
 from ..observers import observer_from_context
 from ..wire.column_ids import names_for_ids
-from ..wire.ipc import serialize_schema
 from .events import ExchangeEvent, ExchangeInput, ExchangeRequest, OutputBatch, OutputSchema
 from .flight_infos import REUSE_CONNECTION
 from .function_rows import in_out_answers

@@ -29,12 +29,12 @@ from airport_contracts import (
 )
 from airport_contracts.dispatch import ACTIONS, DDL_ACTIONS, OPERATIONS, PROTOCOLS
 from airport_contracts.vocabulary import Action, Protocol
+from airport_support.arrow_ipc import serialize_schema
 from airport_support.compressed import pack_endpoints
 
 from ..dispatch import Dispatcher, catalog_from_headers, transaction_id_from_headers
 from ..dispatch.flight_infos import REUSE_CONNECTION
 from ..wire.go_text import go_quote
-from ..wire.ipc import serialize_schema
 
 DEFAULT = ""
 

@@ -110,13 +110,6 @@ def _varint(n: int) -> bytes:
     return bytes(out)
 
 
-def serialize_schema(schema: pa.Schema) -> bytes:
-    """A complete IPC stream holding only schema (schema message + end-of-stream marker)."""
-    sink = pa.BufferOutputStream()
-    pa.ipc.new_stream(sink, schema).close()
-    return bytes(sink.getvalue().to_pybytes())
-
-
 class FlightDataInput:
     """The client side of DoExchange/DoPut as an ExchangeInput: descriptor, schema, batches.
 
