@@ -200,9 +200,10 @@ class Dispatcher(OperationStubs[ExchangeCall, PutCall, ActionCall]):
         if not row.interfaces:  # the transaction actions: they name no schema
             return [getattr(self, row.id)(needing(ctx, None), ActionCall(body, ""))]
         ctx = needing(ctx, Right.WRITE)
-        where = (self.name, *_named_table(row, body))
+        request = _decoded(row, body)
+        where = (self.name, *_named_table(request))
         try:
-            answer = getattr(self, row.id)(ctx, ActionCall(body, transaction_id))
+            answer = getattr(self, row.id)(ctx, ActionCall(body, transaction_id, request))
         except Exception as exc:
             audit(ctx, action_type, where, None, exc)
             self._abort_transaction(ctx, transaction_id)
@@ -337,14 +338,19 @@ def _affected_rows(row: OperationRow, answer: bytes) -> int | None:
     return rows if isinstance(rows, int) else None
 
 
-def _named_table(row: OperationRow, body: bytes) -> tuple[str, ...]:
-    """The schema and table a DML action's body names, decoded by the operation's request
-    payload, for the audit line (a body that does not decode names none; the action's own
-    decoding reports it)."""
+def _decoded(row: OperationRow, body: bytes) -> Any:
+    """A DML action's body as the operation's request payload, decoded once for the audit line
+    and the action; None when it does not decode (the action's own decoding reports why)."""
     if row.request is None:
-        return ()
+        return None
     try:
-        request = row.request.decode(body)
+        return row.request.decode(body)
     except InvalidPayload:
+        return None
+
+
+def _named_table(request: Any) -> tuple[str, ...]:
+    """The schema and table a DML action's request names, for the audit line."""
+    if request is None:
         return ()
     return (str(request.schema_name), str(request.table_name))

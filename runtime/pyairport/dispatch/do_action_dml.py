@@ -23,7 +23,7 @@ def run_action_dml(
 ) -> bytes:
     """One DML action of the operation `row`."""
     assert row.request is not None and row.response is not None
-    request = row.request.decode(call.body)
+    request = call.request if call.request is not None else row.request.decode(call.body)
     table = tables.table(ctx, request.schema_name, request.table_name)
     method = tables.interface(row, table, request.table_name)
     table_schema = table.arrow_schema(None)

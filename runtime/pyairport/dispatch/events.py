@@ -70,10 +70,12 @@ class PutCall:
 
 @dataclass(frozen=True)
 class ActionCall:
-    """A DoAction: its body and the call's transaction id ("" for actions that are not DML)."""
+    """A DoAction: its body and the call's transaction id ("" for actions that are not DML),
+    and the body as its operation's request payload where the caller decoded it already."""
 
     body: bytes
     transaction_id: str
+    request: Any = None
 
 
 @dataclass(frozen=True)

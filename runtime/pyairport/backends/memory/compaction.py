@@ -17,7 +17,7 @@ log = logging.getLogger("pyairport.memory")
 
 
 class Compactable(Protocol):
-    def _compact(self) -> None: ...
+    def compact(self) -> None: ...
 
 
 class Compactor:
@@ -58,7 +58,7 @@ class Compactor:
             if table is None:  # dropped meanwhile
                 continue
             try:
-                table._compact()
+                table.compact()
             except Exception:  # the table stays as it was, uncompacted but correct
                 log.exception("compacting a memory table failed")
 

@@ -451,7 +451,7 @@ class MemoryTable(BackendTable["_Pending"]):
             or (self._mask is not None and self._mask.dead * 2 > data.num_rows)
         )
 
-    def _compact(self) -> None:
+    def compact(self) -> None:
         """Rewrite the storage (compaction.py). The rewrite is made outside the lock from the
         committed state and swapped in if what it rewrote is still there: rows appended
         meanwhile follow it as they are. Dropping dead rows moves positions, so that rewrite
