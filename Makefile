@@ -114,7 +114,7 @@ prereqs:
 
 test: prereqs check typecheck lint jars $(if $(wildcard $(DUCKDB_AIRPORT)/build.sh),$(DUCKDB_EXTENSION) $(DUCKDB_EXTENSION_MAIN))
 	$(if $(wildcard $(DUCKDB_AIRPORT)/build.sh),PYAIRPORT_REQUIRE_DUCKDB=1) $(BIN)/pytest -q
-	$(MAKE) -s test-python
+	$(MAKE) -s -j2 --output-sync=target test-python
 
 # DuckDB's own Airport suite (test/sql/*.test) alone, memory and Spark, DuckDB 1.4 and 1.5
 # (`make test` runs it too).
@@ -132,10 +132,12 @@ test-python-%:
 		|| { echo "make test-python: Python $* not found (pyenv install $*)"; exit 1; }; \
 	if [ ! .venv-$*/.installed -nt pyproject.toml ]; then \
 		"$$py" -m venv .venv-$* && .venv-$*/bin/pip install -q --upgrade pip \
-			&& .venv-$*/bin/pip install -q -e ".[dev]" && touch .venv-$*/.installed || exit 1; \
+			&& flock "$${TMPDIR:-/tmp}/pyairport-pip-install.lock" .venv-$*/bin/pip install -q -e ".[dev]" \
+			&& touch .venv-$*/.installed || exit 1; \
 	fi; \
 	echo "Python $*: tests without Spark"; \
-	.venv-$*/bin/pytest -q -p no:cacheprovider -m "not spark and not slow and not duckdb"
+	.venv-$*/bin/pytest -q -p no:cacheprovider -m "not spark and not slow and not duckdb" \
+		--basetemp="$${TMPDIR:-/tmp}/pyairport-test-python-$*"
 
 serve: $(STAMP) jars
 	$(BIN)/pyairport serve --backend $(BACKEND) --host $(HOST) --port $(PORT) --warehouse $(WAREHOUSE) --jars-dir $(JARS) --demo
