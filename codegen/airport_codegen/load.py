@@ -66,6 +66,7 @@ class ContractError(ValueError):
 
 # Closed vocabularies of the operation model; the dispatch template has a branch for each.
 CAPABILITY_CHECKS = {v.value for v in vocabulary.CapabilityCheck}
+RULE_PHASES = {v.value for v in vocabulary.RulePhase}
 ROWID_SOURCES = {v.value for v in vocabulary.RowidSource}
 OUTPUT_SCHEMAS = {v.value for v in vocabulary.OutputSchema}
 TOTALS = {v.value for v in vocabulary.TotalChanged}
@@ -520,7 +521,12 @@ def _rule(n: _Node) -> ValidationRule:
         doc=n.string("doc"),
         sources=n.strs("sources", required=True),
         errors=tuple(n.str_map("errors").items()),
+        phase=n.string("phase"),
     )
+    if r.phase not in RULE_PHASES:
+        raise ContractError(
+            f"{n.sub('phase')}: unknown value '{r.phase}' (expected {_one_of(RULE_PHASES)})"
+        )
     n.done()
     return r
 

@@ -295,6 +295,7 @@ class ValidationRule:
     doc: str
     sources: tuple[str, ...]
     errors: tuple[tuple[str, str], ...]  # (operation name, error id)
+    phase: str = ""  # airport_support.vocabulary.RulePhase
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from .vocabulary import (
     HeaderRole,
     OutputSchema,
     RowidSource,
+    RulePhase,
     TableErrors,
     TotalChanged,
 )
@@ -112,10 +113,16 @@ class OperationRow:
     total_changed: TotalChanged
     request: type[Any] | None  # a payload class (airport_support.codecs.Payload)
     response: type[Any] | None  # None: the DoExchange stream
+    rule_phases: Mapping[str, RulePhase] = field(default_factory=dict)
+    """Where in the statement each of its rules is checked."""
 
     def rule_error(self, rule: str, key: str | None = None) -> ErrorFactory:
         """The error a rule of this operation raises (key: a part of the rule)."""
         return self.rule_errors[rule][key or self.name]
+
+    def rules_in(self, phase: RulePhase) -> tuple[str, ...]:
+        """Its rules checked in phase, in the order they apply."""
+        return tuple(rule for rule in self.validation if self.rule_phases[rule] is phase)
 
 
 @dataclass(frozen=True)

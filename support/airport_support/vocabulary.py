@@ -61,3 +61,16 @@ class TotalChanged(enum.StrEnum):
     UNSET = ""
     INPUT_ROWS = "input_rows"
     AFFECTED_ROWS_OR_INPUT_ROWS_WITH_RETURNING = "affected_rows_or_input_rows_with_returning"
+
+
+class RulePhase(enum.StrEnum):
+    """Where in a statement a validation rule is checked."""
+
+    CONSTRUCTION = "construction"  # holds by how the library is built; nothing to check
+    INPUT_SCHEMA = "input_schema"  # once the input's schema is known, before anything else
+    ROWID_COLUMN = "rowid_column"  # the input's rowid column found: before or after the
+    # interface check, as the operation's capability_check says
+    ROWID_TYPE = "rowid_type"  # the rowid column's type, after the interface check
+    INPUT_BATCHES = "input_batches"  # the input against the table, then each batch as read
+    ROW_IDS = "row_ids"  # a spec-002 request's row_ids list, before the statement
+    ROWS_READ = "rows_read"  # a spec-002 UPDATE's rows, once all are read

@@ -189,6 +189,7 @@ def _made_up_package(tmp_path: Path) -> Any:
     data["validation_rules"].append(
         {
             "id": "upsert_keys_given",
+            "phase": "input_schema",
             "doc": "An UPSERT names its key columns.",
             "sources": ["004"],
             "errors": {"upsert": "schema_mismatch"},
@@ -241,6 +242,7 @@ def test_a_new_operation_needs_no_template_change(tmp_path: Path) -> None:
     runs on a table, and its rule refuses bad input with the contract's error."""
     import importlib
 
+    from airport_support.vocabulary import RulePhase
     from pyairport.dispatch import Dispatcher, validation
     from pyairport.dispatch.dispatcher import require_implemented
 
@@ -261,18 +263,26 @@ def test_a_new_operation_needs_no_template_change(tmp_path: Path) -> None:
         assert vocabulary.OperationName.UPSERT == "upsert"
 
         with pytest.raises(validation.ContractNotImplemented) as refused:
-            require_implemented(dispatch.OPERATIONS, dispatch.ACTIONS, dispatch.RULE_ERRORS)
+            require_implemented(dispatch.OPERATIONS, dispatch.ACTIONS, dispatch.RULE_PHASES)
         assert str(refused.value) == (
             "contracts.yaml names validation rule 'upsert_keys_given', which"
             " pyairport.dispatch.validation does not implement"
         )
 
-        @validation.input_rule("upsert_keys_given")
-        def keys_given(facts: validation.RuleInput) -> None:
+        def keys_given(facts: validation.Facts) -> None:
+            assert facts.input_schema is not None
             if "id" not in facts.input_schema.names:
                 raise facts.row.rule_error("upsert_keys_given")(details="no key column 'id'")
 
-        require_implemented(dispatch.OPERATIONS, dispatch.ACTIONS, dispatch.RULE_ERRORS)
+        validation.rule("upsert_keys_given", RulePhase.ROWS_READ)(keys_given)
+        with pytest.raises(validation.ContractNotImplemented) as refused:
+            require_implemented(dispatch.OPERATIONS, dispatch.ACTIONS, dispatch.RULE_PHASES)
+        assert str(refused.value) == (
+            "contracts.yaml places validation rule 'upsert_keys_given' in phase input_schema,"
+            " pyairport.dispatch.validation implements it for rows_read"
+        )
+        validation.rule("upsert_keys_given", RulePhase.INPUT_SCHEMA)(keys_given)
+        require_implemented(dispatch.OPERATIONS, dispatch.ACTIONS, dispatch.RULE_PHASES)
 
         class MadeUpDispatcher(Dispatcher, dispatch.OperationStubs):  # type: ignore[misc,name-defined]
             """The runtime's runner with the made-up package's stubs."""
@@ -289,7 +299,7 @@ def test_a_new_operation_needs_no_template_change(tmp_path: Path) -> None:
             exchange(runner, "upsert", [batch({"name": ["Hal"]})])
         assert [r["name"] for r in table.rows.values()] == ["Gil"]
     finally:
-        validation.INPUT_RULES.pop("upsert_keys_given", None)
+        validation.IMPLEMENTED.pop("upsert_keys_given", None)
         for name in [n for n in sys.modules if n.split(".")[0] == "madeup_contracts"]:
             del sys.modules[name]
 
@@ -324,3 +334,8 @@ def test_a_ddl_binding_needs_every_option_in_the_request() -> None:
     assert message == (
         f"ddl_actions[{index}].bind (options comment): unknown field of the request 'comment'"
     )
+
+
+def test_a_validation_rule_names_a_phase_the_runtime_knows() -> None:
+    message = _mutated(lambda d: d["validation_rules"][0].update(phase="whenever"))
+    assert message.startswith("validation_rules[0].phase: unknown value 'whenever' (expected ")

@@ -23,11 +23,12 @@ from airport_contracts.dispatch import (
     DDL_ACTIONS,
     OPERATIONS,
     PROTOCOLS,
-    RULE_ERRORS,
+    RULE_PHASES,
     OperationStubs,
 )
 from airport_contracts.vocabulary import Protocol
 from airport_support.rows import ActionRow, OperationRow
+from airport_support.vocabulary import RulePhase
 
 from ..access.audit import audit
 from ..access.grants import Right, needing
@@ -60,7 +61,7 @@ log = logging.getLogger("pyairport.dispatch")
 def require_implemented(
     operations: Mapping[str, OperationRow],
     actions: Mapping[str, ActionRow],
-    rules: Mapping[str, object],
+    rules: Mapping[str, RulePhase],
     ddl_actions: Mapping[str, object] | None = None,
 ) -> None:
     """Every rule, DoAction operation, read-side and DDL action of a contract has its code
@@ -82,7 +83,7 @@ def require_implemented(
         )
 
 
-require_implemented(OPERATIONS, ACTIONS, RULE_ERRORS, DDL_ACTIONS)
+require_implemented(OPERATIONS, ACTIONS, RULE_PHASES, DDL_ACTIONS)
 
 
 class Dispatcher(OperationStubs[ExchangeCall, PutCall, ActionCall]):

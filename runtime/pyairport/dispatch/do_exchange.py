@@ -6,6 +6,7 @@ taken, which is the lock-step DuckDB relies on (protocol §1.12)."""
 from __future__ import annotations
 
 from collections.abc import Generator
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -20,11 +21,11 @@ from airport_contracts import (
     find_rowid_column,
     project_schema,
 )
-from airport_contracts.vocabulary import Rule
 from airport_support.rows import CapabilityMethod, OperationRow
 from airport_support.vocabulary import (
     CapabilityCheck,
     RowidSource,
+    RulePhase,
     TotalChanged,
 )
 from airport_support.vocabulary import (
@@ -41,7 +42,7 @@ from .events import (
     OutputSchema,
     final_metadata,
 )
-from .statement import BatchCheck, Feed, StatementRun
+from .statement import Feed, StatementRun
 from .tables import Tables
 
 
@@ -52,17 +53,6 @@ def read_schema(stream: ExchangeInput) -> pa.Schema | None:
         raise
     except Exception as exc:
         raise ReaderCreationFailed(error=exc) from exc
-
-
-def _both(first: BatchCheck, second: BatchCheck | None) -> BatchCheck:
-    if second is None:
-        return first
-
-    def check(batch: pa.RecordBatch) -> None:
-        first(batch)
-        second(batch)
-
-    return check
 
 
 def run_exchange(
@@ -84,29 +74,23 @@ def run_exchange(
         yield final_metadata(0)
         return
     table_schema = table.arrow_schema(None)
-    validation.check_input_rules(row, input_schema, table_schema)
+    facts = validation.Facts(row, input_schema, table_schema)
+    validation.check(RulePhase.INPUT_SCHEMA, facts)
     rowid_index = -1
-    check: BatchCheck | None = None
     if row.rowid is RowidSource.INPUT_ROWID_COLUMN:
         rowid_index = find_rowid_column(input_schema)
+        facts = replace(facts, input_rowid=rowid_index)
         # UPDATE checks the rowid before the interface (protocol §1.11), DELETE after it.
         rowid_first = row.capability_check is CapabilityCheck.AFTER_ROWID_CHECK
-        if rowid_first and Rule.VR_001 in row.validation:
-            validation.rowid_present(row, rowid_index)
+        if rowid_first:
+            validation.check(RulePhase.ROWID_COLUMN, facts)
         method = tables.interface(row, table, request.table_name)
-        if not rowid_first and Rule.VR_001 in row.validation:
-            validation.rowid_present(row, rowid_index)
-        if Rule.VR_002 in row.validation:
-            validation.rowid_type(row, input_schema, rowid_index)
-        if Rule.INPUT_COLUMNS_FIT_TABLE in row.validation:
-            check = validation.columns_fit(row, input_schema, table_schema, rowid_index)
-        if Rule.VR_NULL in row.validation:
-            check = _both(validation.no_null_rowids(row, rowid_index), check)
-    else:
-        if method is None:
-            method = tables.interface(row, table, request.table_name)
-        if Rule.INPUT_COLUMNS_FIT_TABLE in row.validation:
-            check = validation.columns_fit(row, input_schema, table_schema, None)
+        if not rowid_first:
+            validation.check(RulePhase.ROWID_COLUMN, facts)
+        validation.check(RulePhase.ROWID_TYPE, facts)
+    elif method is None:
+        method = tables.interface(row, table, request.table_name)
+    check = validation.check(RulePhase.INPUT_BATCHES, facts)
     opts = tables.options(table_schema, request.returning)
     if row.output_schema is OutputSchemaKind.INPUT:
         output_schema = input_schema

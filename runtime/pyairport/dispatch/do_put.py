@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 
 import pyarrow as pa
 
 from airport_contracts import Context, DMLResult, InvalidPayload, TransactionManager
-from airport_contracts.vocabulary import Rule
 from airport_support.rows import OperationRow
-from airport_support.vocabulary import RowidSource
+from airport_support.vocabulary import RowidSource, RulePhase
 
 from . import validation
 from .do_exchange import read_schema
@@ -61,18 +61,17 @@ def run_put(
         input_schema = read_schema(stream)
         if input_schema is None:
             input_schema = validation.data_schema(table_schema)
-        validation.check_input_rules(row, input_schema, table_schema)
+        facts = validation.Facts(row, input_schema, table_schema)
+        validation.check(RulePhase.INPUT_SCHEMA, facts)
         call_table = getattr(table, method.method)
         result: DMLResult | None
         if by_row_ids:
             feed = Feed(run.ctx, stream.batches(), statement)
             batches = list(feed)
-            if Rule.ROW_COUNT_MATCHES in row.validation:
-                validation.row_count_matches(row, len(descriptor.row_ids), feed.rows)
+            read = replace(facts, row_ids=descriptor.row_ids, rows=feed.rows, run=run, table=table)
+            validation.check(RulePhase.ROWS_READ, read)
             row_ids = pa.array(descriptor.row_ids, type=pa.int64())
             rowid_field = table_schema.field(table_rowid)
-            if Rule.ROW_IDS_EXIST in row.validation:
-                validation.row_ids_exist(row, run, table, rowid_field.name, row_ids)
             rows = pa.Table.from_batches(batches, schema=input_schema).combine_chunks()
             if method.takes_row_ids:
                 reader = pa.RecordBatchReader.from_batches(input_schema, rows.to_batches())

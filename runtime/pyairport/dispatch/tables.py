@@ -27,6 +27,7 @@ from airport_contracts import (
     returning_columns,
 )
 from airport_support.rows import CapabilityMethod, ErrorFactory, OperationRow
+from airport_support.vocabulary import RulePhase
 
 from ..access.grants import admit_schema
 from ..names import check_name
@@ -127,5 +128,6 @@ class Tables:
         if table_rowid < 0:
             assert row.not_supported is not None
             raise row.not_supported(table=table_name)
-        validation.row_ids_listed(row, list(row_ids), self.max_row_ids)
+        facts = validation.Facts(row, row_ids=row_ids, row_ids_limit=self.max_row_ids)
+        validation.check(RulePhase.ROW_IDS, facts)
         return table_rowid

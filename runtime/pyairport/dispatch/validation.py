@@ -1,17 +1,16 @@
-"""The validation rules of the contract: one implementation per rule id, registered here.
+"""The validation rules of the contract: one implementation per rule id, registered here
+for the phase of the statement the contract places it in (RULE_PHASES: the input's schema
+known, its rowid column found, each batch, a spec-002 request's row_ids, its rows read, …).
 
-An operation's row lists the rules it applies (in order) and their errors. Each rule of the
-contract is registered once, as one of two kinds:
-- placed: the runner calls it at the point of the statement the contract fixes (VR-001
-  before or after the interface check, per batch, after the rows are read, …);
-- input: it needs only the request's schemas; the runners call every such rule of the row
-  when the input schema is known, so a new rule of this kind runs with no runner edit.
-A rule of the contract with no implementation fails `import pyairport.dispatch` with one line.
+The runners run a phase (`check`), which checks the operation's rules of that phase in the
+row's order; a new rule of a phase the runners already run needs no runner edit. A rule of
+the contract with no implementation, or one implemented for another phase than the
+contract's, fails `import pyairport.dispatch` with one line.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -21,6 +20,7 @@ from airport_contracts import ScanOptions, Table, find_rowid_column
 from airport_contracts.helpers import is_rowid_type
 from airport_contracts.vocabulary import Rule
 from airport_support.rows import OperationRow
+from airport_support.vocabulary import RulePhase
 
 from .statement import BatchCheck, StatementRun
 
@@ -30,87 +30,116 @@ class ContractNotImplemented(ImportError):
 
 
 @dataclass(frozen=True)
-class RuleInput:
-    """What an input rule sees: the operation's row and the request's schemas."""
+class Facts:
+    """What a phase's rules see: the operation's row, and what the statement knows by then
+    (None where the phase comes before it or the operation has none)."""
 
     row: OperationRow
-    input_schema: pa.Schema
-    table_schema: pa.Schema
+    input_schema: pa.Schema | None = None
+    table_schema: pa.Schema | None = None
+    input_rowid: int | None = None  # the input's rowid column (-1: none); None: no such column
+    row_ids: Sequence[int] | None = None  # a spec-002 request's
+    row_ids_limit: int | None = None
+    rows: int = 0  # the rows read (rows_read)
+    run: StatementRun | None = None
+    table: Table | None = None
 
 
-PLACED: dict[str, str] = {}
-"""Rules the runners call at their fixed point: rule id → where."""
-INPUT_RULES: dict[str, Callable[[RuleInput], None]] = {}
-"""Rules checked once the input schema is known, by id."""
+RuleCheck = Callable[[Facts], BatchCheck | None]
+"""A rule's implementation: raises its error, or returns the check of each batch (or None)."""
+
+IMPLEMENTED: dict[str, tuple[RulePhase, RuleCheck | None]] = {}
+"""Each rule's implementation and the phase it is written for (None: by construction)."""
 
 
-def placed(rule: str, where: str) -> None:
-    PLACED[rule] = where
+def rule(rule_id: str, phase: RulePhase) -> Callable[[RuleCheck], RuleCheck]:
+    """Register fn as the implementation of a rule checked in phase."""
 
-
-def input_rule(rule: str) -> Callable[[Callable[[RuleInput], None]], Callable[[RuleInput], None]]:
-    """Register fn as the implementation of an input rule."""
-
-    def register(fn: Callable[[RuleInput], None]) -> Callable[[RuleInput], None]:
-        INPUT_RULES[rule] = fn
+    def register(fn: RuleCheck) -> RuleCheck:
+        IMPLEMENTED[rule_id] = (phase, fn)
         return fn
 
     return register
 
 
-def check_input_rules(row: OperationRow, input_schema: pa.Schema, table_schema: pa.Schema) -> None:
-    """Every input rule of the row, in the row's order."""
-    facts = RuleInput(row, input_schema, table_schema)
-    for rule in row.validation:
-        check = INPUT_RULES.get(rule)
-        if check is not None:
-            check(facts)
+BY_CONSTRUCTION: dict[str, str] = {}
+"""The rules that hold by how the library is built: why, by id."""
 
 
-def require_implemented(rules: Iterable[str] | Mapping[str, object], where: str) -> None:
-    """Raise ContractNotImplemented (one line) for a rule of the contract nobody implements."""
-    missing = [r for r in rules if r not in PLACED and r not in INPUT_RULES]
+def by_construction(rule_id: str, why: str) -> None:
+    """A rule that holds by how the library is built (why), with nothing to check."""
+    IMPLEMENTED[rule_id] = (RulePhase.CONSTRUCTION, None)
+    BY_CONSTRUCTION[rule_id] = why
+
+
+def check(phase: RulePhase, facts: Facts) -> BatchCheck | None:
+    """The operation's rules of phase, in the row's order: raises the first one's error, else
+    the check of each batch its rules ask for (in the same order), or None."""
+    checks = []
+    for rule_id in facts.row.rules_in(phase):
+        implementation = IMPLEMENTED[rule_id][1]
+        batch_check = implementation(facts) if implementation is not None else None
+        if batch_check is not None:
+            checks.append(batch_check)
+    if len(checks) <= 1:
+        return checks[0] if checks else None
+
+    def every(batch: pa.RecordBatch) -> None:
+        for one in checks:
+            one(batch)
+
+    return every
+
+
+def require_implemented(phases: Mapping[str, RulePhase], where: str) -> None:
+    """Raise ContractNotImplemented (one line) for a rule of the contract nobody implements,
+    or one implemented for another phase than the contract places it in."""
+    missing = [r for r in phases if r not in IMPLEMENTED]
     if missing:
         raise ContractNotImplemented(
             f"{where} names validation rule {', '.join(map(repr, missing))}, which"
             " pyairport.dispatch.validation does not implement"
         )
+    for rule_id, phase in phases.items():
+        if IMPLEMENTED[rule_id][0] is not phase:
+            raise ContractNotImplemented(
+                f"{where} places validation rule {rule_id!r} in phase {phase.value},"
+                f" pyairport.dispatch.validation implements it for {IMPLEMENTED[rule_id][0].value}"
+            )
 
 
-placed(Rule.VR_003, "by construction: the library always passes a Context")
-placed(Rule.VR_004, "by construction: tables take None options as the defaults")
+by_construction(Rule.VR_003, "the library always passes a Context")
+by_construction(Rule.VR_004, "tables take None options as the defaults")
 
 
-def rowid_present(row: OperationRow, rowid_index: int) -> None:
+@rule(Rule.VR_001, RulePhase.ROWID_COLUMN)
+def rowid_present(facts: Facts) -> None:
     """VR-001."""
-    if rowid_index < 0:
-        raise row.rule_error(Rule.VR_001)()
+    if facts.input_rowid is None or facts.input_rowid < 0:
+        raise facts.row.rule_error(Rule.VR_001)()
 
 
-placed(Rule.VR_001, "do_exchange: before or after the interface check")
-
-
-def rowid_type(row: OperationRow, input_schema: pa.Schema, rowid_index: int) -> None:
+@rule(Rule.VR_002, RulePhase.ROWID_TYPE)
+def rowid_type(facts: Facts) -> None:
     """VR-002."""
-    if not is_rowid_type(input_schema.field(rowid_index).type):
-        raise row.rule_error(Rule.VR_002)()
+    assert facts.input_schema is not None and facts.input_rowid is not None
+    if not is_rowid_type(facts.input_schema.field(facts.input_rowid).type):
+        raise facts.row.rule_error(Rule.VR_002)()
 
 
-placed(Rule.VR_002, "do_exchange: after VR-001")
-
-
-def no_null_rowids(row: OperationRow, rowid_index: int) -> BatchCheck:
+@rule(Rule.VR_NULL, RulePhase.INPUT_BATCHES)
+def no_null_rowids(facts: Facts) -> BatchCheck:
     """VR-NULL, for each batch."""
-    error = row.rule_error(Rule.VR_NULL)
+    error = facts.row.rule_error(Rule.VR_NULL)
+    index = facts.input_rowid
+    assert index is not None
 
     def check(batch: pa.RecordBatch) -> None:
-        if batch.column(rowid_index).null_count:
+        if batch.column(index).null_count:
             raise error()
 
     return check
 
-
-placed(Rule.VR_NULL, "do_exchange: each input batch")
 
 _SHOWN_CHARACTERS = 64
 """How much of a client's column name or type an error repeats."""
@@ -127,9 +156,10 @@ def shown_type(data_type: pa.DataType) -> str:
     return text[:_SHOWN_CHARACTERS] + ("…" if len(text) > _SHOWN_CHARACTERS else "")
 
 
-@input_rule(Rule.NO_DICTIONARY_COLUMNS)
-def no_dictionary_columns(facts: RuleInput) -> None:
+@rule(Rule.NO_DICTIONARY_COLUMNS, RulePhase.INPUT_SCHEMA)
+def no_dictionary_columns(facts: Facts) -> None:
     """no_dictionary_columns."""
+    assert facts.input_schema is not None
     for field in facts.input_schema:
         if pa.types.is_dictionary(field.type):
             raise facts.row.rule_error(Rule.NO_DICTIONARY_COLUMNS)(
@@ -173,13 +203,15 @@ def _type_kind(data_type: pa.DataType) -> str | None:
     return next((kind for kind, is_kind in _KINDS if is_kind(data_type)), None)
 
 
-def columns_fit(
-    row: OperationRow, input_schema: pa.Schema, table_schema: pa.Schema, input_rowid: int | None
-) -> BatchCheck | None:
+@rule(Rule.INPUT_COLUMNS_FIT_TABLE, RulePhase.INPUT_BATCHES)
+def columns_fit(facts: Facts) -> BatchCheck | None:
     """input_columns_fit_table: the names and types now; returns the check of each batch's
-    values, or None when every type is the column's own. input_rowid is the input's rowid
-    column (UPDATE), or None for INSERT, where the table assigns rowids and a column named as
-    the table's rowid column is ignored."""
+    values, or None when every type is the column's own. The input's rowid column (UPDATE)
+    is not the table's to fit; for INSERT (no input rowid) the table assigns rowids and a
+    column named as the table's rowid column is ignored."""
+    row, input_schema, table_schema = facts.row, facts.input_schema, facts.table_schema
+    assert input_schema is not None and table_schema is not None
+    input_rowid = facts.input_rowid
     mismatch = row.rule_error(Rule.INPUT_COLUMNS_FIT_TABLE)
     table_rowid = find_rowid_column(table_schema)
     columns = {f.name: f for i, f in enumerate(table_schema) if i != table_rowid}
@@ -223,19 +255,17 @@ def columns_fit(
     return values_fit
 
 
-placed(Rule.INPUT_COLUMNS_FIT_TABLE, "do_exchange: the input schema, then each batch")
-
-
 def data_schema(table_schema: pa.Schema) -> pa.Schema:
     """The table's columns without the rowid: what a DoPut client sends."""
     index = find_rowid_column(table_schema)
     return table_schema if index < 0 else table_schema.remove(index)
 
 
-@input_rule(Rule.SCHEMA_MATCHES_TABLE)
-def schema_matches(facts: RuleInput) -> None:
+@rule(Rule.SCHEMA_MATCHES_TABLE, RulePhase.INPUT_SCHEMA)
+def schema_matches(facts: Facts) -> None:
     """schema_matches_table."""
     input_schema = facts.input_schema
+    assert input_schema is not None and facts.table_schema is not None
     expected = data_schema(facts.table_schema)
     if len(input_schema) != len(expected):
         raise facts.row.rule_error(Rule.SCHEMA_MATCHES_TABLE, "count")(
@@ -249,10 +279,14 @@ def schema_matches(facts: RuleInput) -> None:
             )
 
 
-def row_ids_exist(
-    row: OperationRow, run: StatementRun, table: Table, rowid_name: str, row_ids: pa.Int64Array
-) -> None:
-    """row_ids_exist."""
+@rule(Rule.ROW_IDS_EXIST, RulePhase.ROWS_READ)
+def row_ids_exist(facts: Facts) -> None:
+    """row_ids_exist: every rowid of the request names a row of the table."""
+    run, table, table_schema = facts.run, facts.table, facts.table_schema
+    assert run is not None and table is not None and table_schema is not None
+    assert facts.row_ids is not None
+    rowid_name = table_schema.field(find_rowid_column(table_schema)).name
+    row_ids = pa.array(facts.row_ids, type=pa.int64())
     try:
         reader = table.scan(run.ctx, ScanOptions(columns=[rowid_name]))
         existing = reader.read_all().column(rowid_name)
@@ -260,28 +294,29 @@ def row_ids_exist(
         raise run.table_error(exc) from exc
     missing = pc.invert(pc.is_in(row_ids, value_set=existing.combine_chunks().cast(pa.int64())))
     if pc.any(missing).as_py():
-        raise row.rule_error(Rule.ROW_IDS_EXIST)(row_id=row_ids.filter(missing)[0].as_py())
+        raise facts.row.rule_error(Rule.ROW_IDS_EXIST)(row_id=row_ids.filter(missing)[0].as_py())
 
 
-placed(Rule.ROW_IDS_EXIST, "do_put: after the rows are read")
-
-
-def row_count_matches(row: OperationRow, row_ids: int, rows: int) -> None:
+@rule(Rule.ROW_COUNT_MATCHES, RulePhase.ROWS_READ)
+def row_count_matches(facts: Facts) -> None:
     """row_count_matches: a DoPut UPDATE sends one row per rowid."""
-    if row_ids != rows:
-        raise row.rule_error(Rule.ROW_COUNT_MATCHES)(row_ids=row_ids, rows=rows)
+    assert facts.row_ids is not None
+    if len(facts.row_ids) != facts.rows:
+        raise facts.row.rule_error(Rule.ROW_COUNT_MATCHES)(
+            row_ids=len(facts.row_ids), rows=facts.rows
+        )
 
 
-placed(Rule.ROW_COUNT_MATCHES, "do_put: after the rows are read")
+@rule(Rule.ROW_IDS_NOT_EMPTY, RulePhase.ROW_IDS)
+def row_ids_not_empty(facts: Facts) -> None:
+    """row_ids_not_empty: the row_ids list of a spec-002 request names a row at least."""
+    if not facts.row_ids:
+        raise facts.row.rule_error(Rule.ROW_IDS_NOT_EMPTY)()
 
 
-def row_ids_listed(row: OperationRow, row_ids: list[int], limit: int | None) -> None:
-    """row_ids_not_empty and row_ids_within_limit: the row_ids list of a spec-002 request."""
-    if Rule.ROW_IDS_NOT_EMPTY in row.validation and not row_ids:
-        raise row.rule_error(Rule.ROW_IDS_NOT_EMPTY)()
-    if Rule.ROW_IDS_WITHIN_LIMIT in row.validation and limit is not None and len(row_ids) > limit:
-        raise row.rule_error(Rule.ROW_IDS_WITHIN_LIMIT)(count=len(row_ids), limit=limit)
-
-
-placed(Rule.ROW_IDS_NOT_EMPTY, "tables.rowid_for_row_ids")
-placed(Rule.ROW_IDS_WITHIN_LIMIT, "tables.rowid_for_row_ids")
+@rule(Rule.ROW_IDS_WITHIN_LIMIT, RulePhase.ROW_IDS)
+def row_ids_within_limit(facts: Facts) -> None:
+    """row_ids_within_limit: no longer than the server allows (--max-row-ids)."""
+    count, limit = len(facts.row_ids or ()), facts.row_ids_limit
+    if limit is not None and count > limit:
+        raise facts.row.rule_error(Rule.ROW_IDS_WITHIN_LIMIT)(count=count, limit=limit)
