@@ -444,9 +444,14 @@ def test_pyarrow_flight_client_insert_and_update(srv: Running) -> None:
         writer.write_table(data)
         writer.done_writing()
         list(reader)
-    with pytest.raises(pa.ArrowInvalid):
-        writer.close()  # the stream already failed; closing reports it again
-    client.close()
+    # The stream already failed: closing it (and the client) reports the same failure again,
+    # or nothing where Arrow handed it out already; which, and where, depends on when the
+    # server's answer arrived, so on the machine's load.
+    for close in (writer.close, client.close):
+        try:
+            close()
+        except pa.ArrowInvalid as again:
+            assert expected in str(again)
 
 
 # --- transactions on DoExchange (protocol §1.10, §2.2-2.3, deviation transaction_validated) ---
