@@ -22,6 +22,7 @@ from bench_server import COLUMNS, rows, serve_until_stdin_closes
 
 from airport_contracts import Context
 from pyairport.backends.spark import SparkBackend, SparkTable
+from pyairport.backends.spark.commits import DeltaChanges
 from pyairport.backends.spark.session import spark_session
 from pyairport.catalog import MutableCatalog
 
@@ -36,12 +37,12 @@ def main() -> None:
     catalog: MutableCatalog = backend.catalog
     # measuring only: how long the last commit took, and its view of the rows (a MERGE's)
     last_commit = {"seconds": 0.0, "view": 0.0}
-    commit, view = SparkTable._commit, SparkBackend.view
+    commit, view = DeltaChanges.commit, SparkBackend.view
 
-    def timed_commit(table: SparkTable, pending: Any) -> int | None:
+    def timed_commit(changes: DeltaChanges, pending: Any) -> int | None:
         start, last_commit["view"] = time.perf_counter(), 0.0
         try:
-            return commit(table, pending)
+            return commit(changes, pending)
         finally:
             last_commit["seconds"] = time.perf_counter() - start
 
@@ -52,7 +53,7 @@ def main() -> None:
         finally:
             last_commit["view"] += time.perf_counter() - start
 
-    SparkTable._commit = timed_commit  # type: ignore[method-assign]
+    DeltaChanges.commit = timed_commit  # type: ignore[method-assign]
     SparkBackend.view = timed_view  # type: ignore[method-assign]
 
     session.sql("CREATE DATABASE IF NOT EXISTS bench")

@@ -10,7 +10,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
     from airport_contracts import Authenticator
@@ -24,13 +24,25 @@ os.environ.setdefault("GRPC_VERBOSITY", "NONE")
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that reports a bad flag in one line (no usage dump)."""
+    """argparse that reports a bad flag in one line (no usage dump), and keeps the settings
+    its add_argument made and its subcommands' parsers (argparse keeps both private): the
+    config file is read by serve's settings."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.settings: list[argparse.Action] = []  # before argparse adds --help
+        self.commands: dict[str, _Parser] = {}
+        super().__init__(*args, **kwargs)
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        action = super().add_argument(*args, **kwargs)
+        self.settings.append(action)
+        return action
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser() -> _Parser:
     from .wire.compression import SETTINGS
 
     parser = _Parser(
@@ -257,6 +269,7 @@ def _parser() -> argparse.ArgumentParser:
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
         help="what pyairport logs to stderr (default INFO; Spark's own log stays at ERROR)",
     )
+    parser.commands = dict(commands.choices)
     return parser
 
 
@@ -534,8 +547,7 @@ def _apply_config(args: argparse.Namespace, argv: list[str]) -> None:
     """The config file's settings, under the flags the command line gave."""
     from .config_file import read_config
 
-    serve = _subcommand(_parser(), "serve")
-    values = read_config(args.config, serve._actions)
+    values = read_config(args.config, _parser().commands["serve"].settings)
     if args.command == "health":  # where the server listens, and whether with TLS
         args.host = args.host or values.get("host")
         args.port = args.port or values.get("port")
@@ -547,18 +559,10 @@ def _apply_config(args: argparse.Namespace, argv: list[str]) -> None:
             setattr(args, key, value)
 
 
-def _subcommand(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
-    for action in parser._subparsers._group_actions if parser._subparsers else ():
-        if isinstance(action, argparse._SubParsersAction):
-            found: argparse.ArgumentParser = action.choices[name]
-            return found
-    raise LookupError(name)
-
-
 def _given(argv: list[str]) -> set[str]:
     """The serve settings the command line names (parsed with no defaults)."""
     parser = _parser()
-    for action in _subcommand(parser, "serve")._actions:
+    for action in parser.commands["serve"].settings:
         action.default = argparse.SUPPRESS
     return set(vars(parser.parse_args(argv))) - {"command"}
 

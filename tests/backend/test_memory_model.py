@@ -32,6 +32,7 @@ from airport_contracts import (
     TimePointInvalid,
 )
 from pyairport import filters
+from pyairport.backends.memory import committed as memory_committed
 from pyairport.backends.memory import memory_table
 from pyairport.backends.memory import patch as memory_patch
 from pyairport.backends.memory import table as memory
@@ -534,12 +535,12 @@ def test_a_long_run_of_single_row_updates_keeps_the_patch_small_and_the_last_val
         )
         assert result.returning_data is not None
         assert result.returning_data.read_all().to_pylist() == [model[rowid]]
-    runs = table._patch.columns
+    runs = table.store.patch.columns
     assert set(runs) == {"id", "name"}
     assert all(len(column_runs) <= 1 + math.log2(rows) for column_runs in runs.values())
     found = {r["rowid"]: {"id": r["id"], "name": r["name"]} for r in table.to_table().to_pylist()}
     assert found == model
-    assert not table._patch.columns  # reading wrote the patch into the columns
+    assert not table.store.patch.columns  # reading wrote the patch into the columns
 
 
 def test_large_updates_keep_their_runs_until_there_are_too_many(
@@ -549,7 +550,7 @@ def test_large_updates_keep_their_runs_until_there_are_too_many(
     patch's size); once a column has more than _MAX_RUNS runs, the patch is written into
     the columns. (The limits are lowered so that 10-row UPDATEs count as large.)"""
     monkeypatch.setattr(memory_patch, "_RUN_MERGE_ROWS", 8)
-    monkeypatch.setattr(memory, "_MAX_RUNS", 3)
+    monkeypatch.setattr(memory_committed, "_MAX_RUNS", 3)
     table = _seeded(list(range(1, 101)))
     for i in range(4):
         rowids = list(range(10 * i + 1, 10 * i + 11))
@@ -563,7 +564,7 @@ def test_large_updates_keep_their_runs_until_there_are_too_many(
         assert result.returning_data.read_all().column("name").to_pylist() == [
             f"s{i}-{r}" for r in rowids
         ]
-        runs = table._patch.columns.get("name", ())
+        runs = table.store.patch.columns.get("name", ())
         assert len(runs) == (i + 1 if i < 3 else 0)  # the fourth run is one too many
     names = table.to_table().column("name").to_pylist()
     assert names[:40] == [f"s{r // 10}-{r + 1}" for r in range(40)]
@@ -581,12 +582,12 @@ def test_single_row_statements_interleaved_find_the_right_rows() -> None:
     rng = random.Random(11)
     next_rowid, extended_in_place = 51, 0
     for i in range(600):
-        before = table._rowid_buffer
+        before = table.store.rowid_buffer
         row = pa.table({"id": pa.array([1000 + i], pa.int64()), "name": [f"i{i}"]})
         table.insert(Context.background(), _reader(row, 1), None)
         model[next_rowid] = {"id": 1000 + i, "name": f"i{i}"}
         next_rowid += 1
-        if before is not None and table._rowid_buffer is before:
+        if before is not None and table.store.rowid_buffer is before:
             extended_in_place += 1
         target = rng.choice(sorted(model))
         model[target]["name"] = f"u{i}"
@@ -672,11 +673,11 @@ def test_a_delete_marks_the_mask_in_place_while_no_scan_reads_it() -> None:
     after it extends the mask in place too."""
     table = memory_table("t", COLUMNS, rows=_names(1000))
     _delete(table, 1)
-    mask, buffer = table._mask, table._mask.buffer
+    mask, buffer = table.store.mask, table.store.mask.buffer
     for rowid in range(2, 200):
         _delete(table, rowid)
         table.insert(Context.background(), _reader(_names(1), 1), None)
-    assert table._mask is mask and table._mask.buffer is buffer
+    assert table.store.mask is mask and table.store.mask.buffer is buffer
     assert table.num_rows == 1000 - 199 + 198
     assert table.to_table().column("rowid").to_pylist() == [*range(200, 1001), *range(1001, 1199)]
 
@@ -700,10 +701,10 @@ def test_a_scan_sees_the_rows_as_they_were_when_it_began() -> None:
     after = table.to_table().column("rowid").to_pylist()
     assert 5 not in after and last_rowid not in after and len(after) == last_rowid - 3
     # a scan read to its end no longer holds the mask: the next DELETE marks it in place
-    mask = table._mask
+    mask = table.store.mask
     assert table.scan(Context.background()).read_all().num_rows == last_rowid - 3
     _delete(table, 7)
-    assert table._mask is mask
+    assert table.store.mask is mask
 
 
 def test_a_scan_given_up_half_way_lets_deletes_mark_in_place_again() -> None:
@@ -713,9 +714,9 @@ def test_a_scan_given_up_half_way_lets_deletes_mark_in_place_again() -> None:
     reader.read_next_batch()
     del reader
     gc.collect()
-    mask = table._mask
+    mask = table.store.mask
     _delete(table, 2)
-    assert table._mask is mask
+    assert table.store.mask is mask
 
 
 def test_a_failed_insert_leaves_the_mask_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -723,14 +724,14 @@ def test_a_failed_insert_leaves_the_mask_as_it_was(monkeypatch: pytest.MonkeyPat
     extension is taken back and the table is as it was."""
     table = memory_table("t", COLUMNS, rows=_names(10))
     _delete(table, 3)  # a mask, and the rowid index an INSERT extends after the mask
-    extended = memory.extended
+    extended = memory_committed.extended
 
     def rowid_index_fails(front: Any, buffer: Any, added: Any) -> Any:
         if added.dtype == np.int64:
             raise MemoryError("no room for the rowid index")
         return extended(front, buffer, added)
 
-    monkeypatch.setattr(memory, "extended", rowid_index_fails)
+    monkeypatch.setattr(memory_committed, "extended", rowid_index_fails)
     with pytest.raises(MemoryError):
         table.insert(Context.background(), _reader(_names(4), 4), None)
     monkeypatch.undo()
@@ -781,7 +782,7 @@ def test_time_travel_holds_few_copies_of_the_storage() -> None:
         table.add_column(
             Context.background(), pa.schema([(f"c{n}", pa.int8())]), AddColumnOptions()
         )
-    kept = [v.generation for v in table._history._kept]
+    kept = [v.generation for v in table.store.history._kept]
     assert len(set(kept)) <= 3 and len(kept) < 7
     _at(table, 6)
     with pytest.raises(TimePointInvalid, match="no longer kept"):

@@ -148,7 +148,7 @@ def test_a_statement_whose_calls_set_different_columns_leaves_the_others(
 ) -> None:
     """Calls of one statement may set different columns of different rows; a column a row's
     call did not set keeps its value (CASE in the UPDATE, a flag column in the MERGE)."""
-    from pyairport.backends.spark import table as spark_table
+    from pyairport.backends.spark import commits as spark_table
 
     monkeypatch.setattr(spark_table, "INLINE_ROWIDS", inline_rowids)
     table.insert(Context.background(), _reader(_rows(3), 3), None)
@@ -277,7 +277,7 @@ def test_small_updates_write_every_value_exactly(spark_backend: Any) -> None:
 def test_larger_statements_merge(table: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """Beyond the in-place sizes, UPDATE and DELETE are one MERGE each against the rowids
     sent as a view, and rows are read and counted by a join."""
-    from pyairport.backends.spark import table as spark_table
+    from pyairport.backends.spark import commits as spark_table
 
     monkeypatch.setattr(spark_table, "INLINE_ROWIDS", 1)
     table.insert(Context.background(), _reader(_rows(4), 4), None)

@@ -50,7 +50,7 @@ class Running:
                     vars(table).pop(method, None)
                 if hasattr(table, "insert") and table.num_rows:
                     table.spark.sql(f"DELETE FROM {table.fqn}")
-                table._next_rowid = None
+                table.rowid_counter.restart()
 
     def record_options(self, schema: str) -> list[tuple[str, DMLOptions | None]]:
         """Wrap the table's DML methods to record the DMLOptions each call received."""

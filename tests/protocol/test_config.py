@@ -12,15 +12,15 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from pyairport.cli import _parser, _subcommand
+from pyairport.cli import _parser
 from pyairport.client import AirportClient, RemoteError
 from pyairport.config_file import NOT_IN_FILE, PATH_KEYS, ConfigError, read_config
 
 from ..team import make_team
 from .test_cli import PYAIRPORT, _serve_refused, _start
 
-SERVE = _subcommand(_parser(), "serve")
-FLAGS = [a for a in SERVE._actions if a.option_strings and a.dest not in NOT_IN_FILE]
+SERVE = _parser().commands["serve"]
+FLAGS = [a for a in SERVE.settings if a.option_strings and a.dest not in NOT_IN_FILE]
 
 
 def _toml(value: Any) -> str:
@@ -54,7 +54,7 @@ def test_every_serve_flag_has_a_key_of_its_name(action: argparse.Action, tmp_pat
     held, parsed = _example(action)
     config = tmp_path / "pyairport.toml"
     config.write_text(f"{action.dest} = {_toml(held)}\n")
-    values = read_config(config, SERVE._actions)
+    values = read_config(config, SERVE.settings)
     expected = str(tmp_path / parsed) if action.dest in PATH_KEYS else parsed
     assert values == {action.dest: expected}
     assert f"--{action.dest.replace('_', '-')}" in action.option_strings
@@ -69,7 +69,7 @@ def test_spark_settings_and_catalogs_read_as_tables(tmp_path: Path) -> None:
         '[[catalog]]\nname = "ops"\nfolder = "/srv/ops"\n'
         '[[catalog]]\nname = "scratch"\n'
     )
-    assert read_config(config, SERVE._actions) == {
+    assert read_config(config, SERVE.settings) == {
         "spark_conf": [
             "spark.driver.memory=8g",
             "spark.sql.shuffle.partitions=4",
@@ -106,7 +106,7 @@ def test_a_bad_file_is_refused_in_one_line_naming_the_key(case: str, tmp_path: P
     config = tmp_path / "bad.toml"
     config.write_text(text)
     with pytest.raises(ConfigError, match=None) as raised:
-        read_config(config, SERVE._actions)
+        read_config(config, SERVE.settings)
     assert message in str(raised.value) and str(config) in str(raised.value)
     done = _serve_refused("--config", str(config))
     assert done.returncode == 2

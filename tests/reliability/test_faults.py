@@ -157,7 +157,7 @@ def test_a_commit_that_fails_rolls_back_and_aborts_the_transaction(
     def failing_apply(pending: Any) -> None:
         raise OSError("commit log is full")
 
-    monkeypatch.setattr(table, "_apply", failing_apply)  # the table's own commit fails
+    monkeypatch.setattr(table.store, "apply", failing_apply)  # the table's own commit fails
     tx = tx_srv.client.begin_transaction()
     assert tx is not None
     with pytest.raises(RemoteError) as err:

@@ -4,11 +4,13 @@ statement scope so that its changes are applied once, when the statement commits
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from typing import Any, Generic, TypeVar
 
+import numpy as np
 import pyarrow as pa
 
-from airport_contracts import Context, project_schema
+from airport_contracts import Context, DMLOptions, DMLResult, project_schema
 
 from ..statement_scope import statement_from_context
 
@@ -16,8 +18,10 @@ P = TypeVar("P")
 
 
 class BackendTable(ABC, Generic[P]):
-    """Subclasses set `schema`, `_name`, `_comment` and implement `_new_pending` and
-    `_commit_pending` (and `_discard_pending` if rolling back has something to clean up)."""
+    """Subclasses set `schema`, `_name`, `_comment`, implement `_new_pending` and
+    `_commit_pending` (and `_discard_pending` if rolling back has something to clean up), and
+    the row changes the capability interfaces are built on (capabilities.py): `insert_rows`,
+    `update_rows` (rowids and their new values, chunk by chunk) and `delete_rows`."""
 
     schema: pa.Schema
     _name: str
@@ -31,6 +35,27 @@ class BackendTable(ABC, Generic[P]):
 
     def arrow_schema(self, columns: list[str] | None = None) -> pa.Schema:
         return project_schema(self.schema, columns or [])
+
+    @abstractmethod
+    def insert_rows(
+        self, ctx: Context, rows: pa.RecordBatchReader, opts: DMLOptions | None
+    ) -> DMLResult:
+        """Stage the rows as new rows of the table (applied at once outside a statement)."""
+
+    @abstractmethod
+    def update_rows(
+        self,
+        ctx: Context,
+        chunks: Iterable[tuple[np.ndarray, pa.RecordBatch]],
+        opts: DMLOptions | None,
+    ) -> DMLResult:
+        """Stage new values for the rows the rowids name, chunk by chunk."""
+
+    @abstractmethod
+    def delete_rows(
+        self, ctx: Context, id_chunks: Iterable[np.ndarray], opts: DMLOptions | None
+    ) -> DMLResult:
+        """Stage the removal of the rows the rowids name."""
 
     @abstractmethod
     def _new_pending(self) -> P:

@@ -1,8 +1,9 @@
 """Classes that implement exactly the capability interfaces a table is given.
 
 Capability detection is by method set (`airport_contracts.implements`), so a read-only table
-must not even have an `insert` method. A backend writes its storage class with `_insert`,
-`_update` and `_delete`; `with_capabilities` adds one public method per interface on top,
+must not even have an `insert` method. A backend writes its storage class (a BackendTable)
+with `insert_rows`, `update_rows` and `delete_rows`; `with_capabilities` adds one public
+method per interface on top,
 under the name the contract gives it (the adapters below say what each interface does with
 its arguments, not what it is called).
 """
@@ -27,14 +28,14 @@ ALL_CAPABILITIES: tuple[str, ...] = tuple(CAPABILITIES)
 def _insert(
     self: Any, ctx: Context, rows: pa.RecordBatchReader, opts: DMLOptions | None
 ) -> DMLResult:
-    result: DMLResult = self._insert(ctx, rows, opts)
+    result: DMLResult = self.insert_rows(ctx, rows, opts)
     return result
 
 
 def _update_batch(
     self: Any, ctx: Context, rows: pa.RecordBatchReader, opts: DMLOptions | None
 ) -> DMLResult:
-    result: DMLResult = self._update(ctx, batch_chunks(rows, "update"), opts)
+    result: DMLResult = self.update_rows(ctx, batch_chunks(rows, "update"), opts)
     return result
 
 
@@ -45,7 +46,7 @@ def _update_by_row_ids(
     rows: pa.RecordBatchReader,
     opts: DMLOptions | None,
 ) -> DMLResult:
-    result: DMLResult = self._update(ctx, legacy_chunks(row_ids, rows), opts)
+    result: DMLResult = self.update_rows(ctx, legacy_chunks(row_ids, rows), opts)
     return result
 
 
@@ -53,7 +54,7 @@ def _delete_batch(
     self: Any, ctx: Context, rows: pa.RecordBatchReader, opts: DMLOptions | None
 ) -> DMLResult:
     ids: Iterator[np.ndarray] = (ids for ids, _ in batch_chunks(rows, "delete"))
-    result: DMLResult = self._delete(ctx, ids, opts)
+    result: DMLResult = self.delete_rows(ctx, ids, opts)
     return result
 
 
@@ -61,7 +62,7 @@ def _delete_by_row_ids(
     self: Any, ctx: Context, row_ids: pa.Int64Array, opts: DMLOptions | None
 ) -> DMLResult:
     ids: Iterable[np.ndarray] = [rowids_of(row_ids)]
-    result: DMLResult = self._delete(ctx, ids, opts)
+    result: DMLResult = self.delete_rows(ctx, ids, opts)
     return result
 
 

@@ -248,7 +248,7 @@ class SparkBackend:
                 self._create(ident, schema_name, columns, properties)
                 table = self._open(schema_name, table_name, read_layout(self.spark, ident))
                 if rows is not None and rows.num_rows:
-                    table._insert(
+                    table.insert_rows(
                         Context.background(),
                         pa.RecordBatchReader.from_batches(rows.schema, rows.to_batches()),
                         None,

@@ -1,11 +1,8 @@
-"""DDL on Delta tables (protocol §5): schemas (a warehouse's folders, or the catalog's
-databases), tables created as Delta with the constraints sent and row tracking on (so UPDATE
-and DELETE work), and ALTER TABLE as Delta's own statements, each one Delta commit or none.
-
-Renaming or dropping a column needs Delta's column mapping: it is turned on first (a protocol
-upgrade of the table, as Spark SQL users do by hand). A type change is Delta's type widening;
-a default needs Delta's column defaults feature; both are turned on when asked for. What
-Delta refuses is refused with Delta's reason, in one line.
+"""DDL on a Spark warehouse (protocol §5): schemas (a warehouse's folders, or the catalog's
+databases) and tables, created as Delta with the constraints sent and row tracking on (so
+UPDATE and DELETE work), each one Delta commit or none; the Spark SQL the DDL statements
+share (types, column definitions, properties). What Delta refuses is refused with Delta's
+reason, in one line. A table's column changes: column_ddl.py.
 """
 
 from __future__ import annotations
@@ -15,33 +12,22 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
 
 from airport_contracts import (
-    AddColumnOptions,
-    AddFieldOptions,
     AlreadyExists,
-    ChangeColumnTypeOptions,
     Context,
     CreateSchemaOptions,
     CreateTableOptions,
-    DropNotNullOptions,
     DropSchemaOptions,
     DropTableOptions,
     EngineUnavailable,
     NotFound,
     OnConflict,
-    RemoveColumnOptions,
-    RemoveFieldOptions,
-    RenameColumnOptions,
-    RenameFieldOptions,
     RenameTableOptions,
     SchemaNotEmpty,
-    SetDefaultOptions,
-    SetNotNullOptions,
     Table,
     Unimplemented,
     find_rowid_column,
@@ -51,16 +37,14 @@ from ...catalog import CatalogSchema, MutableCatalog
 from ...names import field_names
 from .folders import WORK_PREFIX, check_storable
 from .lake import Lake
-from .layout import CREATED_TABLE_PROPERTIES, ROW_TRACKING, ROWID, Layout
+from .layout import CREATED_TABLE_PROPERTIES, ROW_TRACKING, ROWID
 from .session import SPARK_STOPPED, engine_lost
 from .sql import one_line, quote
 from .stored_types import (
     SERVED_TYPES,
     for_schema,
     property_value,
-    served_types,
     stored_field,
-    stored_type,
 )
 
 COLUMN_MAPPING = {
@@ -68,8 +52,6 @@ COLUMN_MAPPING = {
     "delta.minReaderVersion": "2",
     "delta.minWriterVersion": "5",
 }
-TYPE_WIDENING = {"delta.enableTypeWidening": "true"}
-COLUMN_DEFAULTS = {"delta.feature.allowColumnDefaults": "supported"}
 # The characters Delta takes in a column name only with column mapping on
 # (DELTA_INVALID_CHARACTERS_IN_COLUMN_NAMES); the name rule already refuses the control ones.
 MAPPED_NAME_CHARACTERS = frozenset(" ,;{}()=")
@@ -104,16 +86,12 @@ def check_expression(expression: str) -> str:
     return expression
 
 
-def not_null_constraint(column: str) -> str:
-    """The CHECK constraint that holds a column NOT NULL (set_not_null)."""
-    return "not_null_" + "".join(c if c.isalnum() else "_" for c in column).lower()
-
-
 class DeltaRefused(RuntimeError):
     """Delta refused the statement: its reason, in one line."""
 
 
-def _run(spark: Any, statement: str) -> None:
+def run(spark: Any, statement: str) -> None:
+    """statement, or DeltaRefused with Delta's reason (UNAVAILABLE when Spark's JVM is gone)."""
     try:
         spark.sql(statement)
     except Exception as exc:  # AnalysisException and friends: Spark's reason, no plan
@@ -243,13 +221,13 @@ class SparkSchema(CatalogSchema):
         ident = backend.ident_for(self.name(), building)
         backend.prepare_schema(self.name())
         try:
-            _run(
+            run(
                 backend.spark,
                 f"CREATE TABLE {ident} ({', '.join(column_sql(f) for f in fields)}) USING delta"
                 f" TBLPROPERTIES ({properties_sql(_created_properties(fields))})",
             )
             for index, check in enumerate(opts.check_constraints):
-                _run(
+                run(
                     backend.spark,
                     f"ALTER TABLE {ident} ADD CONSTRAINT check_{index}"
                     f" CHECK ({check_expression(check)})",
@@ -321,216 +299,6 @@ class SparkCatalog(MutableCatalog):
         with self._lock:
             self._schemas.pop(name, None)
         self.changed()
-
-
-# --- the column changes of a Delta table ----------------------------------------------------
-
-
-@contextlib.contextmanager
-def _missing_ok(opts: Any) -> Iterator[None]:
-    """A column or field that is not there is no change when the request says so."""
-    try:
-        yield
-    except NotFound:
-        if not opts.ignore_not_found:
-            raise
-
-
-class DeltaColumns:
-    """DynamicTable for SparkTable: each change one ALTER TABLE (after a table-feature
-    upgrade where Delta needs one), then the table's layout read again."""
-
-    layout: Layout
-    spark: Any
-    reread_layout: Callable[[], None]  # SparkTable's: the layout read again after a change
-
-    def _user_field(self, name: str) -> pa.Field:
-        schema = self.layout.schema
-        index = schema.get_field_index(name)
-        if index < 0 or (self.layout.rowids and index == 0):
-            raise NotFound(f"column {name!r} not found")
-        field: pa.Field = schema.field(index)
-        return field
-
-    def _served_types_with(
-        self,
-        add: dict[str, str] | None = None,
-        remove: str | None = None,
-        rename: tuple[str, str] | None = None,
-    ) -> dict[str, str]:
-        """The served_types property after a column change (nothing when it stays as is)."""
-        before = served_types(self.layout.properties)
-        after = {**before, **(add or {})}
-        after.pop(remove or "", None)
-        if rename and rename[0] in after:
-            after[rename[1]] = after.pop(rename[0])
-        return {} if after == before else {SERVED_TYPES: property_value(after)}
-
-    def _alter(
-        self, statement: Callable[[str], str], properties: dict[str, str] | None = None
-    ) -> None:
-        """statement(the table's SQL name), after the table properties it needs."""
-        ident = self.layout.ident
-        if properties:
-            missing = {k: v for k, v in properties.items() if self.layout.properties.get(k) != v}
-            if missing:
-                _run(
-                    self.spark, f"ALTER TABLE {ident} SET TBLPROPERTIES ({properties_sql(missing)})"
-                )
-        _run(self.spark, statement(ident))
-        self.reread_layout()
-
-    def add_column(self, ctx: Context, column_schema: pa.Schema, opts: AddColumnOptions) -> None:
-        with _missing_ok(opts):
-            field = column_schema.field(0)
-            if self.layout.schema.get_field_index(field.name) >= 0:
-                if opts.if_column_not_exists:
-                    return
-                raise AlreadyExists(f"column {field.name!r} already exists")
-            self._alter(
-                lambda t: f"ALTER TABLE {t} ADD COLUMNS ({column_sql(field)})",
-                properties={
-                    **mapping_for(column_schema),
-                    **self._served_types_with(add=for_schema(pa.schema([field]))),
-                },
-            )
-
-    def remove_column(self, ctx: Context, name: str, opts: RemoveColumnOptions) -> None:
-        with _missing_ok(opts):
-            if self.layout.schema.get_field_index(name) < 0 and opts.if_column_exists:
-                return
-            self._user_field(name)
-            self._alter(
-                lambda t: f"ALTER TABLE {t} DROP COLUMN {quote(name)}",
-                properties={**COLUMN_MAPPING, **self._served_types_with(remove=name)},
-            )
-
-    def rename_column(
-        self, ctx: Context, old_name: str, new_name: str, opts: RenameColumnOptions
-    ) -> None:
-        with _missing_ok(opts):
-            self._user_field(old_name)
-            if self.layout.schema.get_field_index(new_name) >= 0:
-                raise AlreadyExists(f"column {new_name!r} already exists")
-            self._alter(
-                lambda t: f"ALTER TABLE {t} RENAME COLUMN {quote(old_name)} TO {quote(new_name)}",
-                properties={
-                    **COLUMN_MAPPING,
-                    **self._served_types_with(rename=(old_name, new_name)),
-                },
-            )
-
-    def change_column_type(
-        self,
-        ctx: Context,
-        column_schema: pa.Schema,
-        expression: str,
-        opts: ChangeColumnTypeOptions,
-    ) -> None:
-        with _missing_ok(opts):
-            field = column_schema.field(0)
-            self._user_field(field.name)
-            if expression and expression != field.name:
-                raise Unimplemented("Delta changes a column's type by widening, not USING")
-            if field.name in self.layout.retyped or stored_type(field.type):
-                raise Unimplemented(
-                    f"Delta stores {field.name!r} or {field.type} as another type"
-                    " (stored_types), whose type is not changed"
-                )
-            self._alter(
-                lambda t: (
-                    f"ALTER TABLE {t} ALTER COLUMN {quote(field.name)} TYPE {spark_type(field.type)}"
-                ),
-                properties=TYPE_WIDENING,
-            )
-
-    def set_not_null(self, ctx: Context, column_name: str, opts: SetNotNullOptions) -> None:
-        """Delta cannot make a nullable column NOT NULL: a CHECK (column IS NOT NULL)
-        constraint holds it instead (checked against the rows there, enforced on writes)."""
-        with _missing_ok(opts):
-            self._user_field(column_name)
-            name = not_null_constraint(column_name)
-            self._alter(
-                lambda t: (
-                    f"ALTER TABLE {t} ADD CONSTRAINT {name} CHECK"
-                    f" ({quote(column_name)} IS NOT NULL)"
-                )
-            )
-
-    def drop_not_null(self, ctx: Context, column_name: str, opts: DropNotNullOptions) -> None:
-        """Drops set_not_null's constraint, and Delta's own NOT NULL (from CREATE TABLE)."""
-        with _missing_ok(opts):
-            field = self._user_field(column_name)
-            name = not_null_constraint(column_name)
-            if f"delta.constraints.{name}" in self.layout.properties:
-                self._alter(lambda t: f"ALTER TABLE {t} DROP CONSTRAINT IF EXISTS {name}")
-            if not field.nullable:
-                self._alter(
-                    lambda t: f"ALTER TABLE {t} CHANGE COLUMN {quote(column_name)} DROP NOT NULL"
-                )
-
-    def set_default(
-        self, ctx: Context, column_name: str, expression: str, opts: SetDefaultOptions
-    ) -> None:
-        with _missing_ok(opts):
-            self._user_field(column_name)
-            action = f"SET DEFAULT {expression}" if expression else "DROP DEFAULT"
-            self._alter(
-                lambda t: f"ALTER TABLE {t} ALTER COLUMN {quote(column_name)} {action}",
-                properties=COLUMN_DEFAULTS,
-            )
-
-    def add_field(self, ctx: Context, column_schema: pa.Schema, opts: AddFieldOptions) -> None:
-        with _missing_ok(opts):
-            wanted = column_schema.field(0)
-            have = self._user_field(wanted.name).type
-            if not pa.types.is_struct(have) or not pa.types.is_struct(wanted.type):
-                raise NotFound(f"{wanted.name!r} is not a struct column")
-            added = [
-                wanted.type.field(i)
-                for i in range(wanted.type.num_fields)
-                if have.get_field_index(wanted.type.field(i).name) < 0
-            ]
-            if not added:
-                if opts.if_field_not_exists:
-                    return
-                raise AlreadyExists(f"the fields of {wanted.name!r} already exist")
-            columns = ", ".join(
-                f"{quote(wanted.name)}.{quote(f.name)} {spark_type(f.type)}" for f in added
-            )
-            self._alter(
-                lambda t: f"ALTER TABLE {t} ADD COLUMNS ({columns})",
-                properties=mapping_for(column_schema),
-            )
-
-    def _field_path(self, path: Sequence[str]) -> str:
-        if len(path) < 2:
-            raise NotFound("a field path names a column, then its fields")
-        data_type = self._user_field(path[0]).type
-        for name in path[1:]:
-            if not pa.types.is_struct(data_type) or data_type.get_field_index(name) < 0:
-                raise NotFound(f"field {name!r} not found")
-            data_type = data_type.field(data_type.get_field_index(name)).type
-        return ".".join(quote(p) for p in path)
-
-    def rename_field(
-        self,
-        ctx: Context,
-        column_path: list[str],
-        new_name: str,
-        opts: RenameFieldOptions,
-    ) -> None:
-        with _missing_ok(opts):
-            path = self._field_path(column_path)
-            self._alter(
-                lambda t: f"ALTER TABLE {t} RENAME COLUMN {path} TO {quote(new_name)}",
-                properties=COLUMN_MAPPING,
-            )
-
-    def remove_field(self, ctx: Context, column_path: list[str], opts: RemoveFieldOptions) -> None:
-        with _missing_ok(opts):
-            path = self._field_path(column_path)
-            self._alter(lambda t: f"ALTER TABLE {t} DROP COLUMN {path}", properties=COLUMN_MAPPING)
 
 
 def remove_folder(path: str) -> None:
