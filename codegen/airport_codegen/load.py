@@ -1091,7 +1091,23 @@ def _check_references(c: Contract) -> None:
             ref("validation rule", rule_id, rules, f"{path}.validation")
         if o.interfaces and not o.not_supported:
             raise ContractError(f"{path}: an operation with interfaces needs 'not_supported'")
+    _check_served(c)
     _check_names(c)
+
+
+def _check_served(c: Contract) -> None:
+    """No protocol serves a name twice (the dispatch table routes each to one handler)."""
+    served = [
+        (f"{o.protocol} {o.name}", f"operations[{i}].name") for i, o in enumerate(c.operations)
+    ]
+    for i, k in enumerate(c.functions.kinds if c.functions else ()):
+        path = f"functions.kinds[{i}].exchange_operations"
+        served += [(f"doexchange {name}", path) for name in k.exchange_operations]
+    served += [(f"doaction {a.name}", f"actions[{i}].name") for i, a in enumerate(c.actions)]
+    served += [
+        (f"doaction {d.name}", f"ddl_actions[{i}].name") for i, d in enumerate(c.ddl_actions)
+    ]
+    _unique(served, "name a protocol serves")
 
 
 _IDENT = re.compile(r"[a-z_][a-z0-9_]*")

@@ -504,6 +504,32 @@ class Spec:
 
 
 @dataclass(frozen=True)
+class RouteSpec:
+    """One name a protocol serves, the handler serving it and its row (as generated code
+    names it: OPERATIONS["…"], ACTIONS["…"], …)."""
+
+    protocol: str
+    name: str
+    handler: str
+    row: str
+
+
+@dataclass(frozen=True)
+class HandlerSpec:
+    """A method the runtime's Handlers implement: the protocol whose calls it takes, the
+    type of the rows it serves, and the names it serves."""
+
+    name: str
+    protocol: str
+    row_type: str
+    serves: tuple[str, ...]
+
+
+DOACTION = "doaction"
+DOEXCHANGE = "doexchange"
+
+
+@dataclass(frozen=True)
 class Contract:
     name: str
     version: int
@@ -682,6 +708,47 @@ class Contract:
     def header_names(self) -> list[str]:
         """Every header name a protocol reads, first appearance first."""
         return list(dict.fromkeys(h.name for p in self.protocols for h in p.headers))
+
+    def routes(self) -> list[RouteSpec]:
+        """Every name a protocol serves, with its handler: the DML operations of a protocol
+        share one (`<protocol>_dml`: the operation's row says the rest), as do the function
+        operations (`doexchange_function`) and the DDL actions (`ddl`: the row and its binding
+        say the rest); every other operation and read-side action has its own, by its name."""
+        found = [
+            RouteSpec(
+                o.protocol,
+                o.name,
+                f"{o.protocol}_dml" if o.interfaces else o.name,
+                f"OPERATIONS[{o.id!r}]",
+            )
+            for o in self.operations
+        ]
+        for kind in self.functions.kinds if self.functions else ():
+            found += [
+                RouteSpec(DOEXCHANGE, name, "doexchange_function", f"FUNCTION_KINDS[{kind.kind!r}]")
+                for name in kind.exchange_operations
+            ]
+        found += [RouteSpec(DOACTION, a.name, a.name, f"ACTIONS[{a.name!r}]") for a in self.actions]
+        found += [
+            RouteSpec(DOACTION, d.name, "ddl", f"DDL_ACTIONS[{d.name!r}]") for d in self.ddl_actions
+        ]
+        return found
+
+    def handlers(self) -> list[HandlerSpec]:
+        """The handlers the routes name, first named first."""
+        row_types = {
+            "OPERATIONS": "OperationRow",
+            "FUNCTION_KINDS": "FunctionKindRow",
+            "ACTIONS": "ActionRow",
+            "DDL_ACTIONS": "DdlActionRow",
+        }
+        handlers: dict[str, HandlerSpec] = {}
+        for route in self.routes():
+            row_type = row_types[route.row.partition("[")[0]]
+            known = handlers.get(route.handler)
+            serves = (*known.serves, route.name) if known else (route.name,)
+            handlers[route.handler] = HandlerSpec(route.handler, route.protocol, row_type, serves)
+        return list(handlers.values())
 
     def call_protocols(self) -> list[str]:
         """The protocols that have operations, in contract order (each gets a call type)."""

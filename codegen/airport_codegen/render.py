@@ -6,7 +6,7 @@ formatted after rendering. Each file's header names the hash of the inputs that 
 only those. `render_package` returns {relative path: text}; `write_package` replaces a
 folder's generated files with them.
 
-Templates render what the contract says: its tables as data, thin stubs and types. Python that
+Templates render what the contract says: its tables as data, Protocols and types. Python that
 does not depend on the contract (the Context, the payload codec, the error base class, the row
 shapes) is the airport_support library, which the generated package imports.
 """

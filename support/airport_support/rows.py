@@ -184,6 +184,18 @@ class DdlActionRow:
 
 
 @dataclass(frozen=True)
+class Route:
+    """One name a protocol serves (a DoExchange or DoPut operation, a DoAction type), the
+    method of the runtime's Handlers that serves it and the row it serves it by: an
+    OperationRow, a FunctionKindRow, an ActionRow or a DdlActionRow."""
+
+    protocol: str
+    name: str
+    handler: str
+    row: OperationRow | FunctionKindRow | ActionRow | DdlActionRow
+
+
+@dataclass(frozen=True)
 class ErrorRow:
     id: str
     cls: str

@@ -237,7 +237,7 @@ def _made_up_package(tmp_path: Path) -> Any:
 
 def test_a_new_operation_needs_no_template_change(tmp_path: Path) -> None:
     """The made-up operation: the real templates render its row, its rule's error, its
-    vocabulary and its stub; without the rule's implementation the runtime refuses the
+    vocabulary and its route (to the DML handler); without the rule's implementation the runtime refuses the
     contract in one line; with it (registered, no runner or template edit) the operation
     runs on a table, and its rule refuses bad input with the contract's error."""
     import importlib
@@ -263,7 +263,7 @@ def test_a_new_operation_needs_no_template_change(tmp_path: Path) -> None:
         assert vocabulary.OperationName.UPSERT == "upsert"
 
         with pytest.raises(validation.ContractNotImplemented) as refused:
-            require_implemented(dispatch.OPERATIONS, dispatch.ACTIONS, dispatch.RULE_PHASES)
+            require_implemented(dispatch.ROUTES, dispatch.RULE_PHASES)
         assert str(refused.value) == (
             "contracts.yaml names validation rule 'upsert_keys_given', which"
             " pyairport.dispatch.validation does not implement"
@@ -276,21 +276,17 @@ def test_a_new_operation_needs_no_template_change(tmp_path: Path) -> None:
 
         validation.rule("upsert_keys_given", RulePhase.ROWS_READ)(keys_given)
         with pytest.raises(validation.ContractNotImplemented) as refused:
-            require_implemented(dispatch.OPERATIONS, dispatch.ACTIONS, dispatch.RULE_PHASES)
+            require_implemented(dispatch.ROUTES, dispatch.RULE_PHASES)
         assert str(refused.value) == (
             "contracts.yaml places validation rule 'upsert_keys_given' in phase input_schema,"
             " pyairport.dispatch.validation implements it for rows_read"
         )
         validation.rule("upsert_keys_given", RulePhase.INPUT_SCHEMA)(keys_given)
-        require_implemented(dispatch.OPERATIONS, dispatch.ACTIONS, dispatch.RULE_PHASES)
+        require_implemented(dispatch.ROUTES, dispatch.RULE_PHASES)
 
-        class MadeUpDispatcher(Dispatcher, dispatch.OperationStubs):  # type: ignore[misc,name-defined]
-            """The runtime's runner with the made-up package's stubs."""
-
+        assert dispatch.ROUTES["doexchange", "upsert"].handler == "doexchange_dml"
         table = make_table("InsertableTable")
-        runner = MadeUpDispatcher(
-            Catalog({"s": {table.name(): table}}), operations=dispatch.OPERATIONS
-        )
+        runner = Dispatcher(Catalog({"s": {table.name(): table}}), routes=dispatch.ROUTES)
         rows = batch({"id": [7], "name": ["Gil"]})
         out_schema, _, total = exchange(runner, "upsert", [rows])
         assert (out_schema, total) == (rows.schema, 1)
@@ -339,3 +335,37 @@ def test_a_ddl_binding_needs_every_option_in_the_request() -> None:
 def test_a_validation_rule_names_a_phase_the_runtime_knows() -> None:
     message = _mutated(lambda d: d["validation_rules"][0].update(phase="whenever"))
     assert message.startswith("validation_rules[0].phase: unknown value 'whenever' (expected ")
+
+
+def test_a_name_is_served_once_per_protocol() -> None:
+    """The dispatch table routes each (protocol, name) to one handler: a function operation
+    named like a DML one is refused where it is written."""
+    kinds = _data()["functions"]["kinds"]
+    index = next(i for i, k in enumerate(kinds) if k["exchange_operations"])
+    message = _mutated(
+        lambda d: d["functions"]["kinds"][index]["exchange_operations"].append("insert")
+    )
+    assert message == (
+        f"functions.kinds[{index}].exchange_operations: duplicate name a protocol serves"
+        " 'doexchange insert' (first at operations[0].name)"
+    )
+
+
+def test_every_route_names_a_handler_the_runtime_implements() -> None:
+    """A route to a handler the Dispatcher lacks stops the import, naming it."""
+    from airport_contracts.dispatch import ACTIONS, ROUTES, RULE_PHASES
+    from airport_support.rows import Route
+    from pyairport.dispatch.dispatcher import require_implemented
+    from pyairport.dispatch.validation import ContractNotImplemented
+
+    routes = dict(ROUTES)
+    routes["doaction", "made_up"] = Route(
+        "doaction", "made_up", "made_up", ACTIONS["catalog_version"]
+    )
+    with pytest.raises(ContractNotImplemented) as refused:
+        require_implemented(routes, RULE_PHASES)
+    assert str(refused.value) == (
+        "contracts.yaml routes to handler 'made_up', which pyairport.dispatch.Dispatcher"
+        " does not implement"
+    )
+    require_implemented(ROUTES, RULE_PHASES)

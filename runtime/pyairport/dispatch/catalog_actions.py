@@ -9,9 +9,8 @@ the catalog itself is Go's map[string]any tree, msgpack with [][]byte as bin, zs
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, ClassVar
+from typing import Any
 
 import pyarrow as pa
 
@@ -115,20 +114,6 @@ class CatalogActions:
     @property
     def location(self) -> str:
         return self.functions.location
-
-    SERVED: ClassVar[dict[str, str]] = {
-        Action.LIST_SCHEMAS: "list_schemas",
-        Action.CATALOG_VERSION: "catalog_version",
-        Action.ENDPOINTS: "endpoints",
-        Action.FLIGHT_INFO: "flight_info",
-        Action.TABLE_FUNCTION_FLIGHT_INFO: "table_function_flight_info",
-        Action.COLUMN_STATISTICS: "column_statistics",
-    }
-    """The method serving each read-side action of the contract."""
-
-    def serve(self, ctx: Context, action: str, body: bytes) -> bytes:
-        handler: Callable[[Context, bytes], bytes] = getattr(self, self.SERVED[action])
-        return handler(ctx, body)
 
     @property
     def catalog(self) -> MutableCatalog:

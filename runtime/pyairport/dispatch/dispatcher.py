@@ -1,6 +1,7 @@
-"""The Dispatcher: the generated stubs' runner, and the entry point of every RPC a transport
-hands it. Each protocol's runner is a module of its own (do_exchange, do_put, do_action_dml,
-transactions, catalog_actions, do_get); the dispatcher gives each the table access
+"""The Dispatcher: the entry point of every RPC a transport hands it, routing each name a
+protocol serves by the generated ROUTES to the Handlers method serving it. Each protocol's
+runner is a module of its own (do_exchange, do_put, do_action_dml, transactions,
+catalog_actions, ddl_actions, functions, do_get); the dispatcher gives each the table access
 (tables.Tables) and the TransactionManager it needs, and no runner calls back into it."""
 
 from __future__ import annotations
@@ -18,16 +19,15 @@ from airport_contracts import (
     TransactionManager,
     flight_pb2,
 )
-from airport_contracts.dispatch import (
-    ACTIONS,
-    DDL_ACTIONS,
-    OPERATIONS,
-    PROTOCOLS,
-    RULE_PHASES,
-    OperationStubs,
-)
+from airport_contracts.dispatch import DDL_ACTIONS, PROTOCOLS, ROUTES, RULE_PHASES, Handlers
 from airport_contracts.vocabulary import Protocol
-from airport_support.rows import ActionRow, OperationRow
+from airport_support.rows import (
+    ActionRow,
+    DdlActionRow,
+    FunctionKindRow,
+    OperationRow,
+    Route,
+)
 from airport_support.vocabulary import RulePhase
 
 from ..access.audit import audit
@@ -50,49 +50,49 @@ from .events import (
 )
 from .flight_infos import FlightInfos
 from .functions import Functions
-from .headers import FUNCTION_OPERATIONS
 from .tables import Tables
-from .transactions import TRANSACTION_ACTIONS, abort_transaction
+from .transactions import abort_transaction, create_transaction, transaction_status
 from .validation import ContractNotImplemented
 
 log = logging.getLogger("pyairport.dispatch")
 
 
 def require_implemented(
-    operations: Mapping[str, OperationRow],
-    actions: Mapping[str, ActionRow],
+    routes: Mapping[tuple[str, str], Route],
     rules: Mapping[str, RulePhase],
-    ddl_actions: Mapping[str, object] | None = None,
+    ddl_actions: Mapping[str, DdlActionRow] | None = None,
 ) -> None:
-    """Every rule, DoAction operation, read-side and DDL action of a contract has its code
-    here; else ContractNotImplemented, one line naming what is missing."""
+    """Every rule, route and DDL action of a contract has its code here; else
+    ContractNotImplemented, one line naming what is missing."""
     validation.require_implemented(rules, "contracts.yaml")
-    missing = [
-        row.name
-        for row in operations.values()
-        if row.protocol == Protocol.DOACTION
-        and not row.interfaces
-        and row.name not in TRANSACTION_ACTIONS
-    ]
-    missing += [name for name in actions if name not in CatalogActions.SERVED]
-    missing += [name for name in ddl_actions or {} if name not in DdlActions.SERVED]
+    missing = sorted(
+        {
+            route.handler
+            for route in routes.values()
+            if route.handler in getattr(Dispatcher, "__abstractmethods__", ())
+            or not callable(getattr(Dispatcher, route.handler, None))
+        }
+    )
     if missing:
         raise ContractNotImplemented(
-            f"contracts.yaml names action {', '.join(map(repr, missing))}, which"
+            f"contracts.yaml routes to handler {', '.join(map(repr, missing))}, which"
+            " pyairport.dispatch.Dispatcher does not implement"
+        )
+    unbound = [name for name in ddl_actions or {} if name not in DdlActions.SERVED]
+    if unbound:
+        raise ContractNotImplemented(
+            f"contracts.yaml names action {', '.join(map(repr, unbound))}, which"
             " pyairport.dispatch does not implement"
         )
 
 
-require_implemented(OPERATIONS, ACTIONS, RULE_PHASES, DDL_ACTIONS)
-
-
-class Dispatcher(OperationStubs[ExchangeCall, PutCall, ActionCall]):
+class Dispatcher(Handlers[ExchangeCall, PutCall, ActionCall]):
     """Serves every operation and action of the contract against a catalog.
 
     transactions is the optional TransactionManager; without it, DML runs without
     transactions and the transaction actions answer as protocol §2.2-2.3 describe.
     max_row_ids: the longest row_ids a spec-002 call may send (None: no limit).
-    operations: the operation table (the generated one unless a test gives another).
+    routes: the dispatch table (the generated one unless a test gives another).
     """
 
     def __init__(
@@ -100,7 +100,7 @@ class Dispatcher(OperationStubs[ExchangeCall, PutCall, ActionCall]):
         catalog: Catalog,
         transactions: TransactionManager | None = None,
         max_row_ids: int | None = None,
-        operations: Mapping[str, OperationRow] = OPERATIONS,
+        routes: Mapping[tuple[str, str], Route] = ROUTES,
     ) -> None:
         self.catalog = catalog
         self.name = catalog_name(catalog)
@@ -111,7 +111,7 @@ class Dispatcher(OperationStubs[ExchangeCall, PutCall, ActionCall]):
         self.read_actions = CatalogActions(self.tables, infos, self.functions)
         self.ddl_actions = DdlActions(self.tables, infos, self.name)
         self.scans = Scans(self.tables, infos, self.functions)
-        self.by_wire_name = {(row.protocol, row.name): row for row in operations.values()}
+        self.routes = routes
 
     @property
     def location(self) -> str:
@@ -129,30 +129,15 @@ class Dispatcher(OperationStubs[ExchangeCall, PutCall, ActionCall]):
     ) -> Generator[ExchangeEvent, None, None]:
         """Serve one DoExchange request (DML or a function call); iterate the result to drive
         it."""
-        kind = FUNCTION_OPERATIONS.get(request.operation)
-        if kind is not None:
-            return self.functions.exchange(needing(ctx, Right.READ), kind, request, stream)
-        row = self.by_wire_name.get((Protocol.DOEXCHANGE, request.operation))
-        if row is None:
+        route = self.routes.get((Protocol.DOEXCHANGE, request.operation))
+        if route is None:
             unknown = PROTOCOLS[Protocol.DOEXCHANGE].unknown_operation
             assert unknown is not None
             raise unknown(operation=request.operation)
-        ctx = needing(ctx, Right.WRITE)
-        where = (self.name, request.schema_name, request.table_name)
-        try:
-            events: Generator[ExchangeEvent, None, None] = getattr(self, row.id)(
-                ctx, ExchangeCall(request, stream)
-            )
-        except Exception as exc:
-            audit(ctx, request.operation, where, None, exc)
-            raise
-        return self._audited(
-            ctx,
-            request.operation,
-            where,
-            self._aborting_on_failure(ctx, request.transaction_id, events),
-            stream,
+        events: Generator[ExchangeEvent, None, None] = getattr(self, route.handler)(
+            route.row, ctx, ExchangeCall(request, stream)
         )
+        return events
 
     def put(
         self, ctx: Context, command: bytes, transaction_id: str, stream: ExchangeInput
@@ -171,12 +156,14 @@ class Dispatcher(OperationStubs[ExchangeCall, PutCall, ActionCall]):
                     payload="descriptor", problem="field 'operation' must be a string"
                 )
             operation = named
-            row = self.by_wire_name.get((Protocol.DOPUT, operation))
-            if row is None or row.request is None:
+            route = self.routes.get((Protocol.DOPUT, operation))
+            row = route.row if route is not None else None
+            if route is None or not isinstance(row, OperationRow) or row.request is None:
                 raise InvalidPutOperation(operation=operation)
             request = row.request.from_mapping(descriptor)
             where = (self.name, str(request.schema_name), str(request.table_name))
-            answer: bytes = getattr(self, row.id)(ctx, PutCall(request, transaction_id, stream))
+            call = PutCall(request, transaction_id, stream)
+            answer: bytes = getattr(self, route.handler)(row, ctx, call)
         except Exception as exc:
             audit(ctx, operation, where, None, exc)
             self._abort_transaction(ctx, transaction_id)
@@ -188,35 +175,21 @@ class Dispatcher(OperationStubs[ExchangeCall, PutCall, ActionCall]):
         self, ctx: Context, action_type: str, body: bytes, transaction_id: str = ""
     ) -> list[bytes]:
         """Serve one DoAction of the contract; returns the Result bodies."""
-        if action_type in ACTIONS:
-            return [self.read_actions.serve(needing(ctx, Right.READ), action_type, body)]
-        ddl = DDL_ACTIONS.get(action_type)
-        if ddl is not None:
-            return self.ddl_actions.serve(needing(ctx, Right.DDL), ddl, body)
-        row = self.by_wire_name.get((Protocol.DOACTION, action_type))
-        if row is None:
+        route = self.routes.get((Protocol.DOACTION, action_type))
+        if route is None:
             unknown = PROTOCOLS[Protocol.DOACTION].unknown_action
             assert unknown is not None
             raise unknown(type=action_type)
-        if not row.interfaces:  # the transaction actions: they name no schema
-            return [getattr(self, row.id)(needing(ctx, None), ActionCall(body, ""))]
-        ctx = needing(ctx, Right.WRITE)
-        request = _decoded(row, body)
-        where = (self.name, *_named_table(request))
-        try:
-            answer = getattr(self, row.id)(ctx, ActionCall(body, transaction_id, request))
-        except Exception as exc:
-            audit(ctx, action_type, where, None, exc)
-            self._abort_transaction(ctx, transaction_id)
-            raise
-        audit(ctx, action_type, where, _affected_rows(row, answer))
-        return [answer]
+        answer: list[bytes] = getattr(self, route.handler)(
+            route.row, ctx, ActionCall(body, transaction_id)
+        )
+        return answer
 
     def get(self, ctx: Context, ticket: bytes) -> ServedScan:
         """Serve one DoGet: the ticket's rows."""
         return self.scans.scan(needing(ctx, Right.READ), ticket)
 
-    def flight_info(
+    def get_flight_info(
         self, ctx: Context, descriptor: flight_pb2.FlightDescriptor
     ) -> flight_pb2.FlightInfo:
         """Serve one GetFlightInfo."""
@@ -245,25 +218,92 @@ class Dispatcher(OperationStubs[ExchangeCall, PutCall, ActionCall]):
     @staticmethod
     def action_descriptions() -> dict[str, str]:
         """Every DoAction type served, with its description (ListActions)."""
-        served = {name: row.doc for name, row in ACTIONS.items()}
-        served.update({name: row.doc for name, row in DDL_ACTIONS.items()})
-        served.update(
-            {row.name: row.doc for row in OPERATIONS.values() if row.protocol == Protocol.DOACTION}
+        return {
+            name: route.row.doc
+            for (protocol, name), route in ROUTES.items()
+            if protocol == Protocol.DOACTION
+        }
+
+    # --- the handlers ROUTES names --------------------------------------------------------------
+
+    def doexchange_dml(
+        self, row: OperationRow, ctx: Context, call: ExchangeCall
+    ) -> Generator[ExchangeEvent, None, None]:
+        """A DML statement's events, with its audit line; a failed one aborts the
+        transaction it named."""
+        ctx = needing(ctx, Right.WRITE)
+        request = call.request
+        where = (self.name, request.schema_name, request.table_name)
+        try:
+            events = run_exchange(self.tables, self.transactions, row, ctx, call)
+        except Exception as exc:
+            audit(ctx, request.operation, where, None, exc)
+            raise
+        return self._audited(
+            ctx,
+            request.operation,
+            where,
+            self._aborting_on_failure(ctx, request.transaction_id, events),
+            call.stream,
         )
-        return served
 
-    # --- the runner the stubs hand their calls to ---------------------------------------------
+    def doexchange_function(
+        self, row: FunctionKindRow, ctx: Context, call: ExchangeCall
+    ) -> Generator[ExchangeEvent, None, None]:
+        return self.functions.exchange(needing(ctx, Right.READ), row, call.request, call.stream)
 
-    def run(
-        self, operation: OperationRow, ctx: Context, call: ExchangeCall | PutCall | ActionCall
-    ) -> Any:
-        if isinstance(call, ExchangeCall):
-            return run_exchange(self.tables, self.transactions, operation, ctx, call)
-        if isinstance(call, PutCall):
-            return run_put(self.tables, self.transactions, operation, ctx, call)
-        if operation.interfaces:
-            return run_action_dml(self.tables, self.transactions, operation, ctx, call)
-        return TRANSACTION_ACTIONS[operation.name](self.transactions, operation, ctx, call.body)
+    def doput_dml(self, row: OperationRow, ctx: Context, call: PutCall) -> bytes:
+        """The PutResult's app_metadata (put() audits it)."""
+        answer: bytes = run_put(self.tables, self.transactions, row, ctx, call)
+        return answer
+
+    def doaction_dml(self, row: OperationRow, ctx: Context, call: ActionCall) -> list[bytes]:
+        """A DML action's answer, with its audit line; a failed one aborts the transaction
+        it named. The body is decoded once, for the audit line and the action."""
+        ctx = needing(ctx, Right.WRITE)
+        call = ActionCall(call.body, call.transaction_id, _decoded(row, call.body))
+        where = (self.name, *_named_table(call.request))
+        try:
+            answer: bytes = run_action_dml(self.tables, self.transactions, row, ctx, call)
+        except Exception as exc:
+            audit(ctx, row.name, where, None, exc)
+            self._abort_transaction(ctx, call.transaction_id)
+            raise
+        audit(ctx, row.name, where, _affected_rows(row, answer))
+        return [answer]
+
+    def create_transaction(self, row: OperationRow, ctx: Context, call: ActionCall) -> list[bytes]:
+        return [create_transaction(self.transactions, row, needing(ctx, None), call.body)]
+
+    def get_transaction_status(
+        self, row: OperationRow, ctx: Context, call: ActionCall
+    ) -> list[bytes]:
+        return [transaction_status(self.transactions, row, needing(ctx, None), call.body)]
+
+    def ddl(self, row: DdlActionRow, ctx: Context, call: ActionCall) -> list[bytes]:
+        return self.ddl_actions.serve(needing(ctx, Right.DDL), row, call.body)
+
+    # the read side's actions (catalog_actions.py): one Result body each
+
+    def list_schemas(self, row: ActionRow, ctx: Context, call: ActionCall) -> list[bytes]:
+        return [self.read_actions.list_schemas(needing(ctx, Right.READ), call.body)]
+
+    def catalog_version(self, row: ActionRow, ctx: Context, call: ActionCall) -> list[bytes]:
+        return [self.read_actions.catalog_version(needing(ctx, Right.READ), call.body)]
+
+    def endpoints(self, row: ActionRow, ctx: Context, call: ActionCall) -> list[bytes]:
+        return [self.read_actions.endpoints(needing(ctx, Right.READ), call.body)]
+
+    def flight_info(self, row: ActionRow, ctx: Context, call: ActionCall) -> list[bytes]:
+        return [self.read_actions.flight_info(needing(ctx, Right.READ), call.body)]
+
+    def table_function_flight_info(
+        self, row: ActionRow, ctx: Context, call: ActionCall
+    ) -> list[bytes]:
+        return [self.read_actions.table_function_flight_info(needing(ctx, Right.READ), call.body)]
+
+    def column_statistics(self, row: ActionRow, ctx: Context, call: ActionCall) -> list[bytes]:
+        return [self.read_actions.column_statistics(needing(ctx, Right.READ), call.body)]
 
     # --- the audit line of a DoExchange statement --------------------------------------------
 
@@ -355,3 +395,6 @@ def _named_table(request: Any) -> tuple[str, ...]:
     if request is None:
         return ()
     return (str(request.schema_name), str(request.table_name))
+
+
+require_implemented(ROUTES, RULE_PHASES, DDL_ACTIONS)

@@ -5,18 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from airport_contracts import ContextMeta
-from airport_contracts.dispatch import FUNCTION_KINDS, OPERATIONS, PROTOCOLS
+from airport_contracts.dispatch import PROTOCOLS, ROUTES
 from airport_contracts.vocabulary import Protocol
+from airport_support.rows import FunctionKindRow
 from airport_support.vocabulary import HeaderRole
 
 from .events import ExchangeRequest
 
 _EXCHANGE = PROTOCOLS[Protocol.DOEXCHANGE]
-_EXCHANGE_OPERATIONS = {row.name for row in OPERATIONS.values() if row.protocol == _EXCHANGE.id}
-FUNCTION_OPERATIONS = {
-    operation: kind for kind in FUNCTION_KINDS.values() for operation in kind.exchange_operations
-}
-"""The DoExchange operations that call a function, and the kind of function they call."""
 
 
 # Headers the call was routed by (catalogs.py) or that fill its ContextMeta: optional, and
@@ -56,14 +52,14 @@ def parse_exchange_headers(metadata: Mapping[str, str] | None) -> ExchangeReques
                 assert header.invalid is not None
                 raise header.invalid(path=value)
             path = (parts[0], parts[1])
-    kind = FUNCTION_OPERATIONS.get(operation)
-    if kind is not None:
-        if not returning:  # a function always answers (protocol §6.3)
-            assert kind.no_return_chunks is not None
-            raise kind.no_return_chunks()
-    elif operation not in _EXCHANGE_OPERATIONS:
+    route = ROUTES.get((_EXCHANGE.id, operation))
+    if route is None:
         assert _EXCHANGE.unknown_operation is not None
         raise _EXCHANGE.unknown_operation(operation=operation)
+    if isinstance(route.row, FunctionKindRow) and not returning:
+        # a function always answers (protocol §6.3)
+        assert route.row.no_return_chunks is not None
+        raise route.row.no_return_chunks()
     return ExchangeRequest(operation, path[0], path[1], returning, transaction_id)
 
 

@@ -4,7 +4,6 @@ transaction it named. Each action answers exactly one Result body."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import Any
 
 from airport_contracts import (
@@ -15,7 +14,6 @@ from airport_contracts import (
     TransactionManager,
     TransactionState,
 )
-from airport_contracts.vocabulary import OperationName
 from airport_support.rows import OperationRow
 
 log = logging.getLogger("pyairport.dispatch")
@@ -64,15 +62,6 @@ def transaction_status(
     state, exists = transactions.get_transaction_status(ctx, request.transaction_id)
     status = TransactionState(state).value if exists and state is not None else ""
     return _answer(row, status=status, exists=exists)
-
-
-TransactionAction = Callable[[TransactionManager | None, OperationRow, Context, bytes], bytes]
-
-TRANSACTION_ACTIONS: dict[str, TransactionAction] = {
-    OperationName.CREATE_TRANSACTION: create_transaction,
-    OperationName.GET_TRANSACTION_STATUS: transaction_status,
-}
-"""The DoAction operations that are not DML: what each asks of the TransactionManager."""
 
 
 def abort_transaction(manager: TransactionManager, ctx: Context, transaction_id: str) -> None:

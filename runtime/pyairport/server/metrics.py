@@ -21,7 +21,7 @@ import grpc
 import pyarrow as pa
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
-from airport_contracts.dispatch import ACTIONS, DDL_ACTIONS, FUNCTION_KINDS, OPERATIONS
+from airport_contracts.dispatch import ROUTES
 
 if TYPE_CHECKING:  # grpc-stubs make it generic; grpcio's class is not subscriptable
     _Interceptor = grpc.ServerInterceptor[Any, Any]
@@ -31,12 +31,7 @@ else:
 FLIGHT_SERVICE = "/arrow.flight.protocol.FlightService/"
 OPERATION_HEADER = "airport-operation"
 
-KNOWN_NAMES = frozenset(
-    [row.name for row in OPERATIONS.values()]
-    + list(ACTIONS)
-    + list(DDL_ACTIONS)
-    + [name for kind in FUNCTION_KINDS.values() for name in kind.exchange_operations]
-)
+KNOWN_NAMES = frozenset(name for _protocol, name in ROUTES)
 """The action and operation names a label may hold: the contract's."""
 
 DML_OPERATIONS = frozenset({"insert", "update", "delete"})

@@ -27,10 +27,11 @@ from airport_contracts import (
     TicketData,
     flight_pb2,
 )
-from airport_contracts.dispatch import ACTIONS, DDL_ACTIONS, OPERATIONS, PROTOCOLS
+from airport_contracts.dispatch import PROTOCOLS, ROUTES
 from airport_contracts.vocabulary import Action, Protocol
 from airport_support.arrow_ipc import serialize_schema
 from airport_support.compressed import pack_endpoints
+from airport_support.rows import DdlActionRow
 
 from ..dispatch import Dispatcher, catalog_from_headers, transaction_id_from_headers
 from ..dispatch.flight_infos import REUSE_CONNECTION
@@ -170,12 +171,14 @@ def _catalog_fields() -> dict[str, str]:
     """Action type → the body field that names its catalog, as the contract words it: a DDL
     row's catalog_field (`catalog_name`, or the ALTER actions' `catalog`), and the read-side
     and transaction requests' `catalog_name` field."""
-    fields = {name: row.catalog_field for name, row in DDL_ACTIONS.items()}
-    requests = {name: row.request for name, row in ACTIONS.items()}
-    requests |= {
-        row.name: row.request for row in OPERATIONS.values() if row.protocol == Protocol.DOACTION
-    }
-    for name, request in requests.items():
+    fields = {}
+    for (protocol, name), route in ROUTES.items():
+        if protocol != Protocol.DOACTION:
+            continue
+        if isinstance(route.row, DdlActionRow):
+            fields[name] = route.row.catalog_field
+            continue
+        request = getattr(route.row, "request", None)
         if request is not None and "catalog_name" in {f.name for f in dataclasses.fields(request)}:
             fields[name] = "catalog_name"
     return fields

@@ -272,7 +272,7 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
 
         def info() -> flight_pb2.FlightInfo:
             routed, dispatcher = self._route(ctx, Protocol.GETFLIGHTINFO, headers)
-            return dispatcher.flight_info(routed, request)
+            return dispatcher.get_flight_info(routed, request)
 
         return self._guard(context, "GetFlightInfo", info)
 
