@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from pyairport.cli import _parser
+from pyairport.cli.flags import parser as _parser
 from pyairport.client import AirportClient, RemoteError
 from pyairport.config_file import NOT_IN_FILE, PATH_KEYS, ConfigError, read_config
 

@@ -11,13 +11,10 @@ batch.
 
 from __future__ import annotations
 
-import contextlib
-import itertools
 import queue
-import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any
 from urllib.parse import urlparse
 
 import grpc
@@ -57,6 +54,7 @@ from .remote_catalog import (
     endpoints_request,
     table_info,
 )
+from .streams import END, input_batches, pipelined, streaming_call
 
 RETURNING_TRUE = next(
     h.true_value for h in PROTOCOLS[Protocol.DOEXCHANGE].headers if h.role is HeaderRole.RETURNING
@@ -68,9 +66,6 @@ CATALOG_HEADER = next(
 
 # The headers the client takes in an answer (trailers with long messages): the server's default.
 MAX_HEADER_BYTES = 64 * 1024
-_END = object()
-_OUTBOX_MESSAGES = 4  # serialized batches waiting for gRPC to send them
-_Result = TypeVar("_Result")
 
 
 @dataclass(frozen=True)
@@ -96,44 +91,6 @@ class PutAnswer:
 
 def _ipc_table(data: bytes | None) -> pa.Table | None:
     return pa.ipc.open_stream(data).read_all() if data else None
-
-
-def _batches(
-    data: pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch],
-    max_rows: int | None,
-) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
-    if isinstance(data, pa.RecordBatch):
-        data = pa.Table.from_batches([data])
-    if isinstance(data, pa.Table):
-        return _without_dictionaries(data.schema, iter(data.to_batches(max_chunksize=max_rows)))
-    if isinstance(data, pa.RecordBatchReader):
-        return _without_dictionaries(data.schema, iter(data))
-    batches = iter(data)
-    first = next(batches, None)  # the schema; the rest streams as the call goes
-    if first is None:
-        raise ValueError("no batches and no schema: pass a pa.Table to send an empty input")
-    return _without_dictionaries(first.schema, itertools.chain([first], batches))
-
-
-def _without_dictionaries(
-    schema: pa.Schema, batches: Iterator[pa.RecordBatch]
-) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
-    """Dictionary-encoded columns (pandas categoricals, say) sent as their values: Airport
-    DML streams carry no dictionary batches, so a server could not decode them."""
-    encoded = [i for i, field in enumerate(schema) if pa.types.is_dictionary(field.type)]
-    if not encoded:
-        return schema, batches
-    for i in encoded:
-        schema = schema.set(i, schema.field(i).with_type(schema.field(i).type.value_type))
-
-    def decoded() -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            columns = list(batch.columns)
-            for i in encoded:
-                columns[i] = columns[i].dictionary_decode()
-            yield pa.RecordBatch.from_arrays(columns, schema=schema)
-
-    return schema, decoded()
 
 
 class AirportClient(DdlCalls[TableInfo]):
@@ -296,7 +253,7 @@ class AirportClient(DdlCalls[TableInfo]):
 
         lock_step (with returning): send a batch only after the answer to the previous one
         has arrived, as DuckDB does."""
-        input_schema, batches = _batches(data, batch_rows)
+        input_schema, batches = input_batches(data, batch_rows)
         call_headers: dict[str, str] = {
             Header.AIRPORT_OPERATION: operation,
             Header.AIRPORT_FLIGHT_PATH: f"{schema}/{table}",
@@ -311,12 +268,12 @@ class AirportClient(DdlCalls[TableInfo]):
         )
         first = schema_message(input_schema)
         first.flight_descriptor.CopyFrom(descriptor)
-        with _streaming_call(
+        with streaming_call(
             self._do_exchange, first.SerializeToString(), self.metadata(call_headers)
         ) as (responses, outbox):
             if returning and lock_step:
                 return self._lock_step(responses, outbox, batches)
-            return _pipelined(responses, outbox, batches, _collect)
+            return pipelined(responses, outbox, batches, _collect)
 
     def _lock_step(
         self,
@@ -331,7 +288,7 @@ class AirportClient(DdlCalls[TableInfo]):
             outbox.put(encode_batch(batch))
             message = read_message(next(responses))
             returned.append(pa.ipc.read_record_batch(message, out_schema))
-        outbox.put(_END)
+        outbox.put(END)
         answer = _collect(responses, out_schema)
         table = pa.Table.from_batches(
             returned + (answer.returning.to_batches() if answer.returning else []),
@@ -386,7 +343,7 @@ class AirportClient(DdlCalls[TableInfo]):
         data: pa.Table | pa.RecordBatchReader | Iterable[pa.RecordBatch],
         transaction_id: str | None,
     ) -> PutAnswer:
-        schema, batches = _batches(data, None)
+        schema, batches = input_batches(data, None)
         first = schema_message(schema)
         first.flight_descriptor.CopyFrom(
             flight_pb2.FlightDescriptor(type=flight_pb2.FlightDescriptor.CMD, cmd=command)
@@ -394,9 +351,9 @@ class AirportClient(DdlCalls[TableInfo]):
         headers: dict[str, str] = (
             {Header.X_TRANSACTION_ID: transaction_id} if transaction_id else {}
         )
-        call = _streaming_call(self._do_put, first.SerializeToString(), self.metadata(headers))
+        call = streaming_call(self._do_put, first.SerializeToString(), self.metadata(headers))
         with call as (results, outbox):
-            return _pipelined(results, outbox, batches, _put_answer)
+            return pipelined(results, outbox, batches, _put_answer)
 
     def action_delete(
         self,
@@ -540,97 +497,6 @@ class AirportClient(DdlCalls[TableInfo]):
 
     def _table_info(self, answer: bytes) -> TableInfo | None:
         return table_info(answer)
-
-
-@contextlib.contextmanager
-def _streaming_call(
-    method: Callable[..., Any], first: bytes, metadata: list[tuple[str, str]]
-) -> Iterator[tuple[Any, queue.Queue[object]]]:
-    """Start a client-streaming call whose first message is first: (its responses, the outbox
-    the caller puts the rest of its messages in, then _END). A gRPC error leaves the block as
-    a RemoteError; any other exception (the caller's data failed, or the caller was
-    interrupted, half way) cancels the call, as ending the input would have the server commit
-    the batches it already has."""
-    # Bounded: a caller streaming more data than fits in memory has it serialized only as
-    # fast as gRPC sends it.
-    outbox: queue.Queue[object] = queue.Queue(maxsize=_OUTBOX_MESSAGES)
-
-    def requests() -> Iterator[bytes]:
-        while (item := outbox.get()) is not _END:
-            assert isinstance(item, bytes)
-            yield item
-
-    outbox.put(first)
-    responses = method(requests(), metadata=metadata)
-    try:
-        yield responses, outbox
-    except grpc.RpcError as error:
-        raise remote_error(error) from None
-    except BaseException:
-        responses.cancel()
-        raise
-    finally:
-        # Wakes gRPC's sending thread if it waits for a message; a full outbox means it is
-        # not waiting, and it stops by itself once the call has ended.
-        with contextlib.suppress(queue.Full):
-            outbox.put_nowait(_END)
-
-
-def _pipelined(
-    responses: Iterator[Any],
-    outbox: queue.Queue[object],
-    batches: Iterator[pa.RecordBatch],
-    collect: Callable[[Iterator[Any]], _Result],
-) -> _Result:
-    """Send every batch while a thread collects the answer as it comes (RETURNING batches, the
-    final metadata, or an early error that makes sending the rest pointless)."""
-    answer = _Answer(responses, collect)
-    for batch in itertools.chain(map(encode_batch, batches), [_END]):
-        if not answer.put(outbox, batch):
-            break  # the server has ended the call: its status is the answer
-    return answer.result()
-
-
-class _Answer(Generic[_Result]):
-    """Collects a call's answer on its own thread while the caller keeps sending."""
-
-    def __init__(
-        self, responses: Iterator[Any], collect: Callable[[Iterator[Any]], _Result]
-    ) -> None:
-        self.done = threading.Event()
-        self._answer: _Result | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(
-            target=self._collect, args=(responses, collect), name="airport-answer", daemon=True
-        )
-        self._thread.start()
-
-    def _collect(
-        self, responses: Iterator[Any], collect: Callable[[Iterator[Any]], _Result]
-    ) -> None:
-        try:
-            self._answer = collect(responses)
-        except BaseException as error:  # an RpcError, or an answer that does not decode
-            self._error = error
-        finally:
-            self.done.set()
-
-    def put(self, outbox: queue.Queue[object], message: object) -> bool:
-        """Queue message for sending unless the call ends first (then nothing sends it)."""
-        while not self.done.is_set():
-            try:
-                outbox.put(message, timeout=0.05)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def result(self) -> _Result:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        assert self._answer is not None
-        return self._answer
 
 
 def _put_answer(results: Iterator[flight_pb2.PutResult]) -> PutAnswer:

@@ -1,0 +1,293 @@
+"""`pyairport serve`: the backend, catalogs, access and server the flags describe, run until
+SIGINT or SIGTERM (SIGHUP reads the tokens, keys and policy again), or until Spark's JVM
+exits (status 3, so that a supervisor starts it again)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from airport_contracts import Authenticator
+
+    from ..access.policy import Policy
+    from ..catalog import MutableCatalog
+
+
+def serve(args: argparse.Namespace) -> int:
+    """`pyairport serve`: the catalogs the flags name, served until a signal (or Spark's
+    JVM) stops them; the exit status."""
+    from ..server.airport_server import AirportServer, ListenError, ServerConfig
+    from ..transactions import MemoryTransactionManager
+
+    for flag, port in (("--port", args.port), ("--metrics-port", args.metrics_port)):
+        if port is not None and not 0 <= port <= 65535:
+            print(f"pyairport: error: {flag} {port} is not a port number", file=sys.stderr)
+            return 2
+    if not args.transaction_timeout >= 0:  # also refuses nan
+        print("pyairport: error: --transaction-timeout must be 0 or more", file=sys.stderr)
+        return 2
+    if args.scan_parts is not None:
+        if args.scan_parts < 1:
+            print("pyairport: error: --scan-parts must be 1 or more", file=sys.stderr)
+            return 2
+        from ..backends.scan_parts import SPLIT
+
+        SPLIT.max_parts = args.scan_parts
+    try:
+        from ..access.tokens import read_token
+
+        token = read_token(args.auth_token, args.auth_token_file)
+        tls = _tls(args.tls_cert, args.tls_key)
+        added = _added_catalogs(args)
+        authenticator, policy = _access(args, token)
+    except (OSError, ValueError) as exc:
+        print(f"pyairport: error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        catalogs, close_backend, engine_exit = _catalogs(args, added)
+    except Exception as exc:  # SparkSetupError and Spark start-up failures: one line
+        print(f"pyairport: error: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 1
+    timeout = args.transaction_timeout or None
+    config = ServerConfig(
+        args.host,
+        args.port,
+        args.workers,
+        args.max_message_mb * 1024 * 1024,
+        max_row_ids=args.max_row_ids,
+        tls_cert=tls[0],
+        tls_key=tls[1],
+        metrics_port=args.metrics_port,
+        compression=args.compression,
+    )
+    try:
+        server = AirportServer(None, None, config, authenticator=authenticator, policy=policy)
+    except ListenError as exc:
+        print(f"pyairport: error: {exc}", file=sys.stderr)
+        return 1
+    for catalog in catalogs:
+        transactions = None if args.no_transactions else MemoryTransactionManager(timeout=timeout)
+        server.add_catalog(catalog, transactions)  # type: ignore[arg-type]
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    signal.signal(signal.SIGHUP, lambda *_: _reload(authenticator, policy))
+    server.start()
+    names = ", ".join(repr(name) for name in server.catalogs.names())
+    print(
+        f"pyairport serving on {server.location} (backend {args.backend}; catalogs {names})",
+        flush=True,
+    )
+    if server.metrics_port is not None:
+        print(f"pyairport metrics on http://{args.host}:{server.metrics_port}/metrics", flush=True)
+    # Python runs signal handlers in the main thread only, and the kernel may deliver the
+    # signal to any thread (gRPC's, Spark's): a wait without a timeout would then never wake.
+    while not stop.is_set():
+        stop.wait(0.2)
+        status = engine_exit()
+        if status is not None:  # deviation engine_failure_is_unavailable
+            server.engine_lost()
+            print(
+                f"pyairport: error: Spark's JVM exited (status {status}): stopping so that a"
+                " supervisor starts the server again (give Spark more memory with --spark-conf"
+                " spark.driver.memory=…)",
+                file=sys.stderr,
+                flush=True,
+            )
+            _exit_soon()
+            server.stop(grace=2.0)
+            with contextlib.suppress(Exception):  # the session is gone; the staging goes too
+                close_backend()
+            return 3
+    print("pyairport: shutting down", flush=True)
+    _exit_soon()  # armed first: nothing in shutting down may keep the process alive
+    server.stop(grace=2.0)
+    close_backend()
+    return 0
+
+
+def _tls(cert: str | None, key: str | None) -> tuple[bytes | None, bytes | None]:
+    if bool(cert) != bool(key):
+        raise ValueError("--tls-cert and --tls-key go together")
+    if not cert or not key:
+        return None, None
+    with open(cert, "rb") as cert_file, open(key, "rb") as key_file:
+        return cert_file.read(), key_file.read()
+
+
+def _exit_soon(seconds: float = 30.0) -> None:
+    """End the process this long after a signal even if shutting down hangs: stopping the
+    server, the backend (Spark's JVM) or interpreter teardown (an embedded JVM's gateway can)."""
+
+    def force() -> None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+    timer = threading.Timer(seconds, force)
+    timer.daemon = True
+    timer.start()
+
+
+def _added_catalogs(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """--add-catalog NAME[=FOLDER] as (name, folder); every name once, beside --catalog-name."""
+    added: list[tuple[str, str]] = []
+    names = {args.catalog_name}
+    for value in args.add_catalog:
+        name, _, folder = value.partition("=")
+        if name in names:
+            raise ValueError(f"--add-catalog {value}: catalog {name!r} is served already")
+        if args.backend == "spark" and not folder:
+            raise ValueError(f"--add-catalog {value}: the spark backend needs NAME=FOLDER")
+        if args.backend == "memory" and folder:
+            raise ValueError(f"--add-catalog {value}: a memory catalog has no folder")
+        names.add(name)
+        added.append((name, folder))
+    return added
+
+
+def _access(
+    args: argparse.Namespace, token: str | None
+) -> tuple[Authenticator | None, Policy | None]:
+    """The Authenticator (the shared token, a tokens file, JWTs: any of them) and the policy."""
+    from ..access.identities import AnyOf, JwtBearer, StaticToken, TokensFile
+    from ..access.policy import Policy
+
+    authenticators: list[Authenticator] = []
+    if token:
+        authenticators.append(StaticToken(token))
+    if args.tokens_file:
+        authenticators.append(TokensFile(args.tokens_file))
+    if args.jwt_keys:
+        authenticators.append(
+            JwtBearer(
+                args.jwt_keys,
+                algorithms=args.jwt_algorithm or ("RS256", "ES256", "EdDSA"),
+                issuer=args.jwt_issuer,
+                audience=args.jwt_audience,
+                identity_claim=args.jwt_identity_claim,
+            )
+        )
+    elif args.jwt_issuer or args.jwt_audience or args.jwt_algorithm:
+        raise ValueError("--jwt-issuer, --jwt-audience and --jwt-algorithm need --jwt-keys")
+    policy = Policy.from_file(args.policy) if args.policy else None
+    if policy is not None and not authenticators:
+        raise ValueError("--policy grants rights to identities: give --tokens-file or --jwt-keys")
+    if not authenticators:
+        return None, policy
+    authenticator = authenticators[0] if len(authenticators) == 1 else AnyOf(authenticators)
+    return authenticator, policy
+
+
+def _reload(*reloadable: object) -> None:
+    """SIGHUP: read the tokens, keys and policy files again; a file that does not parse
+    leaves what is in force and says why."""
+    log = logging.getLogger("pyairport.cli")
+    for item in reloadable:
+        reload = getattr(item, "reload", None)
+        if not callable(reload):
+            continue
+        try:
+            reload()
+        except (OSError, ValueError) as exc:
+            log.error("reload failed, the previous one stays in force: %s", exc)
+            continue
+        log.info("reloaded %s", type(item).__name__)
+
+
+def _catalogs(
+    args: argparse.Namespace, added: list[tuple[str, str]]
+) -> tuple[list[MutableCatalog], Callable[[], None], Callable[[], int | None]]:
+    """The catalogs to serve, the first one named --catalog-name, how to close them, and the
+    exit status of the engine under them once it has stopped (None while it runs)."""
+    if args.backend == "memory":
+        from ..demo.catalogs import memory_demo_catalog
+
+        first = memory_demo_catalog(args.catalog_name)
+        catalogs = [first] + [memory_demo_catalog(name) for name, _ in added]
+        return catalogs, lambda: None, lambda: None
+    from pathlib import Path
+
+    from ..backends.spark import SparkBackend
+    from ..backends.spark.session import default_driver_memory, jvm_exit_code, spark_session
+    from ..demo.catalogs import spark_demo_catalog
+
+    conf = {}
+    for setting in args.spark_conf:
+        key, equals, value = setting.partition("=")
+        if not equals or not key:
+            raise ValueError(f"--spark-conf {setting}: expected KEY=VALUE")
+        conf[key.strip()] = value
+    if not args.spark_remote and not _driver_memory_set(conf):
+        conf["spark.driver.memory"] = default_driver_memory()
+    warehouse = Path(args.warehouse)
+    for name, folder in added:
+        if not Path(folder).is_dir():
+            raise ValueError(f"--add-catalog {name}={folder}: no such folder")
+    session = spark_session(
+        master=args.spark_master,
+        remote=args.spark_remote,
+        warehouse=None if args.spark_catalog else warehouse,
+        jars_dir=Path(args.jars_dir) if args.jars_dir else None,
+        conf=conf,
+    )
+    backend = SparkBackend(
+        session,
+        warehouse,
+        remote=args.spark_remote,
+        session_catalog=args.spark_catalog,
+        enable_row_tracking=args.enable_row_tracking,
+        delta_scan_refs=args.delta_scan_refs,
+    )
+    catalog = spark_demo_catalog(backend) if args.demo else backend.catalog
+    backend.serve_lake_functions()
+    catalog.rename(args.catalog_name)
+    backends, catalogs = [backend], [catalog]
+    for name, folder in added:
+        lake = SparkBackend(
+            session,
+            Path(folder),
+            remote=args.spark_remote,
+            enable_row_tracking=args.enable_row_tracking,
+            delta_scan_refs=args.delta_scan_refs,
+        )
+        lake.serve_lake_functions()
+        lake.catalog.rename(name)
+        backends.append(lake)
+        catalogs.append(lake.catalog)
+
+    def close() -> None:
+        for each in backends:
+            each.close()
+        session.stop()
+
+    return catalogs, close, lambda: jvm_exit_code(session)
+
+
+def _driver_memory_set(conf: dict[str, str]) -> bool:
+    """Whether the operator sized Spark's driver: --spark-conf, SPARK_DRIVER_MEMORY or
+    spark-defaults.conf."""
+    from pathlib import Path
+
+    if "spark.driver.memory" in conf or os.environ.get("SPARK_DRIVER_MEMORY"):
+        return True
+    folders = [os.environ.get("SPARK_CONF_DIR"), os.environ.get("SPARK_HOME")]
+    for folder in filter(None, folders):
+        for defaults in (
+            Path(folder) / "spark-defaults.conf",
+            Path(folder) / "conf" / "spark-defaults.conf",
+        ):
+            if defaults.is_file() and any(
+                line.split()[:1] == ["spark.driver.memory"]
+                for line in defaults.read_text(encoding="utf-8", errors="replace").splitlines()
+            ):
+                return True
+    return False
