@@ -186,3 +186,30 @@ def test_a_named_catalogs_flight_info_ticket_reads_it_from_pyarrow(two: AirportS
         assert all(json.loads(i.endpoints[0].ticket.ticket)["catalog"] == "sales" for i in listed)
     finally:
         client.close()
+
+
+def test_a_body_and_a_ticket_are_decoded_once_with_several_catalogs(
+    two: AirportServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Routing reads the catalog from the body or ticket it decodes, and hands what it
+    decoded on: an endpoints body and a DoGet ticket are decoded once each per call."""
+    from airport_contracts import EndpointsRequest, TicketData
+
+    decoded: list[str] = []
+    endpoints_decode, ticket_decode = EndpointsRequest.decode, TicketData.from_json
+
+    def counted_endpoints(data: bytes) -> Any:
+        decoded.append("endpoints")
+        return endpoints_decode(data)
+
+    def counted_ticket(data: bytes) -> Any:
+        decoded.append("ticket")
+        return ticket_decode(data)
+
+    with AirportClient(two.location) as client:
+        client.insert("dml_schema", "users", ROWS)
+        monkeypatch.setattr(EndpointsRequest, "decode", staticmethod(counted_endpoints))
+        monkeypatch.setattr(TicketData, "from_json", staticmethod(counted_ticket))
+        assert _names(client) == ["Ann"]
+    assert decoded.count("endpoints") == 1
+    assert decoded.count("ticket") == decoded.count("endpoints")  # one ticket, once

@@ -64,10 +64,12 @@ def check_catalog(catalog: MutableCatalog, requested: str) -> None:
         raise CatalogNameMismatch(expected=go_quote(catalog.name()), got=go_quote(requested))
 
 
-def decode(action: ActionRow, body: bytes) -> Any:
-    """An action's body as its request payload; the action's own error when it does not
-    decode."""
+def decode(action: ActionRow, body: bytes, decoded: Any = None) -> Any:
+    """An action's body as its request payload (decoded: the body already decoded, by the
+    transport when it routed the call); the action's own error when it does not decode."""
     assert action.request is not None
+    if decoded is not None:
+        return decoded
     try:
         return action.request.decode(body)
     except InvalidPayload as exc:
@@ -119,20 +121,20 @@ class CatalogActions:
     def catalog(self) -> MutableCatalog:
         return self.tables.catalog  # type: ignore[return-value]
 
-    def catalog_version(self, ctx: Context, body: bytes) -> bytes:
+    def catalog_version(self, ctx: Context, body: bytes, decoded: Any = None) -> bytes:
         if not body:
             raise CatalogPayloadEmpty()
-        request = decode(ACTIONS[Action.CATALOG_VERSION], body)
+        request = decode(ACTIONS[Action.CATALOG_VERSION], body, decoded)
         check_catalog(self.catalog, request.catalog_name)
         self.catalog.refresh()
         version, fixed = self.catalog.version()
         return CatalogVersionResponse(catalog_version=version, is_fixed=fixed).encode()
 
-    def list_schemas(self, ctx: Context, body: bytes) -> bytes:
+    def list_schemas(self, ctx: Context, body: bytes, decoded: Any = None) -> bytes:
         requested = ""
         if body:
             try:  # Go logs a bad body and carries on
-                requested = decode(ACTIONS[Action.LIST_SCHEMAS], body).catalog_name
+                requested = decode(ACTIONS[Action.LIST_SCHEMAS], body, decoded).catalog_name
             except AirportError:
                 requested = ""
         check_catalog(self.catalog, requested)
@@ -172,8 +174,8 @@ class CatalogActions:
         }
         return pack_compressed(root)
 
-    def endpoints(self, ctx: Context, body: bytes) -> bytes:
-        request = decode(ACTIONS[Action.ENDPOINTS], body)
+    def endpoints(self, ctx: Context, body: bytes, decoded: Any = None) -> bytes:
+        request = decode(ACTIONS[Action.ENDPOINTS], body, decoded)
         parameters = request.parameters or EndpointsParameters()
         descriptor = _descriptor(request.descriptor)
         if descriptor.type != flight_pb2.FlightDescriptor.PATH or len(descriptor.path) != 2:
@@ -251,17 +253,19 @@ class CatalogActions:
             for i, ticket in enumerate(tickets)
         )
 
-    def column_statistics(self, ctx: Context, body: bytes) -> bytes:
-        request = decode(ACTIONS[Action.COLUMN_STATISTICS], body)
+    def column_statistics(self, ctx: Context, body: bytes, decoded: Any = None) -> bytes:
+        request = decode(ACTIONS[Action.COLUMN_STATISTICS], body, decoded)
         return self.statistics.column_statistics(ctx, request)
 
-    def table_function_flight_info(self, ctx: Context, body: bytes) -> bytes:
-        return self.functions.flight_info(ctx, body)
+    def table_function_flight_info(self, ctx: Context, body: bytes, decoded: Any = None) -> bytes:
+        return self.functions.flight_info(
+            ctx, decode(ACTIONS[Action.TABLE_FUNCTION_FLIGHT_INFO], body, decoded)
+        )
 
-    def flight_info(self, ctx: Context, body: bytes) -> bytes:
+    def flight_info(self, ctx: Context, body: bytes, decoded: Any = None) -> bytes:
         """DuckDB's time travel (`AT (VERSION => …)`) asks for the table's FlightInfo at a
         point first: its schema then, and a ticket (the point travels in endpoints' one)."""
-        request = decode(ACTIONS[Action.FLIGHT_INFO], body)
+        request = decode(ACTIONS[Action.FLIGHT_INFO], body, decoded)
         descriptor = _descriptor(request.descriptor)
         path = list(descriptor.path)
         if len(path) != 2:

@@ -215,11 +215,19 @@ class DdlActions:
         self.infos = infos
         self.catalog_name = catalog_name
 
-    def serve(self, ctx: Context, row: DdlActionRow, body: bytes) -> list[bytes]:
-        try:
-            request = row.request.decode(body)
-        except InvalidPayload as exc:  # Go's msgpack.Decode words its errors so
-            raise row.bad_payload(error=f"failed to decode MessagePack: {exc.problem}") from None
+    def serve(
+        self, ctx: Context, row: DdlActionRow, body: bytes, decoded: Any = None
+    ) -> list[bytes]:
+        """The action's answer (decoded: its body already decoded, by the transport when it
+        routed the call)."""
+        request = decoded
+        if request is None:
+            try:
+                request = row.request.decode(body)
+            except InvalidPayload as exc:  # Go's msgpack.Decode words its errors so
+                raise row.bad_payload(
+                    error=f"failed to decode MessagePack: {exc.problem}"
+                ) from None
         where = (self.catalog_name, *_changed_object(row, request))
         try:
             answer = self._serve(ctx, row, request)

@@ -16,6 +16,7 @@ from airport_contracts import (
     InvalidPayload,
     InvalidPutOperation,
     StatementCanceled,
+    TicketData,
     TransactionManager,
     flight_pb2,
 )
@@ -172,22 +173,30 @@ class Dispatcher(Handlers[ExchangeCall, PutCall, ActionCall]):
         return answer
 
     def action(
-        self, ctx: Context, action_type: str, body: bytes, transaction_id: str = ""
+        self,
+        ctx: Context,
+        action_type: str,
+        body: bytes,
+        transaction_id: str = "",
+        decoded: Any = None,
     ) -> list[bytes]:
-        """Serve one DoAction of the contract; returns the Result bodies."""
+        """Serve one DoAction of the contract; returns the Result bodies. decoded: the body
+        as the action's request payload, where the transport decoded it to route the call
+        (the action does not decode it again)."""
         route = self.routes.get((Protocol.DOACTION, action_type))
         if route is None:
             unknown = PROTOCOLS[Protocol.DOACTION].unknown_action
             assert unknown is not None
             raise unknown(type=action_type)
         answer: list[bytes] = getattr(self, route.handler)(
-            route.row, ctx, ActionCall(body, transaction_id)
+            route.row, ctx, ActionCall(body, transaction_id, decoded)
         )
         return answer
 
-    def get(self, ctx: Context, ticket: bytes) -> ServedScan:
-        """Serve one DoGet: the ticket's rows."""
-        return self.scans.scan(needing(ctx, Right.READ), ticket)
+    def get(self, ctx: Context, ticket: bytes, decoded: TicketData | None = None) -> ServedScan:
+        """Serve one DoGet: the ticket's rows (decoded: the ticket, where the transport
+        decoded it to route the call)."""
+        return self.scans.scan(needing(ctx, Right.READ), ticket, decoded)
 
     def get_flight_info(
         self, ctx: Context, descriptor: flight_pb2.FlightDescriptor
@@ -261,7 +270,8 @@ class Dispatcher(Handlers[ExchangeCall, PutCall, ActionCall]):
         """A DML action's answer, with its audit line; a failed one aborts the transaction
         it named. The body is decoded once, for the audit line and the action."""
         ctx = needing(ctx, Right.WRITE)
-        call = ActionCall(call.body, call.transaction_id, _decoded(row, call.body))
+        if call.request is None:
+            call = ActionCall(call.body, call.transaction_id, _decoded(row, call.body))
         where = (self.name, *_named_table(call.request))
         try:
             answer: bytes = run_action_dml(self.tables, self.transactions, row, ctx, call)
@@ -281,29 +291,37 @@ class Dispatcher(Handlers[ExchangeCall, PutCall, ActionCall]):
         return [transaction_status(self.transactions, row, needing(ctx, None), call.body)]
 
     def ddl(self, row: DdlActionRow, ctx: Context, call: ActionCall) -> list[bytes]:
-        return self.ddl_actions.serve(needing(ctx, Right.DDL), row, call.body)
+        return self.ddl_actions.serve(needing(ctx, Right.DDL), row, call.body, call.request)
 
     # the read side's actions (catalog_actions.py): one Result body each
 
     def list_schemas(self, row: ActionRow, ctx: Context, call: ActionCall) -> list[bytes]:
-        return [self.read_actions.list_schemas(needing(ctx, Right.READ), call.body)]
+        return [self.read_actions.list_schemas(needing(ctx, Right.READ), call.body, call.request)]
 
     def catalog_version(self, row: ActionRow, ctx: Context, call: ActionCall) -> list[bytes]:
-        return [self.read_actions.catalog_version(needing(ctx, Right.READ), call.body)]
+        return [
+            self.read_actions.catalog_version(needing(ctx, Right.READ), call.body, call.request)
+        ]
 
     def endpoints(self, row: ActionRow, ctx: Context, call: ActionCall) -> list[bytes]:
-        return [self.read_actions.endpoints(needing(ctx, Right.READ), call.body)]
+        return [self.read_actions.endpoints(needing(ctx, Right.READ), call.body, call.request)]
 
     def flight_info(self, row: ActionRow, ctx: Context, call: ActionCall) -> list[bytes]:
-        return [self.read_actions.flight_info(needing(ctx, Right.READ), call.body)]
+        return [self.read_actions.flight_info(needing(ctx, Right.READ), call.body, call.request)]
 
     def table_function_flight_info(
         self, row: ActionRow, ctx: Context, call: ActionCall
     ) -> list[bytes]:
-        return [self.read_actions.table_function_flight_info(needing(ctx, Right.READ), call.body)]
+        return [
+            self.read_actions.table_function_flight_info(
+                needing(ctx, Right.READ), call.body, call.request
+            )
+        ]
 
     def column_statistics(self, row: ActionRow, ctx: Context, call: ActionCall) -> list[bytes]:
-        return [self.read_actions.column_statistics(needing(ctx, Right.READ), call.body)]
+        return [
+            self.read_actions.column_statistics(needing(ctx, Right.READ), call.body, call.request)
+        ]
 
     # --- the audit line of a DoExchange statement --------------------------------------------
 

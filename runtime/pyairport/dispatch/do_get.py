@@ -33,12 +33,15 @@ from .functions import Functions
 from .tables import SCAN_LOOKUP, Tables
 
 
-def parse_ticket(data: bytes) -> TicketData:
-    """A DoGet ticket; what does not decode, or names no table, is InvalidTicket."""
-    try:
-        ticket = TicketData.from_json(data)
-    except InvalidPayload as exc:
-        raise InvalidTicket(reason=exc.problem) from None
+def parse_ticket(data: bytes, decoded: TicketData | None = None) -> TicketData:
+    """A DoGet ticket (decoded: data already decoded, by the transport to route the call);
+    what does not decode, or names no table, is InvalidTicket."""
+    ticket = decoded
+    if ticket is None:
+        try:
+            ticket = TicketData.from_json(data)
+        except InvalidPayload as exc:
+            raise InvalidTicket(reason=exc.problem) from None
     if not ticket.schema:
         raise InvalidTicket(reason="missing schema")
     if not ticket.table and not ticket.table_function:
@@ -110,8 +113,10 @@ class Scans:
         self.infos = infos
         self.functions = functions
 
-    def scan(self, ctx: Context, ticket_bytes: bytes) -> ServedScan:
-        ticket = parse_ticket(ticket_bytes)
+    def scan(
+        self, ctx: Context, ticket_bytes: bytes, decoded: TicketData | None = None
+    ) -> ServedScan:
+        ticket = parse_ticket(ticket_bytes, decoded)
         reader = self._rows(ctx, ticket)
         table = None
         if ticket.table:  # looked up and authorized by _rows: a name the catalog serves

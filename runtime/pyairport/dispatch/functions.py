@@ -34,8 +34,7 @@ from airport_contracts import (
     TicketData,
     flight_pb2,
 )
-from airport_contracts.dispatch import ACTIONS, FUNCTION_KINDS, FUNCTION_WIRE
-from airport_contracts.vocabulary import Action
+from airport_contracts.dispatch import FUNCTION_KINDS, FUNCTION_WIRE
 from airport_support.arrow_ipc import serialize_schema
 from airport_support.rows import FunctionKindRow
 
@@ -315,15 +314,9 @@ class Functions:
 
     # --- table_function_flight_info, endpoints, DoGet ----------------------------------------
 
-    def flight_info(self, ctx: Context, body: bytes) -> bytes:
-        """A table function call's FlightInfo: its rows' schema for these arguments, and a
-        ticket that calls it (protocol §6.4)."""
-        row = ACTIONS[Action.TABLE_FUNCTION_FLIGHT_INFO]
-        assert row.request is not None and row.bad_request is not None
-        try:
-            request = row.request.decode(body)
-        except InvalidPayload as exc:
-            raise row.bad_request(error=exc.problem) from None
+    def flight_info(self, ctx: Context, request: Any) -> bytes:
+        """A table function call's FlightInfo (request: the action's, decoded): its rows'
+        schema for these arguments, and a ticket that calls it (protocol §6.4)."""
         descriptor = flight_pb2.FlightDescriptor()
         try:
             descriptor.ParseFromString(request.descriptor)

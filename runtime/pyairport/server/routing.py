@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections.abc import Callable, Mapping
+from typing import Any
 
 import msgpack
 import pyarrow as pa
@@ -22,7 +23,6 @@ from airport_contracts import (
     CatalogNotFound,
     CatalogNotServed,
     Context,
-    EndpointsRequest,
     InvalidPayload,
     TicketData,
     flight_pb2,
@@ -137,15 +137,15 @@ class Catalogs:
         )
 
     def databases_endpoints(
-        self, action: str, body: bytes, shown: Callable[[], list[str]]
+        self, action: str, request: Any, shown: Callable[[], list[str]]
     ) -> bytes | None:
         """The endpoints answer for the catalogs' listing (DuckDB asks endpoints for it
-        before it reads), or None for any other endpoints or action; shown: the catalogs the
-        caller may use, asked only for the listing."""
-        if action != Action.ENDPOINTS:
+        before it reads), or None for any other endpoints or action; request: the action's
+        body decoded (decoded_body); shown: the catalogs the caller may use, asked only for
+        the listing."""
+        if action != Action.ENDPOINTS or request is None:
             return None
         try:
-            request = EndpointsRequest.decode(body)
             descriptor = flight_pb2.FlightDescriptor.FromString(request.descriptor)
         except Exception:  # the dispatcher answers a bad body with the contract's error
             return None
@@ -187,29 +187,47 @@ def _catalog_fields() -> dict[str, str]:
 CATALOG_FIELDS = _catalog_fields()
 
 
-def catalog_in_body(action_type: str, body: bytes) -> str | None:
-    """The catalog an action's msgpack body names, or None (an action without such a field,
-    or a body that does not decode: the action's own decoding says what is wrong)."""
+def decoded_body(action_type: str, body: bytes) -> Any:
+    """An action's body as its request payload, decoded once for routing and the action, or
+    None (an action without a payload, an empty body, or one that does not decode: the
+    action's own decoding says why)."""
+    route = ROUTES.get((Protocol.DOACTION, action_type))
+    payload = getattr(route.row, "request", None) if route is not None else None
+    if payload is None or not body:
+        return None
+    try:
+        return payload.decode(body)
+    except Exception:
+        return None
+
+
+def catalog_in_body(action_type: str, body: bytes, decoded: Any = None) -> str | None:
+    """The catalog an action's body names (decoded: the body as decoded_body gave it), or
+    None (an action without such a field, or a body that does not decode: the action's own
+    decoding says what is wrong)."""
     field = CATALOG_FIELDS.get(action_type)
     if field is None:
         return None
+    if decoded is not None:
+        named = getattr(decoded, field, None)
+        return named if isinstance(named, str) else None
     try:  # raw: DuckDB packs binary fields (create_table's arrow_schema) as msgpack str
         request = msgpack.unpackb(body, raw=True, strict_map_key=False)
     except Exception:
         return None
-    named = request.get(field.encode()) if isinstance(request, dict) else None
-    if not isinstance(named, bytes):
+    raw = request.get(field.encode()) if isinstance(request, dict) else None
+    if not isinstance(raw, bytes):
         return None
     try:
-        return named.decode()
+        return raw.decode()
     except UnicodeDecodeError:
         return None
 
 
-def catalog_in_ticket(ticket: bytes) -> str | None:
-    """The catalog a DoGet ticket names (absent: the default), or None when it does not
-    decode (DoGet's own parsing says why)."""
+def decoded_ticket(ticket: bytes) -> TicketData | None:
+    """A DoGet ticket decoded once, for routing (the catalog it names; absent: the default)
+    and the scan, or None when it does not decode (DoGet's own parsing says why)."""
     try:
-        return TicketData.from_json(ticket).catalog
+        return TicketData.from_json(ticket)
     except InvalidPayload:
         return None

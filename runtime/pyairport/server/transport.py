@@ -50,7 +50,13 @@ from . import call_log
 from .ahead import Ahead
 from .grpc_call import call_context, call_headers
 from .metrics import ReadCounter, ServerMetrics
-from .routing import DATABASES_TICKET, Catalogs, catalog_in_body, catalog_in_ticket
+from .routing import (
+    DATABASES_TICKET,
+    Catalogs,
+    catalog_in_body,
+    decoded_body,
+    decoded_ticket,
+)
 
 log = logging.getLogger("pyairport.transport")
 
@@ -215,15 +221,16 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
             tx_id = transaction_id_from_headers(Protocol.DOACTION, headers)
 
             def act() -> list[bytes]:
+                decoded = decoded_body(request.type, request.body)  # for routing and action
                 listing = self.catalogs.databases_endpoints(
-                    request.type, request.body, lambda: self._shown_catalogs(ctx)
+                    request.type, decoded, lambda: self._shown_catalogs(ctx)
                 )
                 if listing is not None:
                     return [listing]
                 several = self.catalogs.several()
-                named = catalog_in_body(request.type, request.body) if several else None
+                named = catalog_in_body(request.type, request.body, decoded) if several else None
                 routed, dispatcher = self._route(ctx, Protocol.DOACTION, headers, named)
-                return dispatcher.action(routed, request.type, request.body, tx_id)
+                return dispatcher.action(routed, request.type, request.body, tx_id, decoded)
 
             bodies = self._guard(context, request.type, act)
         for body in bodies:
@@ -240,9 +247,10 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
         def scan() -> ServedScan:
             if request.ticket == DATABASES_TICKET:
                 return ServedScan(self.catalogs.databases(self._shown_catalogs(ctx)))
-            named = catalog_in_ticket(request.ticket) if self.catalogs.several() else None
+            ticket = decoded_ticket(request.ticket) if self.catalogs.several() else None
+            named = ticket.catalog if ticket is not None else None
             routed, dispatcher = self._route(ctx, Protocol.DOGET, headers, named)
-            return dispatcher.get(routed, request.ticket)
+            return dispatcher.get(routed, request.ticket, ticket)
 
         served = self._guard(context, "DoGet", scan)
         report = ProgressReport(served)
