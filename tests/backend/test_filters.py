@@ -99,6 +99,15 @@ def test_comparisons_in_either_order() -> None:
     assert parse(cmp("LESSTHAN", const(5), col("id"))) == filters.Compare("id", ">", 5)
 
 
+def test_a_document_is_parsed_once_per_table_shape() -> None:
+    """Every endpoint of a scan and its DoGet carry the same filter: the second parse is the
+    first's predicate; another column type is parsed again, as its own."""
+    text = document(cmp("EQUAL", col("id"), const(42)))
+    assert filters.parse(text, COLUMNS) is filters.parse(text, COLUMNS)
+    as_text = pa.schema([("rowid", pa.int64()), ("id", pa.string()), ("name", pa.string())])
+    assert filters.parse(text, as_text) != filters.parse(text, COLUMNS)
+
+
 def test_in_between_and_null_tests() -> None:
     assert parse(op("COMPARE_IN", col("id"), const(1), const(2))) == filters.In("id", (1, 2), False)
     assert parse(op("COMPARE_NOT_IN", col("id"), const(1))) == filters.In("id", (1,), True)

@@ -3,6 +3,7 @@ translated and why the rest is dropped)."""
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -45,20 +46,34 @@ class _Unsupported(Exception):
 
 def parse(data: bytes | str | None, schema: pa.Schema) -> Predicate | None:
     """The widest-safe predicate for DuckDB's filter JSON over a table with this schema, or
-    None when nothing can be pushed down."""
+    None when nothing can be pushed down. A scan's filter is parsed once: its endpoints and
+    each of their DoGets carry the same document, whose predicate (immutable) is kept."""
     if not data:
         return None
+    columns = tuple((f.name, f.type) for f in schema)
+    if len(data) > _KEPT_DOCUMENT_BYTES:  # a long IN list: not worth keeping
+        return _read(data, columns)
+    return _kept(data, columns)
+
+
+_KEPT_DOCUMENT_BYTES = 64 * 1024
+
+
+def _read(data: bytes | str, columns: tuple[tuple[str, pa.DataType], ...]) -> Predicate | None:
     try:
         document = json.loads(data)
         names = document["column_binding_names_by_index"]
         filters = document["filters"]
         if not isinstance(names, list) or not isinstance(filters, list):
             return None
-        reader = _Reader(names, {f.name: f.type for f in schema})
+        reader = _Reader(names, dict(columns))
         predicate, _ = reader.conjunction(filters)
         return predicate
     except (ValueError, TypeError, KeyError, RecursionError):  # RecursionError: absurd nesting
         return None
+
+
+_kept = functools.lru_cache(maxsize=256)(_read)
 
 
 class _Reader:
