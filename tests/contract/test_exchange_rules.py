@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -323,3 +324,53 @@ def test_commit_hooks_count_only_when_they_return_an_int() -> None:
     quiet.on_commit(lambda: None)
     quiet.commit()
     assert quiet.changed_rows is None
+
+
+WIDTHS = [
+    pa.int8(),
+    pa.int16(),
+    pa.int32(),
+    pa.int64(),
+    pa.uint8(),
+    pa.uint16(),
+    pa.uint32(),
+    pa.uint64(),
+    pa.float16(),
+    pa.float32(),
+    pa.float64(),
+    pa.string(),
+    pa.large_string(),
+    pa.binary(),
+    pa.large_binary(),
+]
+
+
+def _extremes(data_type: pa.DataType) -> pa.Array:
+    if pa.types.is_integer(data_type):
+        info = np.iinfo(data_type.to_pandas_dtype())
+        return pa.array([info.min, info.max, 0], data_type)
+    if pa.types.is_floating(data_type):
+        info = np.finfo(data_type.to_pandas_dtype())
+        return pa.array(np.array([info.min, info.max, info.tiny, 0.1], info.dtype), data_type)
+    return pa.array(
+        ["", "é" * 40] if "string" in str(data_type) else [b"", b"\xff" * 40], data_type
+    )
+
+
+@pytest.mark.parametrize("got", WIDTHS, ids=str)
+def test_a_column_type_said_to_always_fit_converts_every_value_exactly(got: pa.DataType) -> None:
+    """input_columns_fit_table checks no batch of a type whose every value converts to the
+    column's exactly (a widening): each such pair is tried on the type's extremes, and a
+    pair that may lose a value is checked per batch."""
+    from pyairport.dispatch.validation import _always_fits
+
+    values = _extremes(got)
+    for want in WIDTHS:
+        if got.equals(want):
+            continue
+        if _always_fits(got, want):
+            converted = values.cast(want, safe=True)
+            assert converted.cast(got, safe=True).equals(values), (got, want)
+        elif pa.types.is_integer(got) and pa.types.is_integer(want):
+            with pytest.raises(pa.ArrowInvalid):
+                values.cast(want, safe=True)  # the narrowing is checked: some value loses

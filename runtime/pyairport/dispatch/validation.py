@@ -203,6 +203,23 @@ def _type_kind(data_type: pa.DataType) -> str | None:
     return next((kind for kind, is_kind in _KINDS if is_kind(data_type)), None)
 
 
+def _always_fits(got: pa.DataType, want: pa.DataType) -> bool:
+    """Whether every value of got converts to want exactly (a widening): then no batch's
+    values need a trial conversion, the table's own being the only one."""
+    types = pa.types
+    if types.is_integer(got) and types.is_integer(want):
+        signed_got, signed_want = types.is_signed_integer(got), types.is_signed_integer(want)
+        if signed_got == signed_want:
+            return bool(want.bit_width >= got.bit_width)
+        return bool(signed_want and want.bit_width > got.bit_width)  # unsigned into signed
+    if types.is_floating(got) and types.is_floating(want):
+        return bool(want.bit_width >= got.bit_width)
+    return bool(
+        (types.is_string(got) and types.is_large_string(want))
+        or (types.is_binary(got) and types.is_large_binary(want))
+    )
+
+
 @rule(Rule.INPUT_COLUMNS_FIT_TABLE, RulePhase.INPUT_BATCHES)
 def columns_fit(facts: Facts) -> BatchCheck | None:
     """input_columns_fit_table: the names and types now; returns the check of each batch's
@@ -238,7 +255,8 @@ def columns_fit(facts: Facts) -> BatchCheck | None:
                 details=f"input column {shown(got.name)} is {shown_type(got.type)}, the"
                 f" table's column is {shown_type(want.type)}"
             )
-        converted.append((index, got, want))
+        if not _always_fits(got.type, want.type):
+            converted.append((index, got, want))
     if not converted:
         return None
 
