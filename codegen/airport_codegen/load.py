@@ -22,6 +22,8 @@ from airport_support.codecs import KINDS as WIRE_KINDS
 from .model import (
     ARROW_TYPES,
     CLIENT_FORMS,
+    CLIENT_INPUTS,
+    CLIENT_REQUEST_PARAMS,
     GENERICS,
     PRIMITIVES,
     STATUS_CODES,
@@ -43,6 +45,7 @@ from .model import (
     MatrixRow,
     Method,
     Operation,
+    OperationClient,
     Param,
     Payload,
     ProtocolDef,
@@ -594,6 +597,7 @@ def _operation(n: _Node) -> Operation:
         validation=n.strs("validation"),
         output_schema=n.string("output_schema", ""),
         total_changed=n.string("total_changed", ""),
+        client=_operation_client(n.node("client", required=False)),
     )
     for key, value, allowed in (
         ("capability_check", op.capability_check, CAPABILITY_CHECKS),
@@ -607,6 +611,20 @@ def _operation(n: _Node) -> Operation:
             )
     n.done()
     return op
+
+
+def _operation_client(n: _Node | None) -> OperationClient | None:
+    if n is None:
+        return None
+    client = OperationClient(
+        method=n.string("method"), doc=n.string("doc"), input=n.string("input")
+    )
+    if client.input not in CLIENT_INPUTS:
+        raise ContractError(
+            f"{n.sub('input')}: unknown value '{client.input}' (expected {_one_of(set(CLIENT_INPUTS))})"
+        )
+    n.done()
+    return client
 
 
 def _action(n: _Node) -> ReadAction:
@@ -1091,8 +1109,41 @@ def _check_references(c: Contract) -> None:
             ref("validation rule", rule_id, rules, f"{path}.validation")
         if o.interfaces and not o.not_supported:
             raise ContractError(f"{path}: an operation with interfaces needs 'not_supported'")
+        if o.client is not None:
+            _check_operation_client(c, o, path)
     _check_served(c)
+    _unique(
+        [
+            (o.client.method, f"operations[{i}].client.method")
+            for i, o in enumerate(c.operations)
+            if o.client
+        ]
+        + [(d.name, f"ddl_actions[{i}].name") for i, d in enumerate(c.ddl_actions)],
+        "client method",
+    )
     _check_names(c)
+
+
+def _check_operation_client(c: Contract, o: Operation, path: str) -> None:
+    """A DoExchange method sends rows or rowids (no request); a DoPut one rows, a DoAction one
+    none, each with a request whose fields the client knows how to fill."""
+    assert o.client is not None
+    inputs = {"doexchange": {"rows", "rowids"}, "doput": {"rows"}, "doaction": {"none"}}
+    allowed = inputs.get(o.protocol, set())
+    if o.client.input not in allowed:
+        raise ContractError(
+            f"{path}.client.input: a {o.protocol} operation's client sends"
+            f" {_one_of(allowed) if allowed else 'nothing'}, not '{o.client.input}'"
+        )
+    if o.protocol == "doexchange":
+        return
+    fields = [f.name for f in c.payload(o.request).fields if f.const is None]
+    unknown = [f for f in fields if f not in CLIENT_REQUEST_PARAMS]
+    if unknown:
+        raise ContractError(
+            f"{path}.client: the client fills no request field {unknown[0]!r}"
+            f" (it knows {_one_of(set(CLIENT_REQUEST_PARAMS))})"
+        )
 
 
 def _check_served(c: Contract) -> None:

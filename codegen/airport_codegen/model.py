@@ -271,6 +271,27 @@ class ProtocolDef:
 
 
 @dataclass(frozen=True)
+class OperationClient:
+    """The client's method for a DML operation: its name, docstring and input (CLIENT_INPUTS)."""
+
+    method: str
+    doc: str
+    input: str
+
+
+CLIENT_INPUTS = frozenset({"rows", "rowids", "none"})
+
+CLIENT_REQUEST_PARAMS: dict[str, tuple[str, str, str]] = {
+    "schema_name": ("schema", "str", "schema"),
+    "table_name": ("table", "str", "table"),
+    "row_ids": ("row_ids", "Sequence[int]", "list(row_ids)"),
+    "returning": ("returning", "bool = False", "returning"),
+}
+"""A DoPut or DoAction DML request field → the client method's parameter: its name, its
+annotation (and default) and the field's value from it. returning is keyword-only."""
+
+
+@dataclass(frozen=True)
 class Operation:
     id: str
     protocol: str
@@ -287,6 +308,7 @@ class Operation:
     validation: tuple[str, ...] = ()
     output_schema: str = ""
     total_changed: str = ""
+    client: OperationClient | None = None
 
 
 @dataclass(frozen=True)
@@ -749,6 +771,30 @@ class Contract:
             serves = (*known.serves, route.name) if known else (route.name,)
             handlers[route.handler] = HandlerSpec(route.handler, route.protocol, row_type, serves)
         return list(handlers.values())
+
+    def dml_clients(self) -> list[Operation]:
+        """The operations the client has a method for, in contract order."""
+        return [o for o in self.operations if o.client is not None]
+
+    def client_request_params(self, operation: Operation) -> list[tuple[str, str, str, str]]:
+        """A DoPut or DoAction DML method's parameters from its request's fields: (field,
+        name, annotation, value), the positional ones first (returning is keyword-only)."""
+        fields = [f.name for f in self.payload(operation.request).fields if f.const is None]
+        params = [(f, *CLIENT_REQUEST_PARAMS[f]) for f in fields]
+        return sorted(params, key=lambda p: p[0] == "returning")
+
+    def dml_client_payloads(self) -> tuple[list[str], list[str]]:
+        """The request and response payloads the DML client methods use, each once."""
+        used = [o for o in self.dml_clients() if o.protocol != "doexchange"]
+        requests = list(dict.fromkeys(o.request for o in used))
+        responses = list(dict.fromkeys(o.response for o in used))
+        return requests, responses
+
+    def transaction_header(self, protocol_id: str) -> str:
+        """The header a protocol's call names its transaction in (its first of that role)."""
+        return next(
+            h.name for h in self.protocol(protocol_id).headers if h.role == "transaction_id"
+        )
 
     def call_protocols(self) -> list[str]:
         """The protocols that have operations, in contract order (each gets a call type)."""

@@ -369,3 +369,54 @@ def test_every_route_names_a_handler_the_runtime_implements() -> None:
         " does not implement"
     )
     require_implemented(ROUTES, RULE_PHASES)
+
+
+def _operation(d: dict, op_id: str) -> dict:
+    return next(row for row in d["operations"] if row["id"] == op_id)
+
+
+def test_a_dml_client_sends_what_its_protocol_carries() -> None:
+    """The generated client's DML methods: a DoPut one sends rows with its descriptor, never
+    bare rowids; a request field the client cannot fill is refused where it is written."""
+    index = [row["id"] for row in _data()["operations"]].index("doput_insert")
+    message = _mutated(lambda d: _operation(d, "doput_insert")["client"].update(input="rowids"))
+    assert message == (
+        f"operations[{index}].client.input: a doput operation's client sends rows, not 'rowids'"
+    )
+
+    def extra_field(d: dict) -> None:
+        descriptor = next(p for p in d["payloads"] if p["name"] == "InsertDescriptor")
+        descriptor["fields"].append(
+            {
+                "name": "note",
+                "go": "Note",
+                "wire": "note",
+                "type": "str",
+                "required": True,
+                "doc": "A note.",
+            }
+        )
+
+    message = _mutated(extra_field)
+    assert message.startswith(
+        f"operations[{index}].client: the client fills no request field 'note'"
+    )
+
+
+def test_the_client_has_a_method_per_dml_operation() -> None:
+    """Every DML operation's client method is the generated client's, sending its row's
+    request payload."""
+    from airport_contracts.client import DmlCalls
+    from airport_contracts.dispatch import OPERATIONS
+    from pyairport.client import AirportClient
+
+    data = _data()
+    methods = [row["client"]["method"] for row in data["operations"] if "client" in row]
+    assert methods == ["insert", "update", "delete", "put_insert", "put_update", "action_delete"]
+    for name in methods:
+        assert getattr(AirportClient, name) is getattr(DmlCalls, name)
+    assert {row.name for row in OPERATIONS.values() if row.interfaces} == {
+        "insert",
+        "update",
+        "delete",
+    }

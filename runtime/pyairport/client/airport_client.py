@@ -25,21 +25,18 @@ from airport_contracts import (
     CatalogVersionResponse,
     CreateTransactionRequest,
     CreateTransactionResponse,
-    DeleteAction,
     DeleteActionResult,
     DMLResponse,
     FinalMetadata,
     GetTransactionStatusRequest,
     GetTransactionStatusResponse,
-    InsertDescriptor,
     ListSchemasRequest,
-    UpdateDescriptor,
     flight_pb2,
     flight_pb2_grpc,
 )
-from airport_contracts.client import DdlCalls
+from airport_contracts.client import DdlCalls, DmlCalls
 from airport_contracts.dispatch import PROTOCOLS
-from airport_contracts.vocabulary import Action, Header, OperationName, Protocol
+from airport_contracts.vocabulary import Action, Header, Protocol
 from airport_support.vocabulary import HeaderRole
 
 from .. import filters
@@ -93,7 +90,7 @@ def _ipc_table(data: bytes | None) -> pa.Table | None:
     return pa.ipc.open_stream(data).read_all() if data else None
 
 
-class AirportClient(DdlCalls[TableInfo]):
+class AirportClient(DdlCalls[TableInfo], DmlCalls[DMLAnswer, PutAnswer]):
     """A Flight client for pyairport and airport-go servers.
 
     location: "grpc://host:port" or "grpc+tls://host:port" (tls_root_certificates: PEM to
@@ -164,78 +161,6 @@ class AirportClient(DdlCalls[TableInfo]):
 
     # --- DoExchange DML ------------------------------------------------------------------------
 
-    def insert(
-        self,
-        schema: str,
-        table: str,
-        data: pa.Table | pa.RecordBatchReader | Iterable[pa.RecordBatch],
-        *,
-        returning: bool = False,
-        transaction_id: str | None = None,
-        batch_rows: int | None = None,
-        lock_step: bool = False,
-    ) -> DMLAnswer:
-        """INSERT the rows of data (every user-visible column, no rowid)."""
-        return self.exchange(
-            OperationName.INSERT,
-            schema,
-            table,
-            data,
-            returning=returning,
-            transaction_id=transaction_id,
-            batch_rows=batch_rows,
-            lock_step=lock_step,
-        )
-
-    def update(
-        self,
-        schema: str,
-        table: str,
-        data: pa.Table | pa.RecordBatchReader | Iterable[pa.RecordBatch],
-        *,
-        returning: bool = False,
-        transaction_id: str | None = None,
-        batch_rows: int | None = None,
-        lock_step: bool = False,
-    ) -> DMLAnswer:
-        """UPDATE: data holds the new values and a rowid column (DuckDB puts it last)."""
-        return self.exchange(
-            OperationName.UPDATE,
-            schema,
-            table,
-            data,
-            returning=returning,
-            transaction_id=transaction_id,
-            batch_rows=batch_rows,
-            lock_step=lock_step,
-        )
-
-    def delete(
-        self,
-        schema: str,
-        table: str,
-        rowids: pa.Array | pa.Table | list[int],
-        *,
-        returning: bool = False,
-        transaction_id: str | None = None,
-        batch_rows: int | None = None,
-        rowid_type: pa.DataType | None = None,
-        lock_step: bool = False,
-    ) -> DMLAnswer:
-        """DELETE the rows with these rowids (sent as one column named rowid)."""
-        if not isinstance(rowids, pa.Table):
-            rowids = pa.table({"rowid": pa.array(rowids, type=rowid_type or pa.int64())})
-        return self.exchange(
-            OperationName.DELETE,
-            schema,
-            table,
-            rowids,
-            returning=returning,
-            transaction_id=transaction_id,
-            batch_rows=batch_rows,
-            lock_step=lock_step,
-        )
-
     def exchange(
         self,
         operation: str,
@@ -298,35 +223,6 @@ class AirportClient(DdlCalls[TableInfo]):
 
     # --- spec 002: DoPut INSERT/UPDATE, DoAction DELETE -------------------------------------------
 
-    def put_insert(
-        self,
-        schema: str,
-        table: str,
-        data: pa.Table | pa.RecordBatchReader | Iterable[pa.RecordBatch],
-        *,
-        returning: bool = False,
-        transaction_id: str | None = None,
-    ) -> PutAnswer:
-        """INSERT through DoPut with a JSON InsertDescriptor (spec 002)."""
-        descriptor = InsertDescriptor(schema_name=schema, table_name=table, returning=returning)
-        return self._put(descriptor.to_json(), data, transaction_id)
-
-    def put_update(
-        self,
-        schema: str,
-        table: str,
-        row_ids: Sequence[int],
-        data: pa.Table | pa.RecordBatchReader | Iterable[pa.RecordBatch],
-        *,
-        returning: bool = False,
-        transaction_id: str | None = None,
-    ) -> PutAnswer:
-        """UPDATE through DoPut: row i of data replaces the row with rowid row_ids[i] (spec 002)."""
-        descriptor = UpdateDescriptor(
-            schema_name=schema, table_name=table, row_ids=list(row_ids), returning=returning
-        )
-        return self._put(descriptor.to_json(), data, transaction_id)
-
     def put_command(
         self,
         command: bytes,
@@ -335,14 +231,14 @@ class AirportClient(DdlCalls[TableInfo]):
         transaction_id: str | None = None,
     ) -> PutAnswer:
         """DoPut with any descriptor command (for clients that build their own JSON)."""
-        return self._put(command, data, transaction_id)
+        return self._answer(DMLResponse.decode(self._put(command, data, transaction_id)))
 
     def _put(
         self,
         command: bytes,
-        data: pa.Table | pa.RecordBatchReader | Iterable[pa.RecordBatch],
+        data: pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch],
         transaction_id: str | None,
-    ) -> PutAnswer:
+    ) -> bytes:
         schema, batches = input_batches(data, None)
         first = schema_message(schema)
         first.flight_descriptor.CopyFrom(
@@ -353,26 +249,9 @@ class AirportClient(DdlCalls[TableInfo]):
         )
         call = streaming_call(self._do_put, first.SerializeToString(), self.metadata(headers))
         with call as (results, outbox):
-            return pipelined(results, outbox, batches, _put_answer)
+            return pipelined(results, outbox, batches, _put_metadata)
 
-    def action_delete(
-        self,
-        schema: str,
-        table: str,
-        row_ids: Sequence[int],
-        *,
-        returning: bool = False,
-        transaction_id: str | None = None,
-    ) -> PutAnswer:
-        """DELETE through the DoAction "delete" with a JSON DeleteAction body (spec 002)."""
-        body = DeleteAction(
-            schema_name=schema, table_name=table, row_ids=list(row_ids), returning=returning
-        ).to_json()
-        headers: dict[str, str] = (
-            {Header.X_TRANSACTION_ID: transaction_id} if transaction_id else {}
-        )
-        (result,) = self.action(Action.DELETE, body, headers)
-        response = DeleteActionResult.from_json(result)
+    def _answer(self, response: DMLResponse | DeleteActionResult) -> PutAnswer:
         return PutAnswer(
             response.status, response.affected_rows, _ipc_table(response.returning_data), response
         )
@@ -499,17 +378,15 @@ class AirportClient(DdlCalls[TableInfo]):
         return table_info(answer)
 
 
-def _put_answer(results: Iterator[flight_pb2.PutResult]) -> PutAnswer:
-    """A spec-002 DoPut answer: one PutResult whose app_metadata is a msgpack DMLResponse."""
+def _put_metadata(results: Iterator[flight_pb2.PutResult]) -> bytes:
+    """A spec-002 DoPut's answer: its one PutResult's app_metadata (a msgpack DMLResponse)."""
     first = next(results, None)
     if first is None:
         raise ValueError("the server ended DoPut without a PutResult")
     for _ in results:  # to the end of the call, for its status
         continue
-    response = DMLResponse.from_msgpack(first.app_metadata)
-    return PutAnswer(
-        response.status, response.affected_rows, _ipc_table(response.returning_data), response
-    )
+    metadata: bytes = first.app_metadata
+    return metadata
 
 
 def _collect(
