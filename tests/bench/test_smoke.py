@@ -187,3 +187,30 @@ def test_duckdb_lake_benchmark_prints_every_query_beside_delta_scan() -> None:
         assert re.search(rf"{re.escape(label)}{timed}{timed}\s+[\d.]+s", out), label
     assert "the join's plan through pyairport: pruned by statistics" in out
     assert re.search(r"server RSS \d+ MiB, grew -?\d+ MiB while DuckDB read all 50,000 rows", out)
+
+
+@pytest.mark.duckdb
+def test_data_plane_floor_prints_each_way_beside_delta_scan() -> None:
+    """DuckDB summing a small Delta column with delta_scan, and through a bare Arrow C++
+    Flight server over TCP and a Unix socket; pyarrow reading the same streams: every way's
+    time and ratio, every answer right."""
+    from tests.duckdb import extension
+
+    try:
+        extension.locate()
+    except extension.Unavailable as why:
+        pytest.skip(f"DuckDB tier skipped: {why}")
+    run = subprocess.run(
+        [sys.executable, str(BENCH.parent / "data_plane_floor.py"), "--rows", "100000"]
+        + ["--repeats", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr
+    out = run.stdout
+    assert "WRONG" not in out
+    for way in ("DuckDB delta_scan", "DuckDB over Flight, TCP loopback"):
+        assert re.search(rf"{re.escape(way)}\s+[\d.]+ ms \(\s*\d+\.\d\d\)", out), way
+    for way in ("DuckDB over Flight, Unix socket", "pyarrow client, Unix socket"):
+        assert re.search(rf"{re.escape(way)}\s+[\d.]+ ms \(\s*\d+\.\d\d\)", out), way
