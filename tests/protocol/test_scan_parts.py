@@ -94,6 +94,25 @@ def test_a_large_scan_is_several_endpoints_of_one_snapshot(running: Running, spl
     assert after.num_rows == ROWS - 100 + 1
 
 
+def test_a_scan_of_one_part_outlives_the_versions_the_table_keeps() -> None:
+    """With one part nothing is pinned: its DoGet reads the table as it is then, however many
+    statements committed since the endpoints were handed out (16 writers commit more than
+    the 2 versions this table keeps)."""
+    before = SPLIT.max_parts
+    SPLIT.max_parts = 1
+    rows = pa.table({"id": range(10), "name": [f"n{i}" for i in range(10)]})
+    table = memory_table("t", COLUMNS, rows=rows, versions_kept=2)
+    try:
+        with serving(MutableCatalog("", [CatalogSchema("s", tables=[table])])) as live:
+            (endpoint,) = _endpoints(live, [0, 1], ["id", "name"])
+            for i in range(5):
+                live.client.insert("s", "t", pa.table({"id": [100 + i], "name": ["late"]}))
+            read, _ = _read(live, endpoint)
+            assert read.num_rows == 15
+    finally:
+        SPLIT.max_parts = before
+
+
 def test_each_message_reports_progress_ending_at_one(running: Running, split: None) -> None:
     for endpoint in _endpoints(running, [0], ["id"]):
         _, progress = _read(running, endpoint)

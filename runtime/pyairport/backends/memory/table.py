@@ -138,10 +138,14 @@ class MemoryTable(BackendTable[Pending]):
     def scan_partitions(self, ctx: Context, opts: ScanOptions) -> list[ScanPartition]:
         """Ranges of the stored rows of the version the scan reads (now, or its time
         point), as many as scan_parts.SPLIT says: every part reads that version, whatever is
-        committed or compacted meanwhile."""
+        committed or compacted meanwhile; a scan of one part is the whole scan."""
         version = self.store.version_at(opts.time_point)
         stored = version.data.num_rows
         count = SPLIT.parts(stored, stored)
+        if count == 1:  # one part pins nothing: its DoGet reads the table as a scan does, not
+            # a version the table may no longer keep once writers commit more than it keeps
+            live = version.live(0, stored)
+            return [ScanPartition(token="", rows=stored if live is None else int(live.sum()))]
         bounds = [stored * i // count for i in range(count + 1)]
         parts = []
         for start, stop in zip(bounds, bounds[1:], strict=False):
