@@ -21,7 +21,6 @@ import argparse
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ import pyarrow.flight as flight
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from airport_support.compressed import pack_endpoints  # noqa: E402
+from bench.duckdb_lake import best_of  # noqa: E402
 from tests.duckdb import extension as airport_extension  # noqa: E402
 
 BATCH_ROWS = 65_536
@@ -63,15 +63,6 @@ class ColumnServer(flight.FlightServerBase):  # type: ignore[misc]
             raise NotImplementedError(action.type)
         endpoint = flight.FlightEndpoint(b"amount", [self.where])
         return [pack_endpoints([endpoint.serialize()], bin_type=True)]
-
-
-def best_of(repeats: int, run: Callable[[], Any]) -> tuple[float, Any]:
-    best, answer = float("inf"), None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        answer = run()
-        best = min(best, time.perf_counter() - start)
-    return best, answer
 
 
 def main() -> None:
