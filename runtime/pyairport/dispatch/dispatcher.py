@@ -283,12 +283,12 @@ class Dispatcher(Handlers[ExchangeCall, PutCall, ActionCall]):
         return [answer]
 
     def create_transaction(self, row: OperationRow, ctx: Context, call: ActionCall) -> list[bytes]:
-        return [create_transaction(self.transactions, row, needing(ctx, None), call.body)]
+        return [create_transaction(self.transactions, row, needing(ctx, None), call)]
 
     def get_transaction_status(
         self, row: OperationRow, ctx: Context, call: ActionCall
     ) -> list[bytes]:
-        return [transaction_status(self.transactions, row, needing(ctx, None), call.body)]
+        return [transaction_status(self.transactions, row, needing(ctx, None), call)]
 
     def ddl(self, row: DdlActionRow, ctx: Context, call: ActionCall) -> list[bytes]:
         return self.ddl_actions.serve(needing(ctx, Right.DDL), row, call.body, call.request)

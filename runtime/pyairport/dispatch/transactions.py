@@ -16,14 +16,19 @@ from airport_contracts import (
 )
 from airport_support.rows import OperationRow
 
+from .events import ActionCall
+
 log = logging.getLogger("pyairport.dispatch")
 
 
-def _parameters(row: OperationRow, body: bytes) -> Any:
-    """An action's body; a bad body is the actions' own error row."""
+def _parameters(row: OperationRow, call: ActionCall) -> Any:
+    """An action's body as its request (as routing decoded it, else decoded here); a bad
+    body is the actions' own error row."""
     assert row.request is not None
+    if call.request is not None:
+        return call.request
     try:
-        return row.request.decode(body)
+        return row.request.decode(call.body)
     except InvalidPayload as exc:
         raise InvalidActionParameters(error=exc.problem) from None
 
@@ -35,12 +40,12 @@ def _answer(row: OperationRow, **fields: object) -> bytes:
 
 
 def create_transaction(
-    transactions: TransactionManager | None, row: OperationRow, ctx: Context, body: bytes
+    transactions: TransactionManager | None, row: OperationRow, ctx: Context, call: ActionCall
 ) -> bytes:
     """protocol §2.2: {identifier: nil} without a manager."""
     assert row.response is not None
-    if body:
-        _parameters(row, body)
+    if call.body:
+        _parameters(row, call)
     if transactions is None:
         return _answer(row, identifier=None)
     try:
@@ -52,11 +57,11 @@ def create_transaction(
 
 
 def transaction_status(
-    transactions: TransactionManager | None, row: OperationRow, ctx: Context, body: bytes
+    transactions: TransactionManager | None, row: OperationRow, ctx: Context, call: ActionCall
 ) -> bytes:
     """protocol §2.3: {"", false} without a manager."""
     assert row.request is not None and row.response is not None
-    request = _parameters(row, body) if body else row.request()
+    request = _parameters(row, call) if call.body else row.request()
     if transactions is None:
         return _answer(row, status="", exists=False)
     state, exists = transactions.get_transaction_status(ctx, request.transaction_id)

@@ -92,8 +92,10 @@ class CommittedRows:
         self._history_started = False
 
     def start_history(self) -> None:
-        """The committed rows so far (the seed) are version 0: the table as created."""
+        """The committed rows so far (the seed, which may carry rowids of its own) are
+        version 0: the table as created; new rowids follow theirs."""
         with self.lock:
+            self.next_rowid = max(self.next_rowid, self.last_rowid + 1)
             self._record_version()
             self._history_started = True
 
@@ -204,7 +206,6 @@ class CommittedRows:
                 if mask is not None and extent is not None:  # an INSERT may have extended it
                     mask.live, mask.buffer = extent
                 raise
-            self.next_rowid = max(self.next_rowid, self.last_rowid + 1)
             if self._history_started:
                 self._record_version()
             if self._compaction_pays():
