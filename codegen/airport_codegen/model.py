@@ -702,6 +702,10 @@ class Contract:
             )
         return arguments
 
+    def ddl_unbound(self) -> list[DdlAction]:
+        """The DDL actions without a bind map: the runtime binds their requests (DdlBinders)."""
+        return [d for d in self.ddl_actions if d.bind is None]
+
     def ddl_bound_options(self) -> list[str]:
         """The options structs of the DDL actions the contract binds, sorted."""
         return sorted({self.ddl_options(d).name for d in self.ddl_actions if d.bind})

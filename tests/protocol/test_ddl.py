@@ -468,19 +468,27 @@ def test_add_constraint_is_an_unknown_action_as_in_airport_go(srv: Running) -> N
 
 
 def test_every_ddl_action_has_exactly_one_binding() -> None:
-    """The contract's bind or the runtime's binder, never both and never neither: checked when
-    the dispatch library is imported, so a new row cannot reach a client unbound."""
+    """The contract's bind or the runtime's binder, never both and never neither: the
+    generated DdlBinders has an abstract method for each row without a bind map (the runtime's
+    RequestBinders cannot be made without them all), a row with neither is refused when the
+    dispatch library is imported, and a binder for a row the contract binds is refused too."""
     from dataclasses import replace
 
-    from pyairport.dispatch.ddl_actions import BINDERS, _binder
+    from airport_contracts.dispatch import DdlBinders
+    from pyairport.dispatch.ddl_actions import RequestBinders, binder, check_binders
+    from pyairport.dispatch.dispatcher import require_implemented
+    from pyairport.dispatch.validation import ContractNotImplemented
 
+    unbound = {name for name, row in DDL_ACTIONS.items() if row.bind is None}
+    assert DdlBinders.__abstractmethods__ == unbound
+    assert issubclass(RequestBinders, DdlBinders) and not RequestBinders.__abstractmethods__
     bound_by_contract = DDL_ACTIONS[Action.RENAME_COLUMN]
     bound_here = DDL_ACTIONS[Action.CREATE_TABLE]
-    assert bound_by_contract.bind is not None and bound_here.bind is None
-    assert Action.CREATE_TABLE in BINDERS and Action.RENAME_COLUMN not in BINDERS
-    for row in (
-        replace(bound_here, bind=bound_by_contract.bind),
-        replace(bound_by_contract, bind=None),
-    ):
-        with pytest.raises(RuntimeError, match=f"DDL action {row.name} needs one binding"):
-            _binder(row)
+    assert binder(bound_by_contract) is not None and binder(bound_here) is not None
+    neither = replace(bound_by_contract, name="rename_everything", bind=None)
+    assert binder(neither) is None
+    with pytest.raises(ContractNotImplemented, match="'rename_everything'"):
+        require_implemented({}, {}, {neither.name: neither})
+    both = replace(bound_here, bind=bound_by_contract.bind)
+    with pytest.raises(RuntimeError, match=r"RequestBinders binds \['create_table'\]"):
+        check_binders({both.name: both})

@@ -12,6 +12,7 @@ null gets the new rowid as its id.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -92,33 +93,20 @@ def memory_demo_catalog(name: str = "") -> MutableCatalog:
     from ..backends.memory import memory_table
     from ..backends.memory.catalog import MemoryCatalog, MemorySchema
 
-    def make(
-        schema: str,
-        table: str,
-        columns: pa.Schema,
-        caps: Sequence[str],
-        comment: str,
-        rows: pa.Table | None,
-    ) -> Table:
-        return memory_table(table, columns, caps, comment=comment, rows=rows, id_from_rowid="id")
-
-    return demo_catalog(make, name, MemoryCatalog, MemorySchema)
+    return demo_catalog(
+        lambda _schema, table, columns, caps, comment, rows: memory_table(
+            table, columns, caps, comment=comment, rows=rows, id_from_rowid="id"
+        ),
+        name,
+        MemoryCatalog,
+        MemorySchema,
+    )
 
 
 def spark_demo_catalog(backend: SparkBackend) -> MutableCatalog:
     """The demo catalog as Delta tables of backend; existing tables are reopened."""
 
-    def make(
-        schema: str,
-        table: str,
-        columns: pa.Schema,
-        caps: Sequence[str],
-        comment: str,
-        rows: pa.Table | None,
-    ) -> Table:
-        return backend.table(schema, table, columns, caps, comment, rows, id_from_rowid="id")
-
-    demo_catalog(make)
+    demo_catalog(partial(backend.table, id_from_rowid="id"))
     add_demo_functions(backend.catalog)
     return backend.catalog
 

@@ -5,8 +5,9 @@ a success doing nothing when the request says ignore_not_found), check its capab
 it, map the sentinel a backend raises to the row's error, and answer.
 
 What differs per action is only how the request becomes the method's arguments: the
-contract's row says it where fields are copied as they are (bind), else a binder here
-(BINDERS); every action has exactly one, checked at import.
+contract's row says it where fields are copied as they are (bind), else a method of
+RequestBinders, which implements the generated DdlBinders (one abstract method per action
+without a bind map).
 """
 
 from __future__ import annotations
@@ -15,20 +16,26 @@ import hashlib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 import pyarrow as pa
 
 from airport_contracts import (
     AddColumnOptions,
+    AddColumnParams,
     AddFieldOptions,
+    AddFieldParams,
     AirportError,
     ChangeColumnTypeOptions,
+    ChangeColumnTypeParams,
     ColumnSchemaNotOneField,
     Context,
     CreateSchemaOptions,
+    CreateSchemaParams,
     CreateTableOptions,
+    CreateTableParams,
     DropSchemaOptions,
+    DropSchemaParams,
     InvalidArrowSchema,
     InvalidColumnSchema,
     InvalidOnConflict,
@@ -41,9 +48,8 @@ from airport_contracts import (
     Table,
     implements,
 )
-from airport_contracts.dispatch import DDL_ACTIONS
+from airport_contracts.dispatch import DDL_ACTIONS, DdlBinders
 from airport_contracts.errors import DdlSchemaNotFound, DdlTableNotFound
-from airport_contracts.vocabulary import Action
 from airport_support.compressed import pack_compressed
 from airport_support.rows import DdlActionRow, DdlBinding
 
@@ -89,45 +95,6 @@ def _one_field(data: bytes) -> pa.Schema:
 _ON_CONFLICT = {"": OnConflict.ERROR, **{value.value: value for value in OnConflict}}
 
 
-def _create_schema(request: Any) -> Bound:
-    opts = CreateSchemaOptions(comment=request.comment or "", tags=dict(request.tags))
-    return Bound((request.schema, opts), {"schema": go_quote(request.schema)})
-
-
-def _drop_schema(request: Any) -> Bound:
-    name = request.name or request.schema_name  # Go: name, else schema_name
-    opts = DropSchemaOptions(ignore_not_found=request.ignore_not_found)
-    return Bound((name, opts), {"schema": go_quote(name)})
-
-
-def _create_table(request: Any) -> Bound:
-    schema = _ipc_schema(request.arrow_schema, InvalidArrowSchema)
-    on_conflict = _ON_CONFLICT.get(request.on_conflict)
-    if on_conflict is None:
-        raise InvalidOnConflict(value=go_quote(request.on_conflict))
-    opts = CreateTableOptions(
-        on_conflict=on_conflict,
-        not_null_constraints=list(request.not_null_constraints),
-        unique_constraints=list(request.unique_constraints),
-        check_constraints=list(request.check_constraints),
-    )
-    return Bound(
-        (request.table_name, schema, opts),
-        {"table": go_quote(request.table_name)},
-        checked_names=(("table", request.table_name),),
-        new_columns=schema,
-    )
-
-
-def _add_column(request: Any) -> Bound:
-    column = _one_field(request.column_schema)
-    opts = AddColumnOptions(
-        if_column_not_exists=request.if_column_not_exists,
-        ignore_not_found=request.ignore_not_found,
-    )
-    return Bound((column, opts), {"column": go_quote(column.field(0).name)}, new_columns=column)
-
-
 _PLAIN_CAST = re.compile(
     r'\s*(?:TRY_)?CAST\s*\(\s*("(?:[^"]|"")+"|[^\s()"]+)\s+AS\s+.+\)\s*', re.IGNORECASE | re.DOTALL
 )
@@ -145,33 +112,58 @@ def conversion_expression(expression: str, column: str) -> str:
     return "" if operand == column else expression
 
 
-def _change_column_type(request: Any) -> Bound:
-    column = _ipc_schema(request.column_schema, InvalidColumnSchema)
-    opts = ChangeColumnTypeOptions(ignore_not_found=request.ignore_not_found)
-    name = column.field(0).name if len(column) else ""
-    expression = conversion_expression(request.expression, name)
-    return Bound((column, expression, opts))
+class RequestBinders(DdlBinders):
+    """The requests the contract cannot bind by copying fields (no bind: in their rows)."""
 
+    def create_schema(self, request: CreateSchemaParams) -> Bound:
+        opts = CreateSchemaOptions(comment=request.comment or "", tags=dict(request.tags))
+        return Bound((request.schema, opts), {"schema": go_quote(request.schema)})
 
-def _add_field(request: Any) -> Bound:
-    column = _ipc_schema(request.column_schema, InvalidColumnSchema)
-    opts = AddFieldOptions(
-        ignore_not_found=request.ignore_not_found,
-        if_field_not_exists=request.if_field_not_exists,
-    )
-    return Bound((column, opts), new_columns=column)
+    def drop_schema(self, request: DropSchemaParams) -> Bound:
+        name = request.name or request.schema_name  # Go: name, else schema_name
+        opts = DropSchemaOptions(ignore_not_found=request.ignore_not_found)
+        return Bound((name, opts), {"schema": go_quote(name)})
 
+    def create_table(self, request: CreateTableParams) -> Bound:
+        schema = _ipc_schema(request.arrow_schema, InvalidArrowSchema)
+        on_conflict = _ON_CONFLICT.get(request.on_conflict)
+        if on_conflict is None:
+            raise InvalidOnConflict(value=go_quote(request.on_conflict))
+        opts = CreateTableOptions(
+            on_conflict=on_conflict,
+            not_null_constraints=list(request.not_null_constraints),
+            unique_constraints=list(request.unique_constraints),
+            check_constraints=list(request.check_constraints),
+        )
+        return Bound(
+            (request.table_name, schema, opts),
+            {"table": go_quote(request.table_name)},
+            checked_names=(("table", request.table_name),),
+            new_columns=schema,
+        )
 
-BINDERS: dict[str, Callable[[Any], Bound]] = {
-    Action.CREATE_SCHEMA: _create_schema,
-    Action.DROP_SCHEMA: _drop_schema,
-    Action.CREATE_TABLE: _create_table,
-    Action.ADD_COLUMN: _add_column,
-    Action.CHANGE_COLUMN_TYPE: _change_column_type,
-    Action.ADD_FIELD: _add_field,
-}
-"""How the requests the contract cannot bind by copying fields become their methods'
-arguments (a schema to read, an enum to map, a field that stands for another)."""
+    def add_column(self, request: AddColumnParams) -> Bound:
+        column = _one_field(request.column_schema)
+        opts = AddColumnOptions(
+            if_column_not_exists=request.if_column_not_exists,
+            ignore_not_found=request.ignore_not_found,
+        )
+        return Bound((column, opts), {"column": go_quote(column.field(0).name)}, new_columns=column)
+
+    def change_column_type(self, request: ChangeColumnTypeParams) -> Bound:
+        column = _ipc_schema(request.column_schema, InvalidColumnSchema)
+        opts = ChangeColumnTypeOptions(ignore_not_found=request.ignore_not_found)
+        name = column.field(0).name if len(column) else ""
+        expression = conversion_expression(request.expression, name)
+        return Bound((column, expression, opts))
+
+    def add_field(self, request: AddFieldParams) -> Bound:
+        column = _ipc_schema(request.column_schema, InvalidColumnSchema)
+        opts = AddFieldOptions(
+            ignore_not_found=request.ignore_not_found,
+            if_field_not_exists=request.if_field_not_exists,
+        )
+        return Bound((column, opts), new_columns=column)
 
 
 def bind_fields(binding: DdlBinding, request: Any) -> Bound:
@@ -190,25 +182,28 @@ def bind_fields(binding: DdlBinding, request: Any) -> Bound:
     )
 
 
-def _binder(row: DdlActionRow) -> Callable[[Any], Bound]:
-    """The row's binding, else the runtime's binder; every action has exactly one."""
-    if (row.bind is None) == (row.name not in BINDERS):
-        raise RuntimeError(
-            f"DDL action {row.name} needs one binding: the contract's bind or BINDERS, not both"
-        )
+def binder(row: DdlActionRow) -> Callable[[Any], Bound] | None:
+    """How the row's request becomes its method's arguments: the contract's bind map, else
+    RequestBinders' method of the action's name (None: neither has one)."""
     binding = row.bind
-    if binding is None:
-        return BINDERS[row.name]
-    return lambda request: bind_fields(binding, request)
+    if binding is not None:
+        return lambda request: bind_fields(binding, request)
+    return getattr(_BINDERS, row.name, None)
 
 
-_BIND: dict[str, Callable[[Any], Bound]] = {name: _binder(row) for name, row in DDL_ACTIONS.items()}
+def check_binders(rows: Mapping[str, DdlActionRow]) -> None:
+    """Refuse a binder for a row the contract binds itself: it would never run."""
+    both = sorted(name for name, row in rows.items() if row.bind and hasattr(RequestBinders, name))
+    if both:
+        raise RuntimeError(f"RequestBinders binds {both}, which the contract binds (bind:)")
+
+
+_BINDERS = RequestBinders()  # cannot be made while an action without a bind map lacks a method
+check_binders(DDL_ACTIONS)
 
 
 class DdlActions:
     """The DDL actions over one catalog."""
-
-    SERVED: ClassVar[Mapping[str, Callable[[Any], Bound]]] = _BIND
 
     def __init__(self, tables: Tables, infos: FlightInfos, catalog_name: str = "") -> None:
         self.tables = tables
@@ -268,7 +263,9 @@ class DdlActions:
             target = table
         if not implements(target, row.interface):
             raise row.unsupported()
-        bound = _BIND[row.name](request)
+        bind = binder(row)
+        assert bind is not None  # require_implemented refused the contract at import
+        bound = bind(request)
         for kind, name in bound.checked_names:
             check_name(kind, name)
         if bound.new_columns is not None:
@@ -305,10 +302,7 @@ class DdlActions:
             return [self._contents(ctx, result)]
         assert schema is not None
         if bound.renamed_to:
-            try:
-                table = schema.table(ctx, bound.renamed_to)
-            except Exception as exc:
-                raise RenamedTableLookupFailed(error=exc) from exc
+            table = self.tables.table_in(ctx, schema, bound.renamed_to, RenamedTableLookupFailed)
             if table is None:
                 raise RenamedTableLookupFailed(error=f"table {bound.renamed_to!r} not found")
         elif result is not None:

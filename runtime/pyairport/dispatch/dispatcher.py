@@ -35,7 +35,7 @@ from ..access.audit import audit
 from ..access.grants import Right, needing
 from . import validation
 from .catalog_actions import CatalogActions
-from .ddl_actions import DdlActions
+from .ddl_actions import DdlActions, binder
 from .do_action_dml import run_action_dml
 from .do_exchange import run_exchange
 from .do_get import Scans, ServedScan
@@ -79,7 +79,7 @@ def require_implemented(
             f"contracts.yaml routes to handler {', '.join(map(repr, missing))}, which"
             " pyairport.dispatch.Dispatcher does not implement"
         )
-    unbound = [name for name in ddl_actions or {} if name not in DdlActions.SERVED]
+    unbound = [name for name, row in (ddl_actions or {}).items() if binder(row) is None]
     if unbound:
         raise ContractNotImplemented(
             f"contracts.yaml names action {', '.join(map(repr, unbound))}, which"

@@ -4,7 +4,8 @@ column of a request that names rows by rowid."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -66,14 +67,8 @@ class Tables:
         A name the rule refuses, or a call whose identity may not use the schema so, is
         refused first (names, grants)."""
         admit_schema(ctx, name)
-        try:
+        with _failing_as(failed):
             return self.catalog.schema(ctx, name)
-        except AirportError:
-            raise
-        except Exception as exc:
-            if failed is None:
-                raise
-            raise failed(error=exc) from exc
 
     @staticmethod
     def table_in(
@@ -81,14 +76,8 @@ class Tables:
     ) -> Table | None:
         """The table name of schema, or None; a schema that raises is `failed`."""
         check_name("table", name)
-        try:
+        with _failing_as(failed):
             return schema.table(ctx, name)
-        except AirportError:
-            raise
-        except Exception as exc:
-            if failed is None:
-                raise
-            raise failed(error=exc) from exc
 
     def table(
         self, ctx: Context, schema_name: str, table_name: str, errors: LookupErrors = DML_LOOKUP
@@ -131,3 +120,16 @@ class Tables:
         facts = validation.Facts(row, row_ids=row_ids, row_ids_limit=self.max_row_ids)
         validation.check(RulePhase.ROW_IDS, facts)
         return table_rowid
+
+
+@contextmanager
+def _failing_as(failed: ErrorFactory | None) -> Iterator[None]:
+    """A lookup's failure as the protocol's error (failed), the contract's errors as they are."""
+    try:
+        yield
+    except AirportError:
+        raise
+    except Exception as exc:
+        if failed is None:
+            raise
+        raise failed(error=exc) from exc

@@ -3,7 +3,7 @@ schemas that create, drop and rename memory tables."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import pyarrow as pa
 
@@ -14,17 +14,15 @@ from airport_contracts import (
     CreateTableOptions,
     DropSchemaOptions,
     DropTableOptions,
-    NotFound,
-    OnConflict,
     RenameTableOptions,
     SchemaNotEmpty,
     Table,
     Unimplemented,
-    find_rowid_column,
 )
 
 from ...catalog import CatalogSchema, MutableCatalog
 from ..capabilities import ALL_CAPABILITIES
+from ..ddl_rules import created_columns, kept_on_conflict, missing
 from .table import memory_table
 
 TableMaker = Callable[[str, pa.Schema, str], Table]
@@ -43,14 +41,11 @@ class MemorySchema(CatalogSchema):
         if opts.unique_constraints or opts.check_constraints:
             # Nothing here would enforce them: refuse rather than accept rows they forbid.
             raise Unimplemented("the memory backend does not enforce UNIQUE or CHECK constraints")
-        columns = _user_columns(schema, opts.not_null_constraints)
+        columns = created_columns(schema, opts)
         with self._lock:
             existing = self._tables.get(name)
-            if existing is not None:
-                if opts.on_conflict is OnConflict.IGNORE:
-                    return existing
-                if opts.on_conflict is not OnConflict.REPLACE:
-                    raise AlreadyExists(f"table {name!r} already exists")
+            if existing is not None and kept_on_conflict(existing, name, opts):
+                return existing
             table = self._make_table(name, columns, "")
             self._tables[name] = table
         self.on_change()
@@ -59,9 +54,7 @@ class MemorySchema(CatalogSchema):
     def drop_table(self, ctx: Context, name: str, opts: DropTableOptions) -> None:
         with self._lock:
             if name not in self._tables:
-                if opts.ignore_not_found:
-                    return
-                raise NotFound(f"table {name!r} not found")
+                return missing("table", name, opts.ignore_not_found)
             del self._tables[name]
         self.on_change()
 
@@ -71,9 +64,7 @@ class MemorySchema(CatalogSchema):
         with self._lock:
             table = self._tables.get(old_name)
             if table is None:
-                if opts.ignore_not_found:
-                    return
-                raise NotFound(f"table {old_name!r} not found")
+                return missing("table", old_name, opts.ignore_not_found)
             if new_name in self._tables:
                 raise AlreadyExists(f"table {new_name!r} already exists")
             rename = getattr(table, "rename", None)
@@ -97,9 +88,7 @@ class MemoryCatalog(MutableCatalog):
         with self._lock:
             schema = self._schemas.get(name)
             if schema is None:
-                if opts.ignore_not_found:
-                    return
-                raise NotFound(f"schema {name!r} not found")
+                return missing("schema", name, opts.ignore_not_found)
             if schema.tables(ctx):
                 raise SchemaNotEmpty(f"schema {name!r} contains tables")
             del self._schemas[name]
@@ -108,14 +97,3 @@ class MemoryCatalog(MutableCatalog):
 
 def _new_memory_table(name: str, columns: pa.Schema, comment: str) -> Table:
     return memory_table(name, columns, ALL_CAPABILITIES, comment=comment)
-
-
-def _user_columns(schema: pa.Schema, not_null: Sequence[int]) -> pa.Schema:
-    """A CREATE TABLE's columns without a rowid column (the memory table adds its own), the
-    NOT NULL ones marked."""
-    fields = [
-        field.with_nullable(field.nullable and index not in set(not_null))
-        for index, field in enumerate(schema)
-    ]
-    rowid = find_rowid_column(schema)
-    return pa.schema([f for i, f in enumerate(fields) if i != rowid], metadata=schema.metadata)

@@ -24,17 +24,15 @@ from airport_contracts import (
     DropSchemaOptions,
     DropTableOptions,
     EngineUnavailable,
-    NotFound,
-    OnConflict,
     RenameTableOptions,
     SchemaNotEmpty,
     Table,
     Unimplemented,
-    find_rowid_column,
 )
 
 from ...catalog import CatalogSchema, MutableCatalog
 from ...names import field_names
+from ..ddl_rules import created_columns, kept_on_conflict, missing
 from .folders import WORK_PREFIX, check_storable
 from .lake import Lake
 from .layout import CREATED_TABLE_PROPERTIES, ROW_TRACKING, ROWID
@@ -201,18 +199,10 @@ class SparkSchema(CatalogSchema):
             raise Unimplemented("Delta does not enforce UNIQUE constraints")
         check_storable("table", name)
         existing = self.table(ctx, name)
-        if existing is not None and opts.on_conflict is OnConflict.IGNORE:
+        if existing is not None and kept_on_conflict(existing, name, opts):
             return existing
-        if existing is not None and opts.on_conflict is not OnConflict.REPLACE:
-            raise AlreadyExists(f"table {name!r} already exists")
         backend = self.backend
-        not_null = set(opts.not_null_constraints)
-        rowid = find_rowid_column(schema)
-        fields = [
-            f.with_nullable(f.nullable and i not in not_null)
-            for i, f in enumerate(schema)
-            if i != rowid and f.name != ROWID
-        ]
+        fields = [f for f in created_columns(schema, opts) if f.name != ROWID]
         if not fields:
             raise DeltaRefused("a Delta table needs at least one column")
         # Made under a name of its own, its constraints added, then moved into place: a
@@ -248,9 +238,7 @@ class SparkSchema(CatalogSchema):
 
     def drop_table(self, ctx: Context, name: str, opts: DropTableOptions) -> None:
         if self.table(ctx, name) is None:
-            if opts.ignore_not_found:
-                return
-            raise NotFound(f"table {name!r} not found")
+            return missing("table", name, opts.ignore_not_found)
         self.backend.remove_table(self.name(), name)
         self.drop(name)
 
@@ -258,9 +246,7 @@ class SparkSchema(CatalogSchema):
         self, ctx: Context, old_name: str, new_name: str, opts: RenameTableOptions
     ) -> None:
         if self.table(ctx, old_name) is None:
-            if opts.ignore_not_found:
-                return
-            raise NotFound(f"table {old_name!r} not found")
+            return missing("table", old_name, opts.ignore_not_found)
         check_storable("table", new_name)
         if self.table(ctx, new_name) is not None:
             raise AlreadyExists(f"table {new_name!r} already exists")
@@ -290,9 +276,7 @@ class SparkCatalog(MutableCatalog):
     def drop_schema(self, ctx: Context, name: str, opts: DropSchemaOptions) -> None:
         schema = self.schema(ctx, name)
         if schema is None:
-            if opts.ignore_not_found:
-                return
-            raise NotFound(f"schema {name!r} not found")
+            return missing("schema", name, opts.ignore_not_found)
         if schema.tables(ctx):
             raise SchemaNotEmpty(f"schema {name!r} contains tables")
         self.backend.remove_schema(name)

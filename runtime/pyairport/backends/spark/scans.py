@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,21 @@ def batches_of(read: pa.Table, schema: pa.Schema, wanted: list[str]) -> list[pa.
     return [full_width(batch, schema, wanted) for batch in read.to_batches(SCAN_BATCH_ROWS)]
 
 
+@dataclass(frozen=True)
+class _Read:
+    """What one scan reads: the table, its served schema, the columns filled, the filter and
+    the time point's clause."""
+
+    layout: Layout
+    schema: pa.Schema
+    wanted: list[str]
+    predicate: filters.Predicate | None
+    clause: str
+
+    def batches(self, frame: Any) -> list[pa.RecordBatch]:
+        return batches_of(frame.toArrow(), self.schema, self.wanted)
+
+
 class Scanner:
     """The scans of one table that Spark reads."""
 
@@ -63,15 +79,18 @@ class Scanner:
     ) -> pa.RecordBatchReader:
         """The table (at point) with the wanted columns filled, streamed: never more than a
         rowid range or a group of files in the server at once, whatever the table's size."""
-        clause = as_of(point)
+        read = _Read(layout, schema, wanted, predicate, as_of(point))
         upper = next_rowid() if layout.rowids == "column" else None
         if limit or (upper is not None and upper - 1 <= SCAN_RANGE_ROWIDS):
-            frame = self.frame(layout, clause, predicate, wanted)
-            read = (frame.limit(limit) if limit else frame).toArrow()
-            return pa.RecordBatchReader.from_batches(schema, batches_of(read, schema, wanted))
+            frame = self.frame(read)
+            return pa.RecordBatchReader.from_batches(
+                schema, read.batches(frame.limit(limit) if limit else frame)
+            )
+        if not read.clause:  # one version, however long the client takes
+            read = replace(read, clause=self._pinned(layout))
         if layout.rowids is not None and ROWID in wanted:
-            return self._ranges(ctx, layout, schema, predicate, wanted, clause)
-        return self._file_groups(ctx, layout, schema, predicate, wanted, clause)
+            return self._ranges(ctx, read)
+        return self._file_groups(ctx, read)
 
     def schema_at(self, layout: Layout, clause: str) -> pa.Schema:
         """The served schema of the table as it was at a time point."""
@@ -82,44 +101,28 @@ class Scanner:
         properties = {"delta.enableRowTracking": "true"} if layout.rowids == "tracked" else {}
         return layout_of(layout.ident, arrow, None, properties, (), frozenset(), frozenset()).schema
 
-    def frame(
-        self,
-        layout: Layout,
-        clause: str,
-        predicate: filters.Predicate | None,
-        wanted: list[str],
-        files: list[str] | None = None,
-    ) -> Any:
+    def frame(self, read: _Read, files: list[str] | None = None) -> Any:
         """The table (at a time point) as a DataFrame, filtered, then projected; files: only
         the rows of these data files."""
+        layout, predicate, wanted = read.layout, read.predicate, read.wanted
         filtered = filters.columns_of(predicate) if predicate is not None else []
-        read = wanted + [name for name in filtered if name not in wanted]
+        selected = wanted + [name for name in filtered if name not in wanted]
         columns = [
-            f"{layout.rowid_sql} AS {quote(ROWID)}" if n == ROWID else quote(n) for n in read
+            f"{layout.rowid_sql} AS {quote(ROWID)}" if n == ROWID else quote(n) for n in selected
         ]
         if files is not None:
             columns.append(f"_metadata.file_path AS {_FILE}")
-        frame = self.spark.sql(f"SELECT {', '.join(columns) or 1} FROM {layout.ident}{clause}")
+        frame = self.spark.sql(f"SELECT {', '.join(columns) or 1} FROM {layout.ident}{read.clause}")
         if files is not None:
             frame = frame.where(frame[_FILE].isin(files))
         if predicate is not None:
             frame = frame.where(filters.spark_column(predicate, frame))
         return frame.select(*[quote(n) for n in wanted])
 
-    def _ranges(
-        self,
-        ctx: Context,
-        layout: Layout,
-        schema: pa.Schema,
-        predicate: filters.Predicate | None,
-        wanted: list[str],
-        clause: str,
-    ) -> pa.RecordBatchReader:
-        """A table whose rowids span more than one range, streamed from one version (a
-        consistent snapshot however long the client takes) one rowid range at a time, so the
-        server never holds the table."""
-        clause = clause or self._pinned(layout)
-        frame = self.frame(layout, clause, predicate, wanted)
+    def _ranges(self, ctx: Context, read: _Read) -> pa.RecordBatchReader:
+        """A table whose rowids span more than one range, streamed one rowid range at a time,
+        so the server never holds the table."""
+        frame = self.frame(read)
         low, high = frame.selectExpr(f"min({quote(ROWID)})", f"max({quote(ROWID)})").first()
 
         def ranges() -> Iterable[pa.RecordBatch]:
@@ -129,9 +132,9 @@ class Scanner:
             for start in range(int(low), int(high) + 1, SCAN_RANGE_ROWIDS):
                 ctx.raise_if_done()
                 part = frame.where((rowid >= start) & (rowid < start + SCAN_RANGE_ROWIDS))
-                yield from batches_of(part.toArrow(), schema, wanted)
+                yield from read.batches(part)
 
-        return pa.RecordBatchReader.from_batches(schema, ranges())
+        return pa.RecordBatchReader.from_batches(read.schema, ranges())
 
     def _pinned(self, layout: Layout) -> str:
         """The clause that reads the table's latest version, whatever is committed after."""
@@ -140,21 +143,12 @@ class Scanner:
         )
         return f" VERSION AS OF {int(version)}"
 
-    def _file_groups(
-        self,
-        ctx: Context,
-        layout: Layout,
-        schema: pa.Schema,
-        predicate: filters.Predicate | None,
-        wanted: list[str],
-        clause: str,
-    ) -> pa.RecordBatchReader:
-        """A table without rowids to range over, streamed from one version a group of its data
-        files at a time (SCAN_GROUP_BYTES on disk each)."""
-        clause = clause or self._pinned(layout)
+    def _file_groups(self, ctx: Context, read: _Read) -> pa.RecordBatchReader:
+        """A table without rowids to range over, streamed a group of its data files at a time
+        (SCAN_GROUP_BYTES on disk each)."""
         sizes = self.spark.sql(
             f"SELECT _metadata.file_path AS path, max(_metadata.file_size) AS size"
-            f" FROM {layout.ident}{clause} GROUP BY 1 ORDER BY 1"
+            f" FROM {read.layout.ident}{read.clause} GROUP BY 1 ORDER BY 1"
         ).collect()
         groups: list[list[str]] = []
         held = SCAN_GROUP_BYTES
@@ -168,10 +162,9 @@ class Scanner:
         def grouped() -> Iterable[pa.RecordBatch]:
             for files in groups:
                 ctx.raise_if_done()
-                part = self.frame(layout, clause, predicate, wanted, files)
-                yield from batches_of(part.toArrow(), schema, wanted)
+                yield from read.batches(self.frame(read, files))
 
-        return pa.RecordBatchReader.from_batches(schema, grouped())
+        return pa.RecordBatchReader.from_batches(read.schema, grouped())
 
 
 def log_version(log_dir: Path) -> int | None:
