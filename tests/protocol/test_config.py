@@ -12,9 +12,9 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from pyairport.cli.config_file import NOT_IN_FILE, PATH_KEYS, ConfigError, read_config
 from pyairport.cli.flags import parser as _parser
 from pyairport.client import AirportClient, RemoteError
-from pyairport.config_file import NOT_IN_FILE, PATH_KEYS, ConfigError, read_config
 
 from ..team import make_team
 from .test_cli import PYAIRPORT, _serve_refused, _start

@@ -13,7 +13,7 @@ from .serve import serve
 
 def apply_config(args: argparse.Namespace, argv: list[str]) -> None:
     """The config file's settings, under the flags the command line gave."""
-    from ..config_file import read_config
+    from .config_file import read_config
 
     values = read_config(args.config, parser().commands["serve"].settings)
     if args.command == "health":  # where the server listens, and whether with TLS
@@ -72,7 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "hash-token":
         return _hash_token()
     if getattr(args, "config", None):
-        from ..config_file import ConfigError
+        from .config_file import ConfigError
 
         try:
             apply_config(args, argv)
