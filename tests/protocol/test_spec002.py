@@ -551,3 +551,49 @@ def test_tables_see_the_transaction_id_through_the_context(tx_srv: Running) -> N
     tx_srv.client.put_insert("dml_schema", "users", users([1]), transaction_id=tx)
     tx_srv.client.insert("dml_schema", "users", users([2]))
     assert seen == [(tx, True), ("", False)]
+
+
+def test_row_ids_exist_asks_for_the_named_rows_and_reads_a_batch_at_a_time(srv: Running) -> None:
+    """A DoPut UPDATE's row_ids_exist asks the table for the rows its rowids name (their list;
+    the range they span for a long one) and reads the answer a batch at a time, stopping once
+    every rowid is found: a table that ignores the filter is read no further than needed, and
+    the check holds no table in memory whatever its size."""
+    from dataclasses import replace
+
+    from pyairport import filters
+
+    srv.client.insert("dml_schema", "users", users(list(range(1, 5_001))))
+    table = srv.table("dml_schema")
+    schema = table.arrow_schema()
+    asked: list[Any] = []
+    served: list[int] = []
+    scan = table.scan
+
+    def unfiltered(ctx: Context, opts: Any) -> pa.RecordBatchReader:
+        """The table's rows in 100-row batches, the filter noted and ignored."""
+        asked.append(filters.parse(opts.filter, schema))
+        rows = scan(ctx, replace(opts, filter=None)).read_all()
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            for batch in rows.to_batches(max_chunksize=100):
+                served.append(batch.num_rows)
+                yield batch
+
+        return pa.RecordBatchReader.from_batches(rows.schema, batches())
+
+    table.scan = unfiltered
+    rowids = srv.rowids_where("dml_schema", id=3) + srv.rowids_where("dml_schema", id=4)
+    answer = srv.client.put_update("dml_schema", "users", rowids, users([3, 4], ["c", "d"]))
+    assert answer.affected_rows == 2
+    assert asked == [filters.In("rowid", tuple(rowids), negated=False)]
+    assert served == [100]  # both rowids are in the first batch: nothing more is read
+    asked.clear()
+    every = [r["rowid"] for r in srv.rows("dml_schema")]
+    named = [*every[:2_000], max(every) + 7, every[2_000]]
+    error = _error(
+        lambda: srv.client.put_update("dml_schema", "users", named, users(list(range(len(named)))))
+    )
+    assert_error_row("row_not_found", {"row_id": max(every) + 7}, error.code, error.message)
+    assert asked == [filters.Between("rowid", min(named), max(named), True, True)]
+    first = srv.rows("dml_schema")[0]
+    assert (first["id"], first["name"]) == (1, "user_1")  # the failed statement changed nothing

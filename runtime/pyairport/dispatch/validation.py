@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -22,6 +23,7 @@ from airport_contracts.vocabulary import Rule
 from airport_support.rows import OperationRow
 from airport_support.vocabulary import RulePhase
 
+from .. import filters
 from .statement import BatchCheck, StatementRun
 
 
@@ -299,20 +301,43 @@ def schema_matches(facts: Facts) -> None:
 
 @rule(Rule.ROW_IDS_EXIST, RulePhase.ROWS_READ)
 def row_ids_exist(facts: Facts) -> None:
-    """row_ids_exist: every rowid of the request names a row of the table."""
+    """row_ids_exist: every rowid of the request names a row of the table. The table is
+    asked for the rows of these rowids only (a filter it may use to skip the rest) and read
+    a batch at a time: the check holds a table of any size in a batch's memory."""
     run, table, table_schema = facts.run, facts.table, facts.table_schema
     assert run is not None and table is not None and table_schema is not None
     assert facts.row_ids is not None
-    rowid_name = table_schema.field(find_rowid_column(table_schema)).name
+    rowid = table_schema.field(find_rowid_column(table_schema))
     row_ids = pa.array(facts.row_ids, type=pa.int64())
+    found = np.zeros(len(row_ids), dtype=bool)
+    opts = ScanOptions(columns=[rowid.name], filter=_naming(rowid, row_ids).encode())
     try:
-        reader = table.scan(run.ctx, ScanOptions(columns=[rowid_name]))
-        existing = reader.read_all().column(rowid_name)
+        for batch in table.scan(run.ctx, opts):
+            stored = batch.column(rowid.name).cast(pa.int64())
+            found |= pc.is_in(row_ids, value_set=stored).to_numpy(zero_copy_only=False)
+            if found.all():
+                break
     except Exception as exc:
         raise run.table_error(exc) from exc
-    missing = pc.invert(pc.is_in(row_ids, value_set=existing.combine_chunks().cast(pa.int64())))
-    if pc.any(missing).as_py():
-        raise facts.row.rule_error(Rule.ROW_IDS_EXIST)(row_id=row_ids.filter(missing)[0].as_py())
+    if not found.all():
+        missing = int(np.flatnonzero(~found)[0])
+        raise facts.row.rule_error(Rule.ROW_IDS_EXIST)(row_id=row_ids[missing].as_py())
+
+
+ROWIDS_LISTED = 1024  # a request naming more rowids asks for their range instead of a list
+
+
+def _naming(rowid: pa.Field, row_ids: pa.Array) -> str:
+    """The filter JSON of the rows these rowids name: their list, or, for a long one, the
+    range they span (a short filter that still lets the table skip the rest)."""
+    schema = pa.schema([rowid])
+    if len(row_ids) <= ROWIDS_LISTED:
+        values = tuple(dict.fromkeys(row_ids.to_pylist()))
+        return filters.to_json(filters.In(rowid.name, values, negated=False), schema)
+    low, high = pc.min_max(row_ids).values()
+    return filters.to_json(
+        filters.Between(rowid.name, low.as_py(), high.as_py(), True, True), schema
+    )
 
 
 @rule(Rule.ROW_COUNT_MATCHES, RulePhase.ROWS_READ)
