@@ -96,6 +96,39 @@ def served_rows(table: pa.Table) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: json.dumps(r, sort_keys=True, default=str))
 
 
+def test_doput_update_finds_row_tracked_rows_by_their_ids(
+    spark_backend: Any, fresh_lake: Path
+) -> None:
+    """Spec 002's DoPut UPDATE names rows by row_ids; its row_ids_exist check asks the table
+    for those rows only, and a row-tracked table finds them by the ids Delta gave them (and
+    refuses an id no row has, changing nothing)."""
+    spark = spark_backend.spark
+    ident = make_table(spark, fresh_lake, "tracked")
+    with serving_lake(spark, fresh_lake) as client:
+        scanned = {
+            r["order_id"]: r["rowid"]
+            for r in client.scan("sales", "tracked", ["rowid", "order_id"]).read_all().to_pylist()
+        }
+        rows = pa.table({"order_id": pa.array([1, 4], pa.int64()), "amount": [11.0, 44.0]})
+        answer = client.put_update("sales", "tracked", [scanned[1], scanned[4]], rows)
+        assert answer.affected_rows == 2
+        unknown = max(scanned.values()) + 1_000
+        with pytest.raises(RemoteError) as refused:
+            client.put_update("sales", "tracked", [scanned[2], unknown], rows)
+        error = refused.value
+        assert_error_row("row_not_found", {"row_id": unknown}, error.code, error.message)
+    after = {
+        r["order_id"]: (r["rowid"], r["amount"])
+        for r in spark.sql(f"SELECT _metadata.row_id AS rowid, * FROM {ident}").collect()
+    }
+    assert after == {
+        1: (scanned[1], 11.0),
+        2: (scanned[2], 20.0),
+        3: (scanned[3], 30.0),
+        4: (scanned[4], 44.0),
+    }
+
+
 @contextlib.contextmanager
 def lake_server(spark: Any, lake: Path) -> Iterator[str]:
     """pyairport serving the lake as `pyairport serve --backend spark --warehouse lake` does;
