@@ -391,13 +391,26 @@ def test_update_and_delete_by_row_tracking_rowids(spark_backend: Any, fresh_lake
     }
 
 
+@pytest.mark.parametrize("inline_keys", [4_096, 0], ids=["keys-listed", "keys-joined"])
 def test_row_tracked_changes_by_the_first_column_or_by_every_column(
-    spark_backend: Any, fresh_lake: Path
+    spark_backend: Any, fresh_lake: Path, inline_keys: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The first column names the rows to change only where no other row holds its value
-    (and, for an UPDATE, no two rows to change share it); else every column does."""
+    (and, for an UPDATE, no two rows to change share it); else every column does. A few
+    values are listed (a DELETE is Spark's own DELETE … IN), more are joined (a MERGE)."""
+    from pyairport.backends.spark import commits
+
     spark = spark_backend.spark
     ident = make_table(spark, fresh_lake, "tracked")
+    monkeypatch.setattr(commits, "INLINE_KEYS", inline_keys)
+    statements: list[str] = []
+    run_sql = spark.sql
+
+    def noted(query: str, *args: Any, **kwargs: Any) -> Any:
+        statements.append(query.split(" ", 1)[0])
+        return run_sql(query, *args, **kwargs)
+
+    monkeypatch.setattr(spark, "sql", noted)
     # order 5 has three lines, order 6 two; a null order_id once
     spark.sql(
         f"INSERT INTO {ident} VALUES (5, 1.0), (5, 2.0), (5, 3.0), (6, 1.0), (6, 2.0), (NULL, 7.0)"
@@ -409,7 +422,11 @@ def test_row_tracked_changes_by_the_first_column_or_by_every_column(
         assert client.delete("sales", "tracked", [rowid[(5, 2.0)]]).total_changed == 1
         # every line of order 6: the order_id alone names them, each once
         both = [rowid[(6, 1.0)], rowid[(6, 2.0)]]
+        statements.clear()
         assert client.delete("sales", "tracked", both).total_changed == 2
+        assert ("DELETE" in statements, "MERGE" in statements) == (
+            (True, False) if inline_keys else (False, True)
+        )
         # two rows of order 5 sharing the order_id take one value each
         changed = client.update(
             "sales",

@@ -47,6 +47,12 @@ COMMIT_ATTEMPTS = 4
 # IN list costs more to plan than the join: 10,000 rowids took three times the MERGE's time.)
 INLINE_ROWIDS = 100
 INLINE_UPDATE_ROWS = 64  # rows whose values differ per row, one CASE branch each
+# A row-tracked table's DELETE by up to this many values of its first column runs as Spark's
+# own `DELETE … WHERE column IN (…)`, and its UPDATE's MERGE lists them too: Delta skips the
+# files that hold none of them. On TPC-H SF 1's lineitem, 1,500 order keys: the DELETE 2.7 s
+# against the MERGE's 5.8 s, the count that proves the keys name the rows 0.8 s against the
+# semi join's 1.6 s.
+INLINE_KEYS = 4_096
 ROWIDS_TAKEN = "pyairport: rowids taken by another writer"  # SQL text: no quotes
 
 
@@ -299,10 +305,14 @@ class DeltaChanges:
         keys = _distinct(source.drop_columns([ROWID]))
         # an UPDATE's MERGE sets each row from one source row: its key values must not repeat
         narrow = keys is not None and (operation == "delete" or keys.num_rows == current.num_rows)
-        if narrow and self._names_only(keys, current.num_rows, clause):
+        listed = _listed(keys, leading[0], stored) if narrow and keys is not None else None
+        if narrow and self._names_only(keys, current.num_rows, clause, listed):
+            if operation == "delete" and listed is not None:  # Spark's own DELETE, files skipped
+                return affected(self._lake.spark.sql(f"DELETE FROM {self.fqn} WHERE {listed}"))
             if operation == "delete":
                 source = keys  # each value once: the lines of one order are one source row
         else:
+            listed = None
             columns = list(stored.names)
             current = self._tracked_rows(ids, int(version), columns)
             source = self._keyed(current, columns)
@@ -315,6 +325,8 @@ class DeltaChanges:
                     f" {operation} them all)"
                 )
         on = self._on(source)
+        if listed is not None:  # the values as literals too: Delta skips the files without them
+            on = f"{on} AND t.{listed}"
         if operation == "delete":
             return self._merge(source, on, "DELETE")
         positions = pc.index_in(current.column(ROWID), changes.column(ROWID))
@@ -357,12 +369,17 @@ class DeltaChanges:
             )
         return " AND ".join(conditions)
 
-    def _names_only(self, keys: pa.Table, rows: int, clause: str) -> bool:
+    def _names_only(self, keys: pa.Table, rows: int, clause: str, listed: str | None) -> bool:
         """Whether the table (at clause's version) has just `rows` rows holding one of the
-        values of keys' one column: then it names the rows to change and no other. A semi
-        join on one column; matching every column of a wide table costs Spark several times
+        values of keys' one column: then it names the rows to change and no other. Counted
+        by the values listed (a filter Delta skips files by) where they are, else by a semi
+        join on the column; matching every column of a wide table costs Spark several times
         the MERGE itself."""
-        return self._count_joined(keys, "LEFT SEMI JOIN", self._on(keys), clause) == rows
+        if listed is None:
+            return self._count_joined(keys, "LEFT SEMI JOIN", self._on(keys), clause) == rows
+        query = f"SELECT count(*) FROM {self.fqn}{clause} t WHERE t.{listed}"
+        (count,) = self._lake.spark.sql(query).first()
+        return int(count) == rows
 
     def _tracked_rows(self, ids: np.ndarray, version: int, columns: list[str]) -> pa.Table:
         """Columns (and the rowid) of the rows of a row-tracked table with these rowids at
@@ -397,6 +414,24 @@ def _same(data_type: pa.DataType, left: str, right: str, *, null_safe: bool) -> 
     if pa.types.is_map(data_type):
         return f"map_entries({left}) {equal} map_entries({right})"
     return f"{left} {equal} {right}"
+
+
+def _listed(keys: pa.Table, column: str, stored: pa.Schema) -> str | None:
+    """`column IN (…)` of keys' one column's values as exact SQL literals, or None where they
+    are too many (a long list costs Spark more to plan than a join), hold a null (which IN
+    never matches) or a value of a type without an exact literal (sql_literal), or floating
+    point (NaN)."""
+    values = keys.column(0)
+    data_type = stored.field(column).type
+    if len(values) > INLINE_KEYS or values.null_count or pa.types.is_floating(data_type):
+        return None
+    try:
+        literals = [sql_literal(value, data_type) for value in values.to_pylist()]
+    except (ValueError, OverflowError):  # a date beyond Python's
+        return None
+    if not literals or any(literal is None for literal in literals):
+        return None
+    return f"{quote(column)} IN ({', '.join(str(literal) for literal in literals)})"
 
 
 def _distinct(keys: pa.Table) -> pa.Table | None:
