@@ -5,8 +5,9 @@ INSERT rows staged as parquet files are appended by one INSERT … SELECT; UPDAT
 as Spark's own statement with the rowids in it when they are few, else as one MERGE against
 the rowids sent as a view, whose metrics give the statement's row count. A row-tracked
 table's rows are changed by their values (see table.py's doc): read at the version the commit
-starts from, matched by their first column where one semi join shows that it names them, else
-by every column. A commit that conflicts with another writer's is retried.
+starts from, matched by their first column where a count shows that it names them, else by
+every column; a few first-column values are listed in the statement (INLINE_KEYS), more are
+joined. A commit that conflicts with another writer's is retried.
 """
 
 from __future__ import annotations

@@ -12,10 +12,10 @@ backend assigns rowids (max(rowid)+1 at first use, then a counter: rowid_counter
 at commit against what other writers committed meanwhile. Row tracking: Delta assigns them at
 commit. Delta 4.4 takes `_metadata.row_id` in queries but not in UPDATE, DELETE or MERGE
 conditions ([DELTA_CANNOT_RESOLVE_COLUMN]), so a row-tracked table's rows are changed by their
-values: the rows the rowids name are read at the version the commit starts from, and a MERGE
-matches them by their first column where no other row holds its values (one semi join says
-so), else by every column; rows that share every value with another row (which nothing could
-tell apart) are refused, not guessed. Delta's UPDATE and MERGE keep the row ids.
+values: the rows the rowids name are read at the version the commit starts from, and a
+DELETE or MERGE matches them by their first column where no other row holds its values (a
+count says so), else by every column; rows that share every value with another row (which
+nothing could tell apart) are refused, not guessed. Delta's UPDATE and MERGE keep the row ids.
 """
 
 from __future__ import annotations
