@@ -288,9 +288,13 @@ def test_a_team_server_from_flags_reloads_on_sighup(tmp_path: Path) -> None:
             with AirportClient(location, token=team.tokens["reader"], catalog="sales") as gone:
 
                 def refused() -> RemoteError:
-                    with pytest.raises(RemoteError) as raised:
+                    # not pytest.raises: its "DID NOT RAISE" is no AssertionError, so
+                    # _once_reloaded would not wait for the reload
+                    try:
                         gone.list_schemas("sales")
-                    return raised.value
+                    except RemoteError as error:
+                        return error
+                    raise AssertionError("the revoked token is still served")
 
                 assert _once_reloaded(refused).message == "unauthenticated"
             assert {s.name for s in admin.list_schemas("hr")} >= {"dml_schema"}
