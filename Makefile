@@ -156,6 +156,7 @@ bench: $(STAMP) jars $(DUCKDB_EXTENSION)
 	$(PY) bench/duckdb_client.py
 	$(PY) bench/duckdb_lake.py
 	$(PY) bench/data_plane_floor.py
+	$(PY) bench/tpch_q1_floor.py
 	$(PY) bench/tpch.py --scale 1 --dml
 	$(PY) bench/functions.py
 	$(PY) bench/spark.py

@@ -18,12 +18,14 @@ MERGE … UPDATE), and the changed tables are compared with DuckDB's own after t
 statements.
 
     python bench/tpch.py --scale 1 --dml
+    python bench/tpch.py --scale 1 --shapes plain --serve '--data-socket auto --scan-parts 2'
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import shlex
 import shutil
 import sys
 import tempfile
@@ -208,6 +210,12 @@ def main() -> None:
     parser.add_argument("--shapes", default="plain,tracked")
     parser.add_argument("--dml", action="store_true", help="time the refresh functions too")
     parser.add_argument("--spark-sql", action="store_true", help="time Spark SQL's queries too")
+    parser.add_argument(
+        "--serve",
+        default="",
+        metavar="FLAGS",
+        help="more flags for `pyairport serve`, e.g. '--data-socket auto --scan-parts 2'",
+    )
     args = parser.parse_args()
     extension = airport_extension.locate()
     shapes = args.shapes.split(",")
@@ -230,8 +238,8 @@ def main() -> None:
         )
         for shape in shapes:
             warehouse = root / shape
-            with serving(warehouse) as (location, pid):
-                print(f"{shape} tables:")
+            with serving(warehouse, *shlex.split(args.serve)) as (location, pid):
+                print(f"{shape} tables{f' (serve {args.serve})' if args.serve else ''}:")
                 with peak_rss(pid) as peak:
                     ratios = queries_bench(
                         db,

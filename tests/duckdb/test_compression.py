@@ -4,9 +4,6 @@ and a Flight client counts fewer bytes on the wire."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -21,48 +18,16 @@ from pyairport.server import AirportServer, ServerConfig
 from pyairport.transactions import MemoryTransactionManager
 
 from ..metrics import Scrape
-from .extension import REQUIRED
 from .sqllogic.clients import CLIENTS, Client
+from .wide import ROWS, ask, wide_table
 
 pytestmark = pytest.mark.duckdb
-
-ROWS = 150_000  # several 64k-row batches
-
-QUERY = (
-    "SELECT count(*), sum(id), sum(amount), count(DISTINCT note), min(day), max(day),"
-    " sum(length(note)), count(note) FROM lake.data.wide"
-)
-
-RUN = """
-import json, sys
-import duckdb
-extension, extension_dir, location, query = sys.argv[1:5]
-config = {"allow_unsigned_extensions": "true", "autoinstall_known_extensions": "false"}
-if extension_dir:
-    config["extension_directory"] = extension_dir
-db = duckdb.connect(config=config)
-db.execute(f"LOAD '{extension}'")
-db.execute(f"ATTACH 'lake' AS lake (TYPE AIRPORT, LOCATION '{location}')")
-print(json.dumps([str(v) for v in db.execute(query).fetchone()]))
-"""
-
-
-def _wide() -> pa.Table:
-    ids = pa.array(range(ROWS), pa.int64())
-    return pa.table(
-        {
-            "id": ids,
-            "amount": pa.array([i * 0.25 for i in range(ROWS)], pa.float64()),
-            "note": pa.array([None if i % 7 == 0 else f"note {i % 1000}" for i in range(ROWS)]),
-            "day": pa.array([i % 20000 for i in range(ROWS)], pa.date32()),
-        }
-    )
 
 
 @contextmanager
 def _serving(compression: str) -> Iterator[AirportServer]:
     catalog = MemoryCatalog("lake")
-    rows = _wide()
+    rows = wide_table()
     schema = catalog.add_schema(MemorySchema("data"))
     schema.add(memory_table("wide", rows.schema, rows=rows))
     config = ServerConfig(port=0, compression=compression, metrics_port=0)
@@ -73,33 +38,14 @@ def _serving(compression: str) -> Iterator[AirportServer]:
         server.stop(0)
 
 
-def _ask(client: Client, location: str) -> list[str]:
-    why = client.missing()
-    if why:
-        if os.environ.get(REQUIRED):
-            pytest.fail(f"the DuckDB client {client.name} cannot run: {why}", pytrace=False)
-        pytest.skip(f"the DuckDB client {client.name} cannot run: {why}")
-    extension_dir = str(client.extension_dir) if client.extension_dir is not None else ""
-    done = subprocess.run(
-        [str(client.python), "-c", RUN, str(client.extension), extension_dir, location, QUERY],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={"QUERY_FARM_TELEMETRY_OPT_OUT": "1", "PATH": "/usr/bin:/bin", "HOME": "/tmp"},
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    answer: list[str] = json.loads(done.stdout.strip().splitlines()[-1])
-    return answer
-
-
 @pytest.mark.parametrize("client", CLIENTS, ids=[c.name for c in CLIENTS])
 def test_both_duckdb_clients_read_compressed_streams_exactly(client: Client) -> None:
     with _serving("none") as server:
-        plain = _ask(client, server.location)
+        plain = ask(client, server.location)
     assert plain[0] == str(ROWS)
     for codec in ("lz4", "zstd"):
         with _serving(codec) as server:
-            assert _ask(client, server.location) == plain, codec
+            assert ask(client, server.location) == plain, codec
 
 
 def _wire_bytes(location: str) -> tuple[int, pa.Table]:
@@ -133,7 +79,9 @@ def test_compressed_streams_carry_the_same_rows_in_fewer_bytes() -> None:
         with _serving(codec) as server:
             sizes[codec], rows = _wire_bytes(server.location)
             scrape = Scrape(server)
-        assert rows.sort_by("id").select(["id", "amount", "note", "day"]).equals(_wide()), codec
+        assert rows.sort_by("id").select(["id", "amount", "note", "day"]).equals(wide_table()), (
+            codec
+        )
         where = {"catalog": "lake", "schema": "data", "table": "wide"}
         # two DoGets of the table; the schema message is not counted
         sent = scrape.get("pyairport_bytes_sent_total", **where)

@@ -119,6 +119,32 @@ def test_port_in_use_is_one_line() -> None:
     )
 
 
+def test_the_data_socket_is_announced_and_goes_at_stop() -> None:
+    process, location = _start("--data-socket", "auto")
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        match = re.fullmatch(r"pyairport scans for this host on grpc\+unix://(/\S+)\n", line)
+        assert match, line
+        socket_path = Path(match.group(1))
+        assert socket_path.is_socket()
+    finally:
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=20)
+    assert process.returncode == 0, err
+    assert not socket_path.parent.exists()
+
+
+def test_a_data_socket_it_cannot_make_is_one_line(tmp_path: Path) -> None:
+    where = tmp_path / "missing" / "data.sock"
+    done = _serve_refused("--data-socket", str(where))
+    assert done.returncode == 1
+    assert done.stderr == (
+        f"pyairport: error: cannot listen on {where}: no such folder, not a socket, or no"
+        " permission\n"
+    )
+
+
 def test_console_script_is_installed() -> None:
     script = Path(sys.executable).parent / "pyairport"
     assert script.exists() and os.access(script, os.X_OK)

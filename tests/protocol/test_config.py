@@ -60,6 +60,15 @@ def test_every_serve_flag_has_a_key_of_its_name(action: argparse.Action, tmp_pat
     assert f"--{action.dest.replace('_', '-')}" in action.option_strings
 
 
+@pytest.mark.parametrize(
+    ("held", "read"), [('"auto"', "auto"), ('"run/data.sock"', "{folder}/run/data.sock")]
+)
+def test_the_data_socket_is_a_path_unless_auto(tmp_path: Path, held: str, read: str) -> None:
+    config = tmp_path / "pyairport.toml"
+    config.write_text(f"data_socket = {held}\n")
+    assert read_config(config, SERVE.settings) == {"data_socket": read.format(folder=tmp_path)}
+
+
 def test_spark_settings_and_catalogs_read_as_tables(tmp_path: Path) -> None:
     config = tmp_path / "pyairport.toml"
     config.write_text(

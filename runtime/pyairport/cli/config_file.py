@@ -26,9 +26,12 @@ PATH_KEYS = frozenset(
         "policy",
         "tls_cert",
         "tls_key",
+        "data_socket",
     }
 )
 """Keys whose value is a path (relative: to the file's folder)."""
+
+NOT_A_PATH = "auto"  # data_socket's value for a socket of the server's own
 
 NOT_IN_FILE = frozenset({"help", "config"})
 
@@ -90,7 +93,7 @@ def _value(path: Path, key: str, action: argparse.Action, value: Any, folder: Pa
         raise wrong("a string")
     if action.choices is not None and value not in action.choices:
         raise wrong("one of " + ", ".join(map(str, action.choices)))
-    if key in PATH_KEYS:
+    if key in PATH_KEYS and value != NOT_A_PATH:
         return str(folder / Path(value).expanduser())
     return value
 

@@ -67,6 +67,7 @@ def serve(args: argparse.Namespace) -> int:
         tls_key=tls[1],
         metrics_port=args.metrics_port,
         compression=args.compression,
+        data_socket=args.data_socket,
     )
     try:
         server = AirportServer(None, None, config, authenticator=authenticator, policy=policy)
@@ -80,12 +81,19 @@ def serve(args: argparse.Namespace) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
     signal.signal(signal.SIGHUP, lambda *_: _reload(authenticator, policy))
-    server.start()
+    try:
+        server.start()
+    except ListenError as exc:
+        print(f"pyairport: error: {exc}", file=sys.stderr)
+        close_backend()
+        return 1
     names = ", ".join(repr(name) for name in server.catalogs.names())
     print(
         f"pyairport serving on {server.location} (backend {args.backend}; catalogs {names})",
         flush=True,
     )
+    if server.data_plane is not None:
+        print(f"pyairport scans for this host on {server.data_plane.location}", flush=True)
     if server.metrics_port is not None:
         print(f"pyairport metrics on http://{args.host}:{server.metrics_port}/metrics", flush=True)
     # Python runs signal handlers in the main thread only, and the kernel may deliver the

@@ -51,6 +51,7 @@ from ..wire.column_ids import names_for_ids, needs_no_columns, served_schema
 from ..wire.go_text import go_quote
 from .flight_infos import REUSE_CONNECTION, FlightInfos, scan_partitions
 from .functions import Functions
+from .scan_location import scan_location
 from .statistics import Statistics
 from .table_refs import function_call_uri
 from .tables import SCAN_LOOKUP, Tables
@@ -225,8 +226,11 @@ class CatalogActions:
                 return self._endpoint(
                     *(ticket for _ in calls), uris=[function_call_uri(c) for c in calls]
                 )
+        # Only a table that is there is read elsewhere: the contract's errors (not found, …)
+        # come from this server, exactly.
+        at = scan_location(ctx) if table is not None else None
         if table is None or not implements(table, "PartitionedTable"):
-            return self._endpoint(ticket)
+            return self._endpoint(ticket, at=at)
         options = ScanOptions(
             columns=columns,
             filter=ticket.filters or None,
@@ -238,13 +242,16 @@ class CatalogActions:
             *(
                 replace(ticket, partition=part.token, partition_rows=max(part.rows, 0))
                 for part in parts
-            )
+            ),
+            at=at,
         )
 
-    def _endpoint(self, *tickets: TicketData, uris: list[str] | None = None) -> bytes:
-        """One endpoint per ticket, at this server (or at uris, one each: a TableRef's
-        function calls)."""
-        here = self.location or REUSE_CONNECTION
+    def _endpoint(
+        self, *tickets: TicketData, uris: list[str] | None = None, at: str | None = None
+    ) -> bytes:
+        """One endpoint per ticket, at `at` or else this server (or at uris, one each: a
+        TableRef's function calls)."""
+        here = at or self.location or REUSE_CONNECTION
         return pack_endpoints(
             flight_pb2.FlightEndpoint(
                 ticket=flight_pb2.Ticket(ticket=ticket.to_json()),

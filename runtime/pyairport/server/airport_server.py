@@ -27,6 +27,7 @@ from ..dispatch.dispatcher import catalog_name
 from ..wire.compression import SETTINGS as COMPRESSION_SETTINGS
 from . import call_log
 from .allocator import keep_message_memory
+from .data_plane import DataPlane
 from .health import Health
 from .metrics import CallMetrics, ServerMetrics, active_transactions
 from .routing import Catalogs
@@ -58,6 +59,9 @@ class ServerConfig:
     metrics_port: int | None = None  # serve Prometheus' /metrics on host:metrics_port (0: any)
     # DoGet streams' codec: auto (ZSTD to another host, none on this one), none, lz4, zstd
     compression: str = "auto"
+    # Scans of clients on this host over a Unix socket at this path ("auto": a private one),
+    # served by Arrow C++ (data_plane.py); None: every scan at the catalog's address.
+    data_socket: str | None = None
 
 
 class AirportServer:
@@ -133,10 +137,11 @@ class AirportServer:
             raise ListenError(f"cannot listen on {address}: address in use or not available")
         # Scan endpoints name this address (protocol §2.7), known once the port is bound.
         self.catalogs.set_location(self.location)
-        service = FlightService(
+        self._service = FlightService(
             self.catalogs, extra_actions, self.access, self.metrics, config.compression
         )
-        add_to_server(service, self._server)
+        add_to_server(self._service, self._server)
+        self.data_plane: DataPlane | None = None  # started with the server
 
     def add_catalog(
         self, catalog: Catalog, transactions: TransactionManager | None = None
@@ -183,6 +188,12 @@ class AirportServer:
         return f"{scheme}://{host}:{self.port}"
 
     def start(self) -> AirportServer:
+        if self.config.data_socket is not None:
+            try:
+                self.data_plane = DataPlane(self.config.data_socket, self._service)
+            except OSError as exc:
+                raise ListenError(str(exc)) from None
+            self._service.data_plane = self.data_plane.location
         self._server.start()
         self.health.serving()
         if self.metrics is not None and self.config.metrics_port is not None:
@@ -199,6 +210,9 @@ class AirportServer:
 
     def stop(self, grace: float | None = 2.0) -> None:
         self.health.shutting_down()
+        if self.data_plane is not None:
+            self._service.data_plane = None  # no new endpoints name it
+            self.data_plane.stop(grace)
         self._server.stop(grace).wait()
         if self.metrics is not None:
             self.metrics.stop()

@@ -244,12 +244,12 @@ class ReadCounter:
         self.wire_bytes = 0
         self._lock = threading.Lock()
 
-    def sent(self, batch: pa.RecordBatch, message: bytes) -> None:
-        """batch went out as message (its FlightData, compressed or not)."""
+    def sent(self, batch: pa.RecordBatch, wire_bytes: int) -> None:
+        """batch went out in wire_bytes (its FlightData, compressed or not)."""
         if self._metrics is not None:
             self.rows += batch.num_rows
             self.nbytes += batch.nbytes
-            self.wire_bytes += len(message)
+            self.wire_bytes += wire_bytes
 
     def done(self) -> None:
         with self._lock:

@@ -43,8 +43,9 @@ from ..dispatch import (
     parse_exchange_headers,
     transaction_id_from_headers,
 )
+from ..dispatch.scan_location import with_scan_location
 from ..observers import with_observer
-from ..wire.compression import BatchEncoder, codec_for
+from ..wire.compression import BatchEncoder, codec_for, on_this_host
 from ..wire.ipc import FlightDataInput, encode_app_metadata, encode_batch, encode_schema
 from . import call_log
 from .ahead import Ahead
@@ -103,7 +104,8 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
     catalog it is for (catalogs.py).
 
     extra_actions: DoAction types of the embedding application's own, served before the
-    contract's: name → fn(ctx, body, headers) returning the Result bodies."""
+    contract's: name → fn(ctx, body, headers) returning the Result bodies. data_plane: the
+    address whose scans a client on this host is sent to read (server/data_plane.py)."""
 
     def __init__(
         self,
@@ -112,29 +114,38 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
         access: Access | None = None,
         metrics: ServerMetrics | None = None,
         compression: str = "auto",
+        data_plane: str | None = None,
     ) -> None:
         self.catalogs = catalogs
+        self.data_plane = data_plane  # where clients on this host read scans (data_plane.py)
         self.extra_actions = dict(extra_actions or {})
         self.access = access or Access()
         self.metrics = metrics
         self.compression = compression  # wire/compression.SETTINGS
 
     def _call(self, grpc_context: grpc.ServicerContext, rpc: str) -> tuple[Context, dict[str, str]]:
-        """The call's Context, carrying its ContextMeta (trace id, session, …) and the
-        caller's identity, and its headers; a caller the Authenticator refuses ends here.
-        Every log line of the call names its identity, trace and session (call_log)."""
+        """The call's Context and its headers; a caller the Authenticator refuses ends here."""
         headers = call_headers(grpc_context)
+        ctx = self._guard(
+            grpc_context, rpc, lambda: self.admit(call_context(grpc_context), rpc, headers)
+        )
+        return ctx, headers
+
+    def admit(self, ctx: Context, rpc: str, headers: dict[str, str]) -> Context:
+        """ctx carrying the call's ContextMeta (trace id, session, …) and the caller's
+        identity, or the Authenticator's refusal. Every log line of the call names its
+        identity, trace and session (call_log)."""
         meta = context_meta(
             _PROTOCOL_OF.get(rpc, Protocol.GETFLIGHTINFO), headers, AUTHORIZATION_HEADER
         )
         call_log.serving("-", meta.trace_id, meta.session_id)
-        ctx = with_context_meta(call_context(grpc_context), meta)
+        ctx = with_context_meta(ctx, meta)
         if self.metrics is not None:
             ctx = with_observer(ctx, self.metrics)
-        ctx = self._guard(grpc_context, rpc, lambda: self.access.admit(ctx))
+        ctx = self.access.admit(ctx)
         call_log.serving(identity_from_context(ctx), meta.trace_id, meta.session_id)
         log.debug("%s agent=%s", rpc, meta.user_agent or "-")
-        return ctx, headers
+        return ctx
 
     def _route(
         self, ctx: Context, protocol: str, headers: dict[str, str], named: str | None = None
@@ -214,6 +225,8 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
         self, request: flight_pb2.Action, context: grpc.ServicerContext
     ) -> Iterator[flight_pb2.Result]:
         ctx, headers = self._call(context, "DoAction")
+        if self.data_plane is not None and on_this_host(context.peer()):
+            ctx = with_scan_location(ctx, self.data_plane)
         extra = self.extra_actions.get(request.type)
         if extra is not None:
             bodies = self._guard(context, request.type, lambda: extra(ctx, request.body, headers))
@@ -240,19 +253,7 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
         self, request: flight_pb2.Ticket, context: grpc.ServicerContext
     ) -> Iterator[bytes]:  # FlightData wire bytes (see add_to_server)
         ctx, headers = self._call(context, "DoGet")
-        transaction_id = transaction_id_from_headers(Protocol.DOGET, headers)
-        if transaction_id:
-            ctx = with_transaction_id(ctx, transaction_id)
-
-        def scan() -> ServedScan:
-            if request.ticket == DATABASES_TICKET:
-                return ServedScan(self.catalogs.databases(self._shown_catalogs(ctx)))
-            ticket = decoded_ticket(request.ticket) if self.catalogs.several() else None
-            named = ticket.catalog if ticket is not None else None
-            routed, dispatcher = self._route(ctx, Protocol.DOGET, headers, named)
-            return dispatcher.get(routed, request.ticket, ticket)
-
-        served = self._guard(context, "DoGet", scan)
+        served = self._guard(context, "DoGet", lambda: self.scan(ctx, headers, request.ticket))
         report = ProgressReport(served)
         counted = ReadCounter(self.metrics, served.table)
         encoder = BatchEncoder(served.reader.schema, codec_for(self.compression, context.peer()))
@@ -265,11 +266,24 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
         try:
             yield encode_schema(served.reader.schema)
             while (item := self._guard(context, "DoGet", ahead.next)) is not None:
-                counted.sent(*item)
+                counted.sent(item[0], len(item[1]))
                 yield item[1]
         finally:
             ahead.close()
             counted.done()  # what was sent, also when the client stopped reading
+
+    def scan(self, ctx: Context, headers: dict[str, str], ticket: bytes) -> ServedScan:
+        """The stream a DoGet of ticket serves the admitted caller (here or on the data
+        plane): the catalog's list, or a scan of the catalog the ticket names."""
+        transaction_id = transaction_id_from_headers(Protocol.DOGET, headers)
+        if transaction_id:
+            ctx = with_transaction_id(ctx, transaction_id)
+        if ticket == DATABASES_TICKET:
+            return ServedScan(self.catalogs.databases(self._shown_catalogs(ctx)))
+        decoded = decoded_ticket(ticket) if self.catalogs.several() else None
+        named = decoded.catalog if decoded is not None else None
+        routed, dispatcher = self._route(ctx, Protocol.DOGET, headers, named)
+        return dispatcher.get(routed, ticket, decoded)
 
     def GetFlightInfo(
         self, request: flight_pb2.FlightDescriptor, context: grpc.ServicerContext

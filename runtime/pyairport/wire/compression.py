@@ -25,11 +25,12 @@ def codec_for(setting: str, peer: str) -> str | None:
     """The codec a stream to peer (gRPC's `ipv4:10.0.0.7:51234`, `ipv6:[::1]:51234`,
     `unix:…`) is compressed with, or None."""
     if setting == "auto":
-        return None if _on_this_host(peer) else _ACROSS_A_NETWORK
+        return None if on_this_host(peer) else _ACROSS_A_NETWORK
     return None if setting == "none" else setting
 
 
-def _on_this_host(peer: str) -> bool:
+def on_this_host(peer: str) -> bool:
+    """Whether gRPC's peer string names a client on this host (loopback or a Unix socket)."""
     kind, _, address = peer.partition(":")
     if kind.startswith("unix"):
         return True

@@ -1,0 +1,223 @@
+"""Scans for clients on this host, served by Arrow C++'s Flight server over a Unix socket.
+
+Moving a scan through gRPC over TCP loopback costs DuckDB more than its own Delta reader's
+whole query, and grpcio's Python server adds a Python step per message on top
+(docs/benchmarks.md, "the floor of any Flight data plane"). A Unix socket halves the
+transport, but only behind Arrow C++'s server: grpcio's is slower there than over TCP. So
+with a data socket configured, the endpoints a client on this host asks for (DuckDB's scans)
+name this socket instead of the catalog's address, and Arrow C++ sends the batches: Python
+makes each batch (the same scan as the catalog's DoGet), never a message.
+
+The socket serves DoGet only, under the catalog's own rules: the caller's bearer token goes
+through the same Authenticator, the ticket through the same routing and grants
+(FlightService.scan). What it cannot do is the contract's exact statuses: Arrow's server
+appends ". Detail: <code>" to every message and has no class for INVALID_ARGUMENT,
+NOT_FOUND and the like (they arrive as UNKNOWN). Hence endpoints point here only for a table
+that exists, where the contract's errors have already come from the catalog, exactly; and
+any client can read every scan at the catalog's address as before.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import socket
+import tempfile
+import threading
+from collections.abc import Callable, Generator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.flight as flight
+
+from airport_contracts import AirportError, Context, StatusCode
+
+from ..dispatch import ProgressReport
+from .ahead import Ahead
+from .metrics import ReadCounter
+from .transport import FlightService
+
+log = logging.getLogger("pyairport.data_plane")
+
+AUTO = "auto"
+"""data_socket's value for a socket in a directory of the server's own, removed at stop."""
+
+Batches = Generator[tuple[pa.RecordBatch, bytes], None, None]  # with each batch's app_metadata
+
+_HEADERS = "headers"  # the middleware that hands do_get the call's headers
+
+# The statuses Arrow's Python server can send; any other arrives as UNKNOWN.
+_FLIGHT_ERRORS: dict[StatusCode, type[flight.FlightError]] = {
+    StatusCode.UNAUTHENTICATED: flight.FlightUnauthenticatedError,
+    StatusCode.PERMISSION_DENIED: flight.FlightUnauthorizedError,
+    StatusCode.UNAVAILABLE: flight.FlightUnavailableError,
+    StatusCode.CANCELLED: flight.FlightCancelledError,
+    StatusCode.DEADLINE_EXCEEDED: flight.FlightTimedOutError,
+    StatusCode.INTERNAL: flight.FlightInternalError,
+}
+
+
+class DataPlane:
+    """DoGet of service's scans on a Unix socket at path (AUTO: one of its own); location
+    is what endpoints name. Stopped with stop(); the socket file goes with it."""
+
+    def __init__(self, path: str, service: FlightService) -> None:
+        self._own_dir = tempfile.mkdtemp(prefix="pyairport-data-") if path == AUTO else None
+        self.path = str(Path(self._own_dir, "data.sock")) if self._own_dir else path
+        self.location = f"grpc+unix://{self.path}"
+        why = _unusable(self.path)
+        try:
+            if why is None:
+                self._server = _DoGetServer(self.location, service)
+        except (OSError, pa.ArrowException):
+            why = "no such folder, not a socket, or no permission"
+        if why is not None:
+            self._remove_own_dir()
+            raise OSError(f"cannot listen on {self.path}: {why}")
+        if self._own_dir is not None:
+            # Clients of other users on this host reach it as they reach a loopback port;
+            # the bearer token decides, as there.
+            os.chmod(self._own_dir, 0o711)
+            os.chmod(self.path, 0o666)
+
+    @property
+    def scans(self) -> int:
+        """How many scans it has opened."""
+        count: int = self._server.scans
+        return count
+
+    def stop(self, grace: float | None) -> None:
+        """Stop serving; streams under way get grace seconds (None: as long as they take)."""
+        stopper = threading.Thread(target=self._server.shutdown, daemon=True)
+        stopper.start()
+        stopper.join(grace)
+        self._remove_own_dir()
+
+    def _remove_own_dir(self) -> None:
+        if self._own_dir is not None:
+            shutil.rmtree(self._own_dir, ignore_errors=True)
+
+
+class _Headers(flight.ServerMiddlewareFactory):  # type: ignore[misc]
+    def start_call(self, info: Any, headers: dict[str, list[Any]]) -> _CallHeaders:
+        return _CallHeaders(headers)
+
+
+class _CallHeaders(flight.ServerMiddleware):  # type: ignore[misc]
+    """Header name (lower case) → first text value, as the catalog's calls read them."""
+
+    def __init__(self, headers: dict[str, list[Any]]) -> None:
+        self.headers = {
+            key.lower(): values[0]
+            for key, values in headers.items()
+            if values and isinstance(values[0], str)
+        }
+
+
+class _DoGetServer(flight.FlightServerBase):  # type: ignore[misc]
+    def __init__(self, location: str, service: FlightService) -> None:
+        super().__init__(location, middleware={_HEADERS: _Headers()})
+        self._service = service
+        self.scans = 0  # streams opened here (a count, for the logs and the tests)
+        self._counting = threading.Lock()
+
+    def do_get(self, context: Any, ticket: flight.Ticket) -> flight.GeneratorStream:
+        headers: dict[str, str] = context.get_middleware(_HEADERS).headers
+        ctx, cancel = Context.background().with_cancel()
+        try:
+            ctx = self._service.admit(ctx, "DoGet", headers)
+            served = self._service.scan(ctx, headers, ticket.ticket)
+        except Exception as exc:
+            cancel()
+            raise _sent_as(exc, "DoGet") from None
+        with self._counting:
+            self.scans += 1
+        log.debug("DoGet on the data plane")
+        stream = _batches(ProgressReport(served), ReadCounter(self._service.metrics, served.table))
+        return flight.GeneratorStream(served.reader.schema, _ending(stream, context, cancel))
+
+    # Everything but DoGet is the catalog's: refused here in one line, without a traceback.
+    def list_flights(self, context: Any, criteria: bytes) -> Iterator[Any]:
+        raise _only_do_get()
+
+    def get_flight_info(self, context: Any, descriptor: Any) -> Any:
+        raise _only_do_get()
+
+    def get_schema(self, context: Any, descriptor: Any) -> Any:
+        raise _only_do_get()
+
+    def do_put(self, context: Any, descriptor: Any, reader: Any, writer: Any) -> None:
+        raise _only_do_get()
+
+    def do_exchange(self, context: Any, descriptor: Any, reader: Any, writer: Any) -> None:
+        raise _only_do_get()
+
+    def do_action(self, context: Any, action: Any) -> Iterator[bytes]:
+        raise _only_do_get()
+
+    def list_actions(self, context: Any) -> list[Any]:
+        raise _only_do_get()
+
+
+def _batches(report: ProgressReport, counted: ReadCounter) -> Batches:
+    """The scan's batches with their progress, made ahead while Arrow sends one."""
+    ahead = Ahead(report.next)
+    try:
+        while (item := ahead.next()) is not None:
+            counted.sent(item[0], item[0].nbytes)
+            yield item
+    finally:
+        ahead.close()
+        counted.done()  # what was sent, also when the client stopped reading
+
+
+def _ending(stream: Batches, call: Any, cancel: Callable[[], None]) -> Batches:
+    """stream until it ends, fails or the client cancels; the call's Context is cancelled
+    then, and a failure is sent as the catalog's DoGet would word it."""
+    try:
+        for item in stream:
+            if call.is_cancelled():
+                return
+            yield item
+    except Exception as exc:
+        raise _sent_as(exc, "DoGet") from None
+    finally:
+        cancel()
+        stream.close()  # ends the scan now, not when the generator is collected
+
+
+def _sent_as(exc: Exception, what: str) -> Exception:
+    """The Flight error exc goes to the client as: a contract error's message under its
+    status where Arrow has one; anything else logged here and INTERNAL, never a traceback."""
+    sent: Exception
+    if isinstance(exc, AirportError):
+        sent = _FLIGHT_ERRORS.get(StatusCode(exc.code), flight.FlightServerError)(exc.message)
+    elif isinstance(exc, flight.FlightError):
+        sent = exc
+    else:
+        log.error("%s failed unexpectedly", what, exc_info=exc)
+        sent = flight.FlightInternalError(f"{what} failed: internal server error")
+    return sent
+
+
+def _only_do_get() -> Exception:
+    refused: Exception = flight.FlightServerError("this address serves scans (DoGet) only")
+    return refused
+
+
+def _unusable(path: str) -> str | None:
+    """Why path cannot be the socket, or None. gRPC replaces a socket file it finds there:
+    one a live server answers on is refused, a stale one is taken over."""
+    if len(os.fsencode(path)) > _LONGEST_SOCKET_PATH:
+        return f"longer than a Unix socket's path may be ({_LONGEST_SOCKET_PATH} bytes)"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(path)
+        except OSError:
+            return None
+    return "a server is listening there"
+
+
+_LONGEST_SOCKET_PATH = 107  # sockaddr_un's sun_path, less its terminating NUL

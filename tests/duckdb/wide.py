@@ -1,0 +1,67 @@
+"""A table of several 64k-row batches, of the column kinds a stream's encoding treats apart,
+and one query over it asked by a DuckDB client in its own Python (tests/duckdb/sqllogic/
+clients.py): how the DuckDB tier shows that two ways of serving a scan read the same rows."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pyarrow as pa
+import pytest
+
+from .extension import REQUIRED
+from .sqllogic.clients import Client
+
+ROWS = 150_000
+
+QUERY = (
+    "SELECT count(*), sum(id), sum(amount), count(DISTINCT note), min(day), max(day),"
+    " sum(length(note)), count(note) FROM lake.data.wide"
+)
+
+_RUN = """
+import json, sys
+import duckdb
+extension, extension_dir, location, query = sys.argv[1:5]
+config = {"allow_unsigned_extensions": "true", "autoinstall_known_extensions": "false"}
+if extension_dir:
+    config["extension_directory"] = extension_dir
+db = duckdb.connect(config=config)
+db.execute(f"LOAD '{extension}'")
+db.execute(f"ATTACH 'lake' AS lake (TYPE AIRPORT, LOCATION '{location}')")
+print(json.dumps([str(v) for v in db.execute(query).fetchone()]))
+"""
+
+
+def wide_table() -> pa.Table:
+    ids = pa.array(range(ROWS), pa.int64())
+    return pa.table(
+        {
+            "id": ids,
+            "amount": pa.array([i * 0.25 for i in range(ROWS)], pa.float64()),
+            "note": pa.array([None if i % 7 == 0 else f"note {i % 1000}" for i in range(ROWS)]),
+            "day": pa.array([i % 20000 for i in range(ROWS)], pa.date32()),
+        }
+    )
+
+
+def ask(client: Client, location: str) -> list[str]:
+    """QUERY's answer (as text) from client, attached to the catalog "lake" at location."""
+    why = client.missing()
+    if why:
+        if os.environ.get(REQUIRED):
+            pytest.fail(f"the DuckDB client {client.name} cannot run: {why}", pytrace=False)
+        pytest.skip(f"the DuckDB client {client.name} cannot run: {why}")
+    extension_dir = str(client.extension_dir) if client.extension_dir is not None else ""
+    done = subprocess.run(
+        [str(client.python), "-c", _RUN, str(client.extension), extension_dir, location, QUERY],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"QUERY_FARM_TELEMETRY_OPT_OUT": "1", "PATH": "/usr/bin:/bin", "HOME": "/tmp"},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    answer: list[str] = json.loads(done.stdout.strip().splitlines()[-1])
+    return answer
