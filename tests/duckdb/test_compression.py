@@ -4,38 +4,25 @@ and a Flight client counts fewer bytes on the wire."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 
 import grpc
 import pyarrow as pa
 import pytest
 
 from airport_contracts import flight_pb2, flight_pb2_grpc
-from pyairport.backends.memory import memory_table
-from pyairport.backends.memory.catalog import MemoryCatalog, MemorySchema
+from pyairport.backends.memory.catalog import MemoryCatalog
 from pyairport.server import AirportServer, ServerConfig
-from pyairport.transactions import MemoryTransactionManager
 
 from ..metrics import Scrape
 from .sqllogic.clients import CLIENTS, Client
-from .wide import ROWS, ask, wide_table
+from .wide import ROWS, ask, serving_wide, wide_table
 
 pytestmark = pytest.mark.duckdb
 
 
-@contextmanager
-def _serving(compression: str) -> Iterator[AirportServer]:
-    catalog = MemoryCatalog("lake")
-    rows = wide_table()
-    schema = catalog.add_schema(MemorySchema("data"))
-    schema.add(memory_table("wide", rows.schema, rows=rows))
-    config = ServerConfig(port=0, compression=compression, metrics_port=0)
-    server = AirportServer(catalog, MemoryTransactionManager(), config).start()
-    try:
-        yield server
-    finally:
-        server.stop(0)
+def _serving(compression: str) -> AbstractContextManager[AirportServer]:
+    return serving_wide(ServerConfig(port=0, compression=compression, metrics_port=0))
 
 
 @pytest.mark.parametrize("client", CLIENTS, ids=[c.name for c in CLIENTS])

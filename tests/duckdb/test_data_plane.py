@@ -5,41 +5,26 @@ which scan the rowids first, change exactly the rows they name."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 
 import pytest
 
-from pyairport.backends.memory import memory_table
-from pyairport.backends.memory.catalog import MemoryCatalog, MemorySchema
 from pyairport.server import AirportServer, ServerConfig
 from pyairport.server.data_plane import AUTO
-from pyairport.transactions import MemoryTransactionManager
 
 from .conftest import OpenSession
 from .sqllogic.clients import CLIENTS, Client
-from .wide import ROWS, ask, wide_table
+from .wide import ROWS, ask, serving_wide
 
 pytestmark = pytest.mark.duckdb
 
 TOKEN = "data-plane-token"
 
 
-@contextmanager
 def _serving(
     data_socket: str | None, token: str | None = None, name: str = "lake"
-) -> Iterator[AirportServer]:
-    """The wide table as `name`.data.wide (the sessions attach the catalog "")."""
-    catalog = MemoryCatalog(name)
-    rows = wide_table()
-    schema = catalog.add_schema(MemorySchema("data"))
-    schema.add(memory_table("wide", rows.schema, rows=rows))
-    config = ServerConfig(port=0, data_socket=data_socket, auth_token=token)
-    server = AirportServer(catalog, MemoryTransactionManager(), config).start()
-    try:
-        yield server
-    finally:
-        server.stop(0)
+) -> AbstractContextManager[AirportServer]:
+    return serving_wide(ServerConfig(port=0, data_socket=data_socket, auth_token=token), name)
 
 
 @pytest.mark.parametrize("client", CLIENTS, ids=[c.name for c in CLIENTS])

@@ -7,9 +7,16 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pyarrow as pa
 import pytest
+
+from pyairport.backends.memory import memory_table
+from pyairport.backends.memory.catalog import MemoryCatalog, MemorySchema
+from pyairport.server import AirportServer, ServerConfig
+from pyairport.transactions import MemoryTransactionManager
 
 from .extension import REQUIRED
 from .sqllogic.clients import Client
@@ -45,6 +52,21 @@ def wide_table() -> pa.Table:
             "day": pa.array([i % 20000 for i in range(ROWS)], pa.date32()),
         }
     )
+
+
+@contextmanager
+def serving_wide(config: ServerConfig, name: str = "lake") -> Iterator[AirportServer]:
+    """A server of the wide table as `name`.data.wide (DuckDB sessions attach the catalog
+    ""; QUERY's clients, "lake")."""
+    catalog = MemoryCatalog(name)
+    rows = wide_table()
+    schema = catalog.add_schema(MemorySchema("data"))
+    schema.add(memory_table("wide", rows.schema, rows=rows))
+    server = AirportServer(catalog, MemoryTransactionManager(), config).start()
+    try:
+        yield server
+    finally:
+        server.stop(0)
 
 
 def ask(client: Client, location: str) -> list[str]:
