@@ -77,10 +77,12 @@ class Running:
 
 @contextlib.contextmanager
 def serving(
-    catalog: Any, transactions: MemoryTransactionManager | None = None
+    catalog: Any,
+    transactions: MemoryTransactionManager | None = None,
+    config: ServerConfig | None = None,
 ) -> Iterator[Running]:
-    """A server on loopback for catalog, with a client, stopped afterwards."""
-    server = AirportServer(catalog, transactions, ServerConfig(port=0)).start()
+    """A server on loopback for catalog (config: port 0), with a client, stopped afterwards."""
+    server = AirportServer(catalog, transactions, config or ServerConfig(port=0)).start()
     running = Running(server, catalog, transactions)
     try:
         yield running

@@ -2,7 +2,7 @@
 several_endpoints), the progress each DoGet message carries (scan_progress_reported), a count
 that reads no column (scan_needs_no_columns) and the columns not asked for typed null
 (unrequested_columns_null_typed). pyarrow.flight is the client, framing calls as DuckDB's
-extension does."""
+extension does, reading each endpoint where it says: the server, or its data socket."""
 
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ from airport_contracts import flight_pb2
 from pyairport.backends.memory import memory_table
 from pyairport.backends.scan_parts import SPLIT
 from pyairport.catalog import CatalogSchema, MutableCatalog
+from pyairport.server import ServerConfig
+from pyairport.server.data_plane import AUTO
 from pyairport.wire.column_ids import ROWID_COLUMN_ID
 
 from .conftest import Running, serving
@@ -36,11 +38,14 @@ def split() -> Iterator[None]:
     SPLIT.max_parts, SPLIT.rows_per_part = before
 
 
-@pytest.fixture
-def running() -> Iterator[Running]:
+@pytest.fixture(params=["catalog", "data socket"])
+def running(request: pytest.FixtureRequest) -> Iterator[Running]:
+    """The table's server; with a data socket, the endpoints name it and _read reads there."""
     rows = pa.table({"id": range(ROWS), "name": [f"n{i}" for i in range(ROWS)]})
     table = memory_table("t", COLUMNS, rows=rows)
-    with serving(MutableCatalog("", [CatalogSchema("s", tables=[table])])) as live:
+    config = ServerConfig(port=0, data_socket=AUTO if request.param == "data socket" else None)
+    catalog = MutableCatalog("", [CatalogSchema("s", tables=[table])])
+    with serving(catalog, config=config) as live:
         yield live
 
 
@@ -68,9 +73,12 @@ def _endpoints(
 
 
 def _read(running: Running, endpoint: flight_pb2.FlightEndpoint) -> tuple[pa.Table, list[float]]:
-    """One endpoint's rows and the progress its messages reported."""
+    """One endpoint's rows and the progress its messages reported, read where it says."""
     batches, progress = [], []
-    with contextlib.closing(flight.connect(running.server.location)) as client:
+    (location,) = endpoint.location
+    data_plane = running.server.data_plane
+    assert location.uri == (data_plane.location if data_plane else running.server.location)
+    with contextlib.closing(flight.connect(location.uri)) as client:
         for chunk in client.do_get(flight.Ticket(endpoint.ticket.ticket)):
             batches.append(chunk.data)
             if chunk.app_metadata is not None:
