@@ -24,6 +24,7 @@ from pyairport.server.airport_server import ListenError
 from pyairport.server.data_plane import AUTO
 from pyairport.wire.compression import on_this_host
 
+from ..metrics import Scrape
 from ..team import SECRET_NAMES, Team, make_team, team_server
 
 ROWS = pa.table({"id": pa.array([7, 8], pa.int64()), "name": ["Ann", "Bo"], "email": ["a", "b"]})
@@ -250,3 +251,24 @@ def test_a_path_too_long_for_a_socket_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(ListenError, match="longer than a Unix socket's path may be"):
         server.start()
     server.stop(0)
+
+
+def test_its_scans_are_counted_as_the_servers(team: Team) -> None:
+    """pyairport_calls and pyairport_rows_read count the socket's DoGets as the port's."""
+    running = team_server(team, data_socket=AUTO, metrics_port=0)
+    try:
+        admin = team.tokens["admin"]
+        with AirportClient(running.location, token=admin, catalog="sales") as client:
+            client.insert("dml_schema", "users", ROWS)
+        assert _read(running, admin, _users()).num_rows == 2
+        _refusal(running, "not-a-token", _users())
+        scrape = Scrape(running)
+        assert scrape.get("pyairport_calls_total", rpc="DoGet", method="-", code="OK") == 1
+        refused = scrape.get(
+            "pyairport_calls_total", rpc="DoGet", method="-", code="UNAUTHENTICATED"
+        )
+        assert refused == 1
+        where = {"catalog": "sales", "schema": "dml_schema", "table": "users"}
+        assert scrape.get("pyairport_rows_read_total", **where) == 2
+    finally:
+        running.stop(0)

@@ -25,6 +25,7 @@ import shutil
 import socket
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,7 @@ from airport_contracts import AirportError, Context, StatusCode
 
 from ..dispatch import ProgressReport
 from .ahead import Ahead
-from .metrics import ReadCounter
+from .metrics import ReadCounter, ServerMetrics
 from .transport import FlightService
 
 log = logging.getLogger("pyairport.data_plane")
@@ -57,6 +58,7 @@ _FLIGHT_ERRORS: dict[StatusCode, type[flight.FlightError]] = {
     StatusCode.DEADLINE_EXCEEDED: flight.FlightTimedOutError,
     StatusCode.INTERNAL: flight.FlightInternalError,
 }
+_STATUS_OF = {error: code.name for code, error in _FLIGHT_ERRORS.items()}
 
 
 class DataPlane:
@@ -126,17 +128,17 @@ class _DoGetServer(flight.FlightServerBase):  # type: ignore[misc]
     def do_get(self, context: Any, ticket: flight.Ticket) -> flight.GeneratorStream:
         headers: dict[str, str] = context.get_middleware(_HEADERS).headers
         ctx, cancel = Context.background().with_cancel()
+        call = _Call(self._service.metrics, context, cancel)
         try:
             ctx = self._service.admit(ctx, "DoGet", headers)
             served = self._service.scan(ctx, headers, ticket.ticket)
         except Exception as exc:
-            cancel()
-            raise _sent_as(exc, "DoGet") from None
+            raise call.ended(_sent_as(exc, "DoGet")) from None
         with self._counting:
             self.scans += 1
         log.debug("DoGet on the data plane")
         stream = _batches(ProgressReport(served), ReadCounter(self._service.metrics, served.table))
-        return flight.GeneratorStream(served.reader.schema, _ending(stream, context, cancel))
+        return flight.GeneratorStream(served.reader.schema, _ending(stream, call))
 
     # Everything but DoGet is the catalog's: refused here in one line, without a traceback.
     def list_flights(self, context: Any, criteria: bytes) -> Iterator[Any]:
@@ -173,18 +175,45 @@ def _batches(report: ProgressReport, counted: ReadCounter) -> Batches:
         counted.done()  # what was sent, also when the client stopped reading
 
 
-def _ending(stream: Batches, call: Any, cancel: Callable[[], None]) -> Batches:
-    """stream until it ends, fails or the client cancels; the call's Context is cancelled
-    then, and a failure is sent as the catalog's DoGet would word it."""
+class _Call:
+    """One DoGet on the socket: its Context's cancel, and its end counted as the catalog's
+    calls are (pyairport_calls, rpc DoGet)."""
+
+    def __init__(self, metrics: ServerMetrics | None, context: Any, cancel: Callable[[], None]):
+        self._metrics = metrics
+        self._context = context
+        self._cancel = cancel
+        self._started = time.perf_counter()
+
+    def cancelled(self) -> bool:
+        return bool(self._context.is_cancelled())
+
+    def ended(self, error: Exception | None = None) -> Exception | None:
+        """The call is over (error: what the client is sent); error is handed back."""
+        self._cancel()
+        if self._metrics is not None:
+            if error is None:
+                code = "CANCELLED" if self.cancelled() else "OK"
+            else:
+                code = _STATUS_OF.get(type(error), "UNKNOWN")
+            self._metrics.called("DoGet", None, code, time.perf_counter() - self._started)
+        return error
+
+
+def _ending(stream: Batches, call: _Call) -> Batches:
+    """stream until it ends, fails or the client cancels; then the call ends, and a failure
+    is sent as the catalog's DoGet would word it."""
+    error: Exception | None = None
     try:
         for item in stream:
-            if call.is_cancelled():
+            if call.cancelled():
                 return
             yield item
     except Exception as exc:
-        raise _sent_as(exc, "DoGet") from None
+        error = _sent_as(exc, "DoGet")
+        raise error from None
     finally:
-        cancel()
+        call.ended(error)
         stream.close()  # ends the scan now, not when the generator is collected
 
 

@@ -134,6 +134,11 @@ class ServerMetrics:
     def function_call(self, catalog: str, schema: str, name: str) -> None:
         self.function_calls.labels(catalog, schema, name).inc()
 
+    def called(self, rpc: str, method: str | None, code: str, seconds: float) -> None:
+        """A Flight call ended with the gRPC status code (its name) after seconds."""
+        self.calls.labels(rpc, _known(method), code).inc()
+        self.latency.labels(rpc).observe(seconds)
+
     def read(self, where: tuple[str, str, str], rows: int, nbytes: int, sent: int) -> None:
         self.rows_read.labels(*where).inc(rows)
         self.bytes_read.labels(*where).inc(nbytes)
@@ -199,8 +204,7 @@ class CallMetrics(_Interceptor):
                 code = grpc.StatusCode.CANCELLED
             else:
                 code = grpc.StatusCode.UNKNOWN
-        self.metrics.calls.labels(rpc, _known(method), code.name).inc()
-        self.metrics.latency.labels(rpc).observe(time.perf_counter() - started)
+        self.metrics.called(rpc, method, code.name, time.perf_counter() - started)
 
     def _unary(self, rpc: str, behavior: Callable[..., Any]) -> Callable[..., Any]:
         def observed(request: Any, context: Any) -> Any:
