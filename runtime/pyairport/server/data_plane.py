@@ -133,7 +133,9 @@ class _DoGetServer(flight.FlightServerBase):  # type: ignore[misc]
             ctx = self._service.admit(ctx, "DoGet", headers)
             served = self._service.scan(ctx, headers, ticket.ticket)
         except Exception as exc:
-            raise call.ended(_sent_as(exc, "DoGet")) from None
+            error = _sent_as(exc, "DoGet")
+            call.ended(error)
+            raise error from None
         with self._counting:
             self.scans += 1
         log.debug("DoGet on the data plane")
@@ -188,8 +190,8 @@ class _Call:
     def cancelled(self) -> bool:
         return bool(self._context.is_cancelled())
 
-    def ended(self, error: Exception | None = None) -> Exception | None:
-        """The call is over (error: what the client is sent); error is handed back."""
+    def ended(self, error: Exception | None = None) -> None:
+        """The call is over (error: what the client is sent)."""
         self._cancel()
         if self._metrics is not None:
             if error is None:
@@ -197,7 +199,6 @@ class _Call:
             else:
                 code = _STATUS_OF.get(type(error), "UNKNOWN")
             self._metrics.called("DoGet", None, code, time.perf_counter() - self._started)
-        return error
 
 
 def _ending(stream: Batches, call: _Call) -> Batches:
