@@ -16,6 +16,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ..server.data_plane import AUTO
+
 PATH_KEYS = frozenset(
     {
         "warehouse",
@@ -30,8 +32,6 @@ PATH_KEYS = frozenset(
     }
 )
 """Keys whose value is a path (relative: to the file's folder)."""
-
-NOT_A_PATH = "auto"  # data_socket's value for a socket of the server's own
 
 NOT_IN_FILE = frozenset({"help", "config"})
 
@@ -93,7 +93,7 @@ def _value(path: Path, key: str, action: argparse.Action, value: Any, folder: Pa
         raise wrong("a string")
     if action.choices is not None and value not in action.choices:
         raise wrong("one of " + ", ".join(map(str, action.choices)))
-    if key in PATH_KEYS and value != NOT_A_PATH:
+    if key in PATH_KEYS and value != AUTO:  # data_socket's socket of the server's own
         return str(folder / Path(value).expanduser())
     return value
 

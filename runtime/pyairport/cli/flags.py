@@ -167,7 +167,7 @@ def parser() -> CommandParser:
         "--data-socket",
         metavar="PATH",
         help="serve the scans of clients on this host (DuckDB's reads) over a Unix socket at"
-        " PATH, by Arrow C++'s Flight server: about half the transport's time; auto: a"
+        " PATH, by Arrow C++'s Flight server, which serves several at once faster; auto: a"
         " socket of the server's own. Other clients read at the server's address as always",
     )
     serve.add_argument(
