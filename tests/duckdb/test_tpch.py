@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from pyairport.server import AirportServer, ServerConfig
+from pyairport.server.data_plane import AUTO
 from pyairport.transactions import MemoryTransactionManager
 
 from .. import tpch
@@ -45,28 +46,35 @@ def _duckdb(extension: str, location: str) -> Any:
     return connection
 
 
-def _serving(spark: Any, warehouse: Path) -> Iterator[str]:
+def _serving(
+    spark: Any, warehouse: Path, config: ServerConfig | None = None
+) -> Iterator[AirportServer]:
     from pyairport.backends.spark import SparkBackend
 
     backend = SparkBackend(spark, warehouse)
     server = AirportServer(
-        backend.catalog, MemoryTransactionManager(), ServerConfig(port=0)
+        backend.catalog, MemoryTransactionManager(), config or ServerConfig(port=0)
     ).start()
     try:
-        yield server.location
+        yield server
     finally:
         server.stop(0)
         backend.close()
 
 
-@pytest.fixture
-def plain(spark_backend: Any, lakes: Path) -> Iterator[str]:
-    yield from _serving(spark_backend.spark, lakes / "plain")
+@pytest.fixture(params=["port", "data socket"])
+def plain(
+    request: pytest.FixtureRequest, spark_backend: Any, lakes: Path
+) -> Iterator[AirportServer]:
+    """The plain lake's server; with a data socket, DuckDB reads every scan there."""
+    config = ServerConfig(port=0, data_socket=AUTO if request.param == "data socket" else None)
+    yield from _serving(spark_backend.spark, lakes / "plain", config)
 
 
 @pytest.fixture
 def tracked(spark_backend: Any, lakes: Path) -> Iterator[str]:
-    yield from _serving(spark_backend.spark, lakes / "tracked")
+    for server in _serving(spark_backend.spark, lakes / "tracked"):
+        yield server.location
 
 
 def _wrong_answers(connection: Any, with_reference: bool) -> list[str]:
@@ -89,12 +97,14 @@ def _wrong_answers(connection: Any, with_reference: bool) -> list[str]:
     return wrong
 
 
-def test_the_22_queries_on_plain_tables(plain: str, airport_extension_path: str) -> None:
-    connection = _duckdb(airport_extension_path, plain)
+def test_the_22_queries_on_plain_tables(plain: AirportServer, airport_extension_path: str) -> None:
+    connection = _duckdb(airport_extension_path, plain.location)
     try:
         assert _wrong_answers(connection, with_reference=True) == []
     finally:
         connection.close()
+    if plain.data_plane is not None:
+        assert plain.data_plane.scans >= 22
 
 
 def test_row_tracked_tables_through_the_refresh_functions(
