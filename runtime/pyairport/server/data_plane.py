@@ -1,12 +1,13 @@
 """Scans for clients on this host, served by Arrow C++'s Flight server over a Unix socket.
 
-Moving a scan through gRPC over TCP loopback costs DuckDB more than its own Delta reader's
-whole query, and grpcio's Python server adds a Python step per message on top
-(docs/benchmarks.md, "the floor of any Flight data plane"). A Unix socket halves the
-transport, but only behind Arrow C++'s server: grpcio's is slower there than over TCP. So
-with a data socket configured, the endpoints a client on this host asks for (DuckDB's scans)
-name this socket instead of the catalog's address, and Arrow C++ sends the batches: Python
-makes each batch (the same scan as the catalog's DoGet), never a message.
+grpcio's Python server takes a Python step per message, under the lock every other client's
+call needs too; Arrow C++'s server encodes and sends without it, so several clients read at
+once faster (docs/benchmarks.md, `tpch_q1_floor.py`; one query alone is about as fast: what
+bounds it is DuckDB taking the columns in). A Unix socket, because only a client on this
+host can use an address the catalog's grpcio server does not serve: with a data socket
+configured, the endpoints a client on this host asks for (DuckDB's scans) name it instead of
+the catalog's address. Python makes each batch (the same scan as the catalog's DoGet), never
+a message.
 
 The socket serves DoGet only, under the catalog's own rules: the caller's bearer token goes
 through the same Authenticator, the ticket through the same routing and grants
@@ -37,8 +38,9 @@ from airport_contracts import AirportError, Context, StatusCode
 
 from ..dispatch import ProgressReport
 from .ahead import Ahead
+from .grpc_call import first_values
 from .metrics import ReadCounter, ServerMetrics
-from .transport import FlightService
+from .transport import FlightService, unexpected
 
 log = logging.getLogger("pyairport.data_plane")
 
@@ -108,14 +110,10 @@ class _Headers(flight.ServerMiddlewareFactory):  # type: ignore[misc]
 
 
 class _CallHeaders(flight.ServerMiddleware):  # type: ignore[misc]
-    """Header name (lower case) → first text value, as the catalog's calls read them."""
+    """The call's headers as the port's calls read them (grpc_call.first_values)."""
 
     def __init__(self, headers: dict[str, list[Any]]) -> None:
-        self.headers = {
-            key.lower(): values[0]
-            for key, values in headers.items()
-            if values and isinstance(values[0], str)
-        }
+        self.headers = first_values((k, v) for k, values in headers.items() for v in values)
 
 
 class _DoGetServer(flight.FlightServerBase):  # type: ignore[misc]
@@ -227,8 +225,7 @@ def _sent_as(exc: Exception, what: str) -> Exception:
     elif isinstance(exc, flight.FlightError):
         sent = exc
     else:
-        log.error("%s failed unexpectedly", what, exc_info=exc)
-        sent = flight.FlightInternalError(f"{what} failed: internal server error")
+        sent = flight.FlightInternalError(unexpected(what, exc))
     return sent
 
 

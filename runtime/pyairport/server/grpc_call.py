@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 import grpc
 
 from airport_contracts import Context
@@ -25,10 +28,15 @@ def call_context(grpc_context: grpc.ServicerContext) -> Context:
 
 
 def call_headers(grpc_context: grpc.ServicerContext) -> dict[str, str]:
+    """The call's headers as first_values reads them."""
+    return first_values(grpc_context.invocation_metadata() or ())
+
+
+def first_values(pairs: Iterable[tuple[str, Any]]) -> dict[str, str]:
     """Header name (lower case) → first value, as Go's md.Get reads them; binary headers
     (-bin) are not DML headers and are left out."""
     headers: dict[str, str] = {}
-    for key, value in grpc_context.invocation_metadata() or ():
+    for key, value in pairs:
         if isinstance(value, str) and key.lower() not in headers:
             headers[key.lower()] = value
     return headers
