@@ -641,6 +641,7 @@ def test_a_metastore_registered_table(tmp_path: Path) -> None:
     assert made.returncode == 0, made.stderr[-2000:]
     command = [sys.executable, "-m", "pyairport", "serve", "--backend", "spark", "--port", "0"]
     command += ["--spark-catalog", "--spark-master", "local[1]", "--jars-dir", str(JARS)]
+    command += ["--no-spark-warm-up"]  # its own test: test_spark_process.py
     for setting in conf:
         command += ["--spark-conf", setting]
     log = (tmp_path / "server.log").open("w")

@@ -1,5 +1,6 @@
-"""`pyairport serve --backend spark` as users run it: data survives a restart, and a server
-killed with SIGKILL in the middle of an INSERT comes back at its last commit."""
+"""`pyairport serve --backend spark` as users run it: data survives a restart, a server
+killed with SIGKILL in the middle of an INSERT comes back at its last commit, and Spark's
+warm-up runs beside the first clients and leaves nothing behind."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -40,6 +42,7 @@ def _serve(warehouse: Path) -> tuple[subprocess.Popen[str], str]:
             "local[2]",
             "--no-transactions",
             "--demo",
+            "--no-spark-warm-up",  # the warm-up has a test of its own, below
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -130,3 +133,51 @@ def test_sigkill_mid_insert_leaves_the_last_commit_and_a_writable_table(tmp_path
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(60)
+
+
+def test_serve_warms_spark_up_beside_the_clients_and_leaves_nothing(tmp_path: Path) -> None:
+    temp = tmp_path / "temp"  # the server's temporary folder: the warm-up's tables go there
+    temp.mkdir()
+    warehouse = tmp_path / "warehouse"
+    process = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "pyairport", "serve", "--backend", "spark", "--port", "0"),
+            *("--warehouse", str(warehouse), "--jars-dir", str(JARS), "--demo"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env=dict(os.environ, TMPDIR=str(temp)),
+    )
+    assert process.stdout is not None and process.stderr is not None
+    lines: list[str] = []
+    threading.Thread(target=lambda: lines.extend(process.stdout or ()), daemon=True).start()
+    errors: list[str] = []
+    threading.Thread(target=lambda: errors.extend(process.stderr or ()), daemon=True).start()
+    try:
+        deadline = time.monotonic() + 120
+        while not lines and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.1)
+        match = re.match(r"pyairport serving on (grpc://\S+) ", lines[0] if lines else "")
+        assert match, "".join(lines + errors)
+        with AirportClient(match.group(1)) as client:  # served while Spark warms up
+            assert client.insert("dml_schema", "users", _users(2)).total_changed == 2
+            deadline = time.monotonic() + 300
+            while not any("warmed up" in line for line in lines):
+                assert time.monotonic() < deadline and process.poll() is None, "".join(errors)
+                time.sleep(0.2)
+            assert re.fullmatch(r"pyairport: Spark warmed up in \d+\.\d s\n", lines[1])
+            assert not [e for e in errors if "warm-up" in e]
+            assert "warm_up" not in {schema.name for schema in client.list_schemas()}
+            assert client.scan("dml_schema", "users").read_all().num_rows == 2
+        assert sorted(p.name for p in warehouse.iterdir()) == [
+            "batch_schema",
+            "demo_schema",
+            "dml_schema",
+        ]
+        assert [p.name for p in temp.iterdir()] == ["pyairport-staging"]  # no scratch folder
+        assert len(list((temp / "pyairport-staging").iterdir())) == 1  # the server's own
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(60) == 0

@@ -36,6 +36,7 @@ def _serve(warehouse: Path) -> tuple[subprocess.Popen[str], str]:
             *(sys.executable, "-m", "pyairport", "serve", "--port", "0"),
             *("--backend", "spark", "--warehouse", str(warehouse), "--demo"),
             *("--jars-dir", str(JARS), "--spark-conf", "spark.driver.memory=1g"),
+            "--no-spark-warm-up",  # the kills below land in the tests' statements
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

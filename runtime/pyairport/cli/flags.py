@@ -113,6 +113,13 @@ def parser() -> CommandParser:
         " rows, so that they take UPDATE and DELETE (upgrades those tables' Delta protocol)",
     )
     serve.add_argument(
+        "--no-spark-warm-up",
+        action="store_true",
+        help="spark: do not run each kind of statement once on scratch tables when the server"
+        " starts (local Spark only; about 20 s of CPU in the background, which takes Spark's"
+        " first run of a statement, several times its warm time, off the first clients')",
+    )
+    serve.add_argument(
         "--demo",
         action="store_true",
         help="spark: create and serve the demo tables (dml_schema.users, batch_schema.users,"

@@ -12,7 +12,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from airport_contracts import Authenticator
@@ -52,7 +52,7 @@ def serve(args: argparse.Namespace) -> int:
         print(f"pyairport: error: {exc}", file=sys.stderr)
         return 2
     try:
-        catalogs, close_backend, engine_exit = _catalogs(args, added)
+        engine = _engine(args, added)
     except Exception as exc:  # SparkSetupError and Spark start-up failures: one line
         print(f"pyairport: error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 1
@@ -74,7 +74,7 @@ def serve(args: argparse.Namespace) -> int:
     except ListenError as exc:
         print(f"pyairport: error: {exc}", file=sys.stderr)
         return 1
-    for catalog in catalogs:
+    for catalog in engine.catalogs:
         transactions = None if args.no_transactions else MemoryTransactionManager(timeout=timeout)
         server.add_catalog(catalog, transactions)  # type: ignore[arg-type]
     stop = threading.Event()
@@ -85,7 +85,7 @@ def serve(args: argparse.Namespace) -> int:
         server.start()
     except ListenError as exc:
         print(f"pyairport: error: {exc}", file=sys.stderr)
-        close_backend()
+        engine.close()
         return 1
     names = ", ".join(repr(name) for name in server.catalogs.names())
     print(
@@ -96,11 +96,15 @@ def serve(args: argparse.Namespace) -> int:
         print(f"pyairport scans for this host on {server.data_plane.location}", flush=True)
     if server.metrics_port is not None:
         print(f"pyairport metrics on http://{args.host}:{server.metrics_port}/metrics", flush=True)
+    if engine.warm_up is not None:
+        threading.Thread(
+            target=_warm_up, args=(engine, stop), name="pyairport-warm-up", daemon=True
+        ).start()
     # Python runs signal handlers in the main thread only, and the kernel may deliver the
     # signal to any thread (gRPC's, Spark's): a wait without a timeout would then never wake.
     while not stop.is_set():
         stop.wait(0.2)
-        status = engine_exit()
+        status = engine.exit_status()
         if status is not None:  # deviation engine_failure_is_unavailable
             server.engine_lost()
             print(
@@ -113,12 +117,12 @@ def serve(args: argparse.Namespace) -> int:
             _exit_soon()
             server.stop(grace=2.0)
             with contextlib.suppress(Exception):  # the session is gone; the staging goes too
-                close_backend()
+                engine.close()
             return 3
     print("pyairport: shutting down", flush=True)
     _exit_soon()  # armed first: nothing in shutting down may keep the process alive
     server.stop(grace=2.0)
-    close_backend()
+    engine.close()
     return 0
 
 
@@ -211,21 +215,47 @@ def _reload(*reloadable: object) -> None:
         log.info("reloaded %s", type(item).__name__)
 
 
-def _catalogs(
-    args: argparse.Namespace, added: list[tuple[str, str]]
-) -> tuple[list[MutableCatalog], Callable[[], None], Callable[[], int | None]]:
-    """The catalogs to serve, the first one named --catalog-name, how to close them, and the
-    exit status of the engine under them once it has stopped (None while it runs)."""
+class Engine(NamedTuple):
+    """What serves the catalogs: the catalogs (the first one named --catalog-name), how to
+    close them, the exit status of the engine under them once it has stopped (None while it
+    runs), and what to run in the background once the server is up (None: nothing)."""
+
+    catalogs: list[MutableCatalog]
+    close: Callable[[], None]
+    exit_status: Callable[[], int | None]
+    warm_up: Callable[[], float] | None = None
+
+
+def _warm_up(engine: Engine, stop: threading.Event) -> None:
+    """The engine's warm-up, said on stdout when done; a failure is said, not raised (the
+    first statements then pay Spark's first run), and nothing is said once the server stops
+    or its engine has exited (the main loop says that)."""
+    assert engine.warm_up is not None
+    try:
+        seconds = engine.warm_up()
+    except Exception as exc:
+        if not stop.is_set() and engine.exit_status() is None:
+            line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            print(
+                f"pyairport: warning: Spark's warm-up failed: {line}", file=sys.stderr, flush=True
+            )
+        return
+    print(f"pyairport: Spark warmed up in {seconds:.1f} s", flush=True)
+
+
+def _engine(args: argparse.Namespace, added: list[tuple[str, str]]) -> Engine:
+    """The backend the flags name, with its catalogs."""
     if args.backend == "memory":
         from ..demo.catalogs import memory_demo_catalog
 
         first = memory_demo_catalog(args.catalog_name)
         catalogs = [first] + [memory_demo_catalog(name) for name, _ in added]
-        return catalogs, lambda: None, lambda: None
+        return Engine(catalogs, lambda: None, lambda: None)
     from pathlib import Path
 
     from ..backends.spark import SparkBackend
     from ..backends.spark.session import default_driver_memory, jvm_exit_code, spark_session
+    from ..backends.spark.warm_up import warm_up
     from ..demo.catalogs import spark_demo_catalog
 
     conf = {}
@@ -277,7 +307,11 @@ def _catalogs(
             each.close()
         session.stop()
 
-    return catalogs, close, lambda: jvm_exit_code(session)
+    # The warm-up's tables go in a folder of this machine: only a local Spark shares it.
+    local = not args.spark_remote and args.spark_master.startswith("local")
+    scratch = backend.staging / "warm-up"  # goes with the staging, even if the server is killed
+    warm = (lambda: warm_up(session, scratch)) if local and not args.no_spark_warm_up else None
+    return Engine(catalogs, close, lambda: jvm_exit_code(session), warm)
 
 
 def _driver_memory_set(conf: dict[str, str]) -> bool:
