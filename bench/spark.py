@@ -358,7 +358,11 @@ def scattered_scan_bench(client: AirportClient, location: str, n: int, repeats: 
 
 
 def _rss_kib(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0  # the process ended while we looked (one of Spark's short-lived children)
+    for line in status.splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
     return 0

@@ -73,6 +73,7 @@ def serve(args: argparse.Namespace) -> int:
         server = AirportServer(None, None, config, authenticator=authenticator, policy=policy)
     except ListenError as exc:
         print(f"pyairport: error: {exc}", file=sys.stderr)
+        engine.close()  # its staging folder and Spark's JVM
         return 1
     for catalog in engine.catalogs:
         transactions = None if args.no_transactions else MemoryTransactionManager(timeout=timeout)
