@@ -1,6 +1,7 @@
 """`pyairport serve`: the backend, catalogs, access and server the flags describe, run until
 SIGINT or SIGTERM (SIGHUP reads the tokens, keys and policy again), or until Spark's JVM
-exits (status 3, so that a supervisor starts it again)."""
+exits (status 3, so that a supervisor starts it again). Local Spark warms up in the
+background once the server is up (backends/spark/warm_up.py)."""
 
 from __future__ import annotations
 
