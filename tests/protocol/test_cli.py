@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from importlib.metadata import version
@@ -382,3 +383,25 @@ def test_a_token_stored_in_clear_is_refused(tmp_path: Path) -> None:
         f"pyairport: error: {tokens}:1: the token must be stored hashed, as `pyairport"
         " hash-token` prints it\n"
     )
+
+
+def test_spark_warm_up_reports_in_one_line_and_never_stops_the_server(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """What serve says of the engine's warm-up (test_spark_process.py runs the real one): its
+    time when done; a failure's first line as a warning, never a JVM stack; nothing once the
+    server stops or its engine has exited (the main loop says that)."""
+    from pyairport.cli.serve import Engine, _warm_up
+
+    def fails() -> float:
+        raise RuntimeError("DELTA_NO_WAY: refused\n\tat org.apache.spark.sql.delta.Snapshot")
+
+    running, stopping = threading.Event(), threading.Event()
+    stopping.set()
+    _warm_up(Engine([], lambda: None, lambda: None, lambda: 2.04), running)
+    _warm_up(Engine([], lambda: None, lambda: None, fails), running)
+    _warm_up(Engine([], lambda: None, lambda: None, fails), stopping)
+    _warm_up(Engine([], lambda: None, lambda: 3, fails), running)
+    said = capsys.readouterr()
+    assert said.out == "pyairport: Spark warmed up in 2.0 s\n"
+    assert said.err == "pyairport: warning: Spark's warm-up failed: DELTA_NO_WAY: refused\n"
