@@ -237,9 +237,12 @@ def _warm_up(engine: Engine, stop: threading.Event) -> None:
         seconds = engine.warm_up()
     except Exception as exc:
         if not stop.is_set() and engine.exit_status() is None:
-            line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            from ..backends.spark.sql import one_line
+
             print(
-                f"pyairport: warning: Spark's warm-up failed: {line}", file=sys.stderr, flush=True
+                f"pyairport: warning: Spark's warm-up failed: {one_line(exc)}",
+                file=sys.stderr,
+                flush=True,
             )
         return
     print(f"pyairport: Spark warmed up in {seconds:.1f} s", flush=True)

@@ -28,6 +28,7 @@ from airport_contracts import Context
 from ...statement_scope import Statement, with_statement
 from .backend import SparkBackend
 from .layout import ROWID
+from .sql import path_ident
 
 SCHEMA = "warm_up"
 COLUMNS = pa.schema([("key", pa.int64()), ("note", pa.string())])
@@ -41,9 +42,9 @@ def warm_up(spark: Any, scratch: Path) -> float:
     started = time.monotonic()
     scratch.mkdir(parents=True)
     try:
-        tracked = scratch / "lake" / SCHEMA / "tracked"
+        tracked = path_ident(str(scratch / "lake" / SCHEMA / "tracked"))
         spark.sql(
-            f"CREATE TABLE delta.`{tracked}` (key BIGINT, note STRING) USING delta"
+            f"CREATE TABLE {tracked} (key BIGINT, note STRING) USING delta"
             " TBLPROPERTIES ('delta.enableRowTracking' = 'true',"
             " 'delta.enableDeletionVectors' = 'true')"
         )
@@ -65,18 +66,13 @@ def _each_statement(table: Any) -> None:
     """INSERT, then an UPDATE and a DELETE of a few of the rows, each its own statement as a
     client's would be."""
     ctx = Context.background()
-    table.insert(ctx, _reader(ROWS), None)
+    table.insert(ctx, ROWS.to_reader(), None)
     ids = table.scan(ctx).read_all().column(ROWID)
     changes = pa.table({"note": ["changed", "changed"], ROWID: ids.slice(0, 2)})
     statement = Statement("warm-up update")
-    table.update_batch(with_statement(ctx, statement), _reader(changes), None)
+    table.update_batch(with_statement(ctx, statement), changes.to_reader(), None)
     statement.commit()
     statement = Statement("warm-up delete")
-    table.delete_batch(
-        with_statement(ctx, statement), _reader(pa.table({ROWID: ids.slice(2, 2)})), None
-    )
+    deletes = pa.table({ROWID: ids.slice(2, 2)})
+    table.delete_batch(with_statement(ctx, statement), deletes.to_reader(), None)
     statement.commit()
-
-
-def _reader(rows: pa.Table) -> pa.RecordBatchReader:
-    return pa.RecordBatchReader.from_batches(rows.schema, rows.to_batches())
