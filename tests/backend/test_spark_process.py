@@ -1,6 +1,6 @@
 """`pyairport serve --backend spark` as users run it: data survives a restart, a server
 killed with SIGKILL in the middle of an INSERT comes back at its last commit, and Spark's
-warm-up runs beside the first clients and leaves nothing behind."""
+warm-up and its data workers run beside the first clients and leave nothing behind."""
 
 from __future__ import annotations
 
@@ -14,9 +14,11 @@ import time
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.flight as flight
 import pytest
 
 from pyairport.client import AirportClient
+from pyairport.client.remote_catalog import decode_endpoints, endpoints_request
 
 from ..conftest import JARS
 
@@ -135,14 +137,29 @@ def test_sigkill_mid_insert_leaves_the_last_commit_and_a_writable_table(tmp_path
         process.wait(60)
 
 
-def test_serve_warms_spark_up_beside_the_clients_and_leaves_nothing(tmp_path: Path) -> None:
+def test_serve_warms_spark_up_and_runs_its_data_workers_and_leaves_nothing(tmp_path: Path) -> None:
+    """Also data workers: one of its own (`--data-workers 1`), named at start, and one an
+    operator started (`pyairport worker`, `--data-worker` with its `--data-key-file`); a scan's
+    endpoints go round them and each serves the rows; the server's own goes with it."""
     temp = tmp_path / "temp"  # the server's temporary folder: the warm-up's tables go there
     temp.mkdir()
     warehouse = tmp_path / "warehouse"
+    key = tmp_path / "data.key"
+    key.write_text(os.urandom(32).hex())
+    key.chmod(0o600)
+    remote = subprocess.Popen(
+        [sys.executable, "-m", "pyairport", "worker", "--listen", "grpc://127.0.0.1:0"]
+        + ["--key-file", str(key)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert remote.stdout is not None
+    remote_at = remote.stdout.readline().removeprefix("pyairport worker serving on ").strip()
     process = subprocess.Popen(
         [
             *(sys.executable, "-m", "pyairport", "serve", "--backend", "spark", "--port", "0"),
             *("--warehouse", str(warehouse), "--jars-dir", str(JARS), "--demo"),
+            *("--data-workers", "1", "--data-worker", remote_at, "--data-key-file", str(key)),
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -161,13 +178,24 @@ def test_serve_warms_spark_up_beside_the_clients_and_leaves_nothing(tmp_path: Pa
             time.sleep(0.1)
         match = re.match(r"pyairport serving on (grpc://\S+) ", lines[0] if lines else "")
         assert match, "".join(lines + errors)
+        worker = re.fullmatch(r"pyairport data worker on (grpc\+unix://\S+)\n", lines[1])
+        assert worker, "".join(lines + errors)
         with AirportClient(match.group(1)) as client:  # served while Spark warms up
             assert client.insert("dml_schema", "users", _users(2)).total_changed == 2
+            served_at = set()
+            for _ in range(2):
+                request = endpoints_request("dml_schema", "users", [0], "")
+                (endpoint,) = decode_endpoints(client.action("endpoints", request)[0])
+                served_at.add(endpoint.location[0].uri)
+                with flight.connect(endpoint.location[0].uri) as at_worker:
+                    read = at_worker.do_get(flight.Ticket(endpoint.ticket.ticket)).read_all()
+                assert sorted(read.column("id").to_pylist()) == [0, 1]
+            assert served_at == {worker.group(1), remote_at}
             deadline = time.monotonic() + 300
             while not any("warmed up" in line for line in lines):
                 assert time.monotonic() < deadline and process.poll() is None, "".join(errors)
                 time.sleep(0.2)
-            assert re.fullmatch(r"pyairport: Spark warmed up in \d+\.\d s\n", lines[1])
+            assert re.fullmatch(r"pyairport: Spark warmed up in \d+\.\d s\n", lines[2])
             assert not [e for e in errors if "warm-up" in e]
             assert "warm_up" not in {schema.name for schema in client.list_schemas()}
             assert client.scan("dml_schema", "users").read_all().num_rows == 2
@@ -176,8 +204,13 @@ def test_serve_warms_spark_up_beside_the_clients_and_leaves_nothing(tmp_path: Pa
             "demo_schema",
             "dml_schema",
         ]
-        assert [p.name for p in temp.iterdir()] == ["pyairport-staging"]  # no scratch folder
+        folders = sorted(p.name for p in temp.iterdir())  # no scratch folder
+        assert folders[0] == "pyairport-staging" and folders[1].startswith("pyairport-workers-")
+        assert len(folders) == 2
         assert len(list((temp / "pyairport-staging").iterdir())) == 1  # the server's own
     finally:
         process.send_signal(signal.SIGTERM)
+        remote.send_signal(signal.SIGTERM)
+        assert remote.wait(20) == 0
         assert process.wait(60) == 0
+    assert [p.name for p in temp.iterdir()] == ["pyairport-staging"]  # the worker's went too

@@ -405,3 +405,109 @@ def test_spark_warm_up_reports_in_one_line_and_never_stops_the_server(
     said = capsys.readouterr()
     assert said.out == "pyairport: Spark warmed up in 2.0 s\n"
     assert said.err == "pyairport: warning: Spark's warm-up failed: DELTA_NO_WAY: refused\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--data-workers", "-1"), "--data-workers must be 0 or more"),
+        (("--data-workers", "1"), "data workers read Delta tables: use --backend spark"),
+        (
+            ("--backend", "spark", "--data-worker", "grpc://10.0.0.7:9000"),
+            "--data-worker needs --data-key-file: the key its worker was given",
+        ),
+    ],
+)
+def test_data_workers_misconfigured_is_one_line(args: tuple[str, ...], message: str) -> None:
+    done = _serve_refused(*args)
+    assert done.returncode == 2
+    assert done.stderr == f"pyairport: error: {message}\n"
+
+
+def _key_file(folder: Path, text: str = "ab" * 32) -> Path:
+    key = folder / "data.key"
+    key.write_text(text + "\n")
+    key.chmod(0o600)
+    return key
+
+
+@pytest.mark.parametrize(
+    ("args", "status", "message"),
+    [
+        ((), 2, "give --key-file (the catalog server's --data-key-file)"),
+        (
+            ("--key-file", "{bad}"),
+            2,
+            "{bad} does not hold a key: 64 hex digits (openssl rand -hex 32)",
+        ),
+        (("--key-file", "{missing}"), 2, "[Errno 2] No such file or directory: '{missing}'"),
+        (
+            ("--key-file", "{good}", "--listen", "grpc+unix:///no/such/folder/w.sock"),
+            1,
+            "cannot listen on grpc+unix:///no/such/folder/w.sock: ",
+        ),
+    ],
+)
+def test_a_worker_that_cannot_serve_says_why_in_one_line(
+    tmp_path: Path, args: tuple[str, ...], status: int, message: str
+) -> None:
+    bad = tmp_path / "bad.key"
+    bad.write_text("not hex\n")
+    paths = {"bad": str(bad), "missing": str(tmp_path / "missing.key")}
+    paths["good"] = str(_key_file(tmp_path))
+    listen = () if "--listen" in args else ("--listen", "grpc://127.0.0.1:0")
+    argv = [a.format(**paths) for a in args]
+    done = subprocess.run(
+        [*PYAIRPORT, "worker", *listen, *argv], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == status
+    assert done.stderr.startswith(f"pyairport: error: {message.format(**paths)}")
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+
+
+def test_a_worker_serves_on_its_address_refuses_what_its_key_did_not_seal_and_stops(
+    tmp_path: Path,
+) -> None:
+    """`pyairport worker` as an operator runs it on another host: the address it serves on,
+    the token checked before the ticket, a ticket of another key refused, SIGTERM exits 0."""
+    import grpc
+
+    from airport_contracts import flight_pb2, flight_pb2_grpc
+    from pyairport.server.ticket_seal import PREFIX
+
+    process = subprocess.Popen(
+        [*PYAIRPORT, "worker", "--listen", "grpc://127.0.0.1:0", "--key-file"]
+        + [str(_key_file(tmp_path)), "--auth-token", "s3cret"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        match = re.fullmatch(r"pyairport worker serving on grpc://(127\.0\.0\.1:\d+)\n", line)
+        assert match, line
+        with grpc.insecure_channel(match.group(1)) as channel:
+            stub = flight_pb2_grpc.FlightServiceStub(channel)
+            for token, code, message in (
+                (
+                    "wrong",
+                    grpc.StatusCode.UNAUTHENTICATED,
+                    "unauthenticated. Detail: Unauthenticated",
+                ),
+                (
+                    "s3cret",
+                    grpc.StatusCode.PERMISSION_DENIED,
+                    "ticket refused: not sealed by this server's catalog, or changed since."
+                    " Detail: Unauthorized",
+                ),
+            ):
+                ticket = flight_pb2.Ticket(ticket=PREFIX + os.urandom(80))
+                with pytest.raises(grpc.RpcError) as refused:
+                    list(stub.DoGet(ticket, metadata=[("authorization", f"Bearer {token}")]))
+                assert (refused.value.code(), refused.value.details()) == (code, message)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=20)
+    assert process.returncode == 0, err
+    assert "Traceback" not in err

@@ -258,6 +258,24 @@ def _get(srv: Running, ticket: bytes) -> RemoteError:
     return _error(call)
 
 
+def _forged_sealed_ticket(srv: Running) -> RemoteError:
+    """A server with data workers (one on another host, never reached) is brought a sealed
+    ticket its key did not seal: its own DoGet refuses it, as a worker would."""
+    from pyairport.server.data_workers import DataWorkers, WorkerFlags
+    from pyairport.server.ticket_seal import PREFIX, new_key
+
+    def unread(ctx: Any, plan: bytes) -> Any:
+        raise AssertionError("a refused ticket's plan is never read")
+
+    srv.server.serve_parts_at(
+        DataWorkers(new_key(), 0, ["grpc://10.0.0.7:8816"], WorkerFlags(), unread)
+    )
+    try:
+        return _get(srv, PREFIX + bytes(64))
+    finally:
+        srv.server.serve_parts_at(None)
+
+
 def _info(srv: Running, descriptor: flight_pb2.FlightDescriptor) -> RemoteError:
     def call() -> None:
         try:
@@ -453,6 +471,10 @@ TRIGGERS: dict[str, tuple[Callable[[Running], RemoteError], dict[str, Any]]] = {
     "flight_info_not_path": (lambda s: _info(s, flight_pb2.FlightDescriptor(type=2, cmd=b"x")), {}),
     "flight_info_path_length": (lambda s: _info(s, _path("dml_schema")), {}),
     "invalid_ticket": (lambda s: _get(s, b"not json"), {"reason": None}),
+    "ticket_refused": (
+        _forged_sealed_ticket,
+        {"reason": "not sealed by this server's catalog, or changed since"},
+    ),
     "scan_schema_mismatch": (
         lambda s: _bad_scan("schema"),
         {"table_fields": 4, "reader_fields": 3},

@@ -29,6 +29,7 @@ PATH_KEYS = frozenset(
         "tls_cert",
         "tls_key",
         "data_socket",
+        "data_key_file",
     }
 )
 """Keys whose value is a path (relative: to the file's folder)."""

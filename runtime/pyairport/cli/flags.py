@@ -26,8 +26,6 @@ class CommandParser(argparse.ArgumentParser):
 
 
 def parser() -> CommandParser:
-    from ..wire.compression import SETTINGS
-
     top = CommandParser(
         prog="pyairport", description="Arrow Flight DML server, contract-identical to airport-go."
     )
@@ -163,19 +161,37 @@ def parser() -> CommandParser:
     serve.add_argument(
         "--max-message-mb", type=int, default=64, help="largest gRPC message in MiB (default 64)"
     )
-    serve.add_argument(
-        "--compression",
-        choices=SETTINGS,
-        default="auto",
-        help="how DoGet streams are compressed: auto (ZSTD to a client on another host, none"
-        " on this one; the default), none, lz4 or zstd",
-    )
+    _compression_flag(serve)
     serve.add_argument(
         "--data-socket",
         metavar="PATH",
         help="serve the scans of clients on this host (DuckDB's reads) over a Unix socket at"
         " PATH, by Arrow C++'s Flight server, which serves several at once faster; auto: a"
         " socket of the server's own. Other clients read at the server's address as always",
+    )
+    serve.add_argument(
+        "--data-workers",
+        type=int,
+        default=0,
+        metavar="N",
+        help="spark: start N worker processes (pyairport worker) that read and send the parts of"
+        " the Delta scans of clients on this host, on Unix sockets of the server's own, so that"
+        " a scan's parts are served by as many processes (default 0: none)",
+    )
+    serve.add_argument(
+        "--data-worker",
+        action="append",
+        default=[],
+        metavar="URI",
+        help="spark: a `pyairport worker` on another host, at URI (repeatable), that serves the"
+        " parts of any client's Delta scans; needs --data-key-file, the worker's --key-file",
+    )
+    serve.add_argument(
+        "--data-key-file",
+        default=None,
+        metavar="FILE",
+        help="the key tickets for data workers are sealed with (64 hex digits: openssl rand -hex"
+        " 32); default: a new one for each start, known to the server's own workers only",
     )
     serve.add_argument(
         "--no-transactions",
@@ -191,47 +207,14 @@ def parser() -> CommandParser:
         help="abort a transaction still active this long after it began (DuckDB begins one"
         " per statement and only DML finishes it); 0 never does (default 3600)",
     )
-    serve.add_argument(
-        "--auth-token", default=None, help="require 'authorization: Bearer TOKEN' on every call"
-    )
-    serve.add_argument(
-        "--auth-token-file", default=None, help="read the bearer token from this file instead"
-    )
-    serve.add_argument(
-        "--tokens-file",
-        default=None,
-        help="identities by token: lines `IDENTITY sha256:HEX` (pyairport hash-token prints the"
-        " digest); re-read when it changes and on SIGHUP",
-    )
-    serve.add_argument(
-        "--jwt-keys",
-        default=None,
-        metavar="FILE",
-        help="accept JWT bearer tokens signed by the key of FILE (a PEM public key or a JWKS"
-        " document); the identity is the token's sub claim (--jwt-identity-claim); exp is"
-        " required; re-read on SIGHUP",
-    )
-    serve.add_argument("--jwt-issuer", default=None, help="the iss a JWT must carry")
-    serve.add_argument("--jwt-audience", default=None, help="the aud a JWT must carry")
-    serve.add_argument(
-        "--jwt-algorithm",
-        action="append",
-        default=None,
-        help="a signature algorithm JWTs may use (repeatable; default RS256, ES256 and EdDSA)",
-    )
-    serve.add_argument(
-        "--jwt-identity-claim", default="sub", help="the JWT claim that names the identity"
-    )
+    _token_flags(serve)
     serve.add_argument(
         "--policy",
         default=None,
         help="TOML grants of read, write and ddl per identity, catalog and schema (see the"
         " README); needs identities; re-read on SIGHUP",
     )
-    serve.add_argument(
-        "--tls-cert", default=None, help="PEM certificate chain: serve over TLS (needs --tls-key)"
-    )
-    serve.add_argument("--tls-key", default=None, help="PEM private key for --tls-cert")
+    _tls_flags(serve)
     serve.add_argument(
         "--max-row-ids",
         type=int,
@@ -260,11 +243,100 @@ def parser() -> CommandParser:
         help="serve Prometheus metrics at http://HOST:PORT/metrics (calls, rows read and"
         " written per table, statements, transactions; no identities)",
     )
-    serve.add_argument(
+    _log_level_flag(serve)
+    worker = commands.add_parser(
+        "worker",
+        help="serve the scan parts a catalog server (serve --data-worker) hands out",
+        description="A data worker: serves DoGet of the scan parts its catalog server sealed"
+        " with the key of --key-file (the catalog's --data-key-file), reading the Delta files"
+        " itself; the catalog decides the grants, the worker checks the caller's token (give it"
+        " the catalog's token flags) and the ticket. Needs the tables' folders at the same paths"
+        " as the catalog server sees them.",
+    )
+    worker.add_argument(
+        "--listen",
+        required=True,
+        metavar="URI",
+        help="where to serve: grpc://HOST:PORT, grpc+tls://HOST:PORT (with --tls-cert and"
+        " --tls-key) or grpc+unix://PATH; the catalog's --data-worker names the same address",
+    )
+    worker.add_argument(
+        "--key-file",
+        default=None,
+        help="the key the catalog server seals tickets with (64 hex digits: openssl rand -hex"
+        " 32), readable by this worker's user only",
+    )
+    worker.add_argument(
+        "--secrets-on-stdin",
+        action="store_true",
+        help="read the key (and a shared bearer token) from stdin's first line, as JSON, and"
+        " exit when stdin closes: how serve starts its own workers",
+    )
+    _token_flags(worker)
+    _tls_flags(worker)
+    _compression_flag(worker)
+    _log_level_flag(worker)
+    top.commands = dict(commands.choices)
+    return top
+
+
+def _compression_flag(command: CommandParser) -> None:
+    from ..wire.compression import SETTINGS
+
+    command.add_argument(
+        "--compression",
+        choices=SETTINGS,
+        default="auto",
+        help="how DoGet streams are compressed: auto (ZSTD to a client on another host, none"
+        " on this one; the default), none, lz4 or zstd",
+    )
+
+
+def _token_flags(command: CommandParser) -> None:
+    command.add_argument(
+        "--auth-token", default=None, help="require 'authorization: Bearer TOKEN' on every call"
+    )
+    command.add_argument(
+        "--auth-token-file", default=None, help="read the bearer token from this file instead"
+    )
+    command.add_argument(
+        "--tokens-file",
+        default=None,
+        help="identities by token: lines `IDENTITY sha256:HEX` (pyairport hash-token prints the"
+        " digest); re-read when it changes and on SIGHUP",
+    )
+    command.add_argument(
+        "--jwt-keys",
+        default=None,
+        metavar="FILE",
+        help="accept JWT bearer tokens signed by the key of FILE (a PEM public key or a JWKS"
+        " document); the identity is the token's sub claim (--jwt-identity-claim); exp is"
+        " required; re-read on SIGHUP",
+    )
+    command.add_argument("--jwt-issuer", default=None, help="the iss a JWT must carry")
+    command.add_argument("--jwt-audience", default=None, help="the aud a JWT must carry")
+    command.add_argument(
+        "--jwt-algorithm",
+        action="append",
+        default=None,
+        help="a signature algorithm JWTs may use (repeatable; default RS256, ES256 and EdDSA)",
+    )
+    command.add_argument(
+        "--jwt-identity-claim", default="sub", help="the JWT claim that names the identity"
+    )
+
+
+def _tls_flags(command: CommandParser) -> None:
+    command.add_argument(
+        "--tls-cert", default=None, help="PEM certificate chain: serve over TLS (needs --tls-key)"
+    )
+    command.add_argument("--tls-key", default=None, help="PEM private key for --tls-cert")
+
+
+def _log_level_flag(command: CommandParser) -> None:
+    command.add_argument(
         "--log-level",
         default="INFO",
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
         help="what pyairport logs to stderr (default INFO; Spark's own log stays at ERROR)",
     )
-    top.commands = dict(commands.choices)
-    return top

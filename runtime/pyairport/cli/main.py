@@ -87,4 +87,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=getattr(args, "log_level", "INFO"), format=call_log.FORMAT)
     if args.command == "serve":
         return serve(args)
+    if args.command == "worker":
+        from .worker import worker
+
+        return worker(args)
     return 2

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import logging
 import os
 import signal
 import sys
@@ -15,11 +14,14 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
+from .access_flags import authenticator_from, read_tls, reload_files, token_flags
+
 if TYPE_CHECKING:
     from airport_contracts import Authenticator
 
     from ..access.policy import Policy
     from ..catalog import MutableCatalog
+    from ..server.data_workers import DataWorkers
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -42,13 +44,23 @@ def serve(args: argparse.Namespace) -> int:
         from ..backends.scan_parts import SPLIT
 
         SPLIT.max_parts = args.scan_parts
+    if args.data_workers < 0:
+        print("pyairport: error: --data-workers must be 0 or more", file=sys.stderr)
+        return 2
+    if (args.data_workers or args.data_worker) and args.backend != "spark":
+        print(
+            "pyairport: error: data workers read Delta tables: use --backend spark", file=sys.stderr
+        )
+        return 2
     try:
         from ..access.tokens import read_token
 
         token = read_token(args.auth_token, args.auth_token_file)
-        tls = _tls(args.tls_cert, args.tls_key)
+        tls = read_tls(args.tls_cert, args.tls_key)
         added = _added_catalogs(args)
-        authenticator, policy = _access(args, token)
+        authenticator = authenticator_from(args, token)
+        policy = _policy(args, authenticator)
+        data_key = _data_key(args)
     except (OSError, ValueError) as exc:
         print(f"pyairport: error: {exc}", file=sys.stderr)
         return 2
@@ -76,17 +88,26 @@ def serve(args: argparse.Namespace) -> int:
         print(f"pyairport: error: {exc}", file=sys.stderr)
         engine.close()  # its staging folder and Spark's JVM
         return 1
+    try:
+        workers = _data_workers(args, data_key, token)
+    except OSError as exc:
+        print(f"pyairport: error: {exc}", file=sys.stderr)
+        engine.close()
+        return 1
+    server.serve_parts_at(workers)
     for catalog in engine.catalogs:
         transactions = None if args.no_transactions else MemoryTransactionManager(timeout=timeout)
         server.add_catalog(catalog, transactions)  # type: ignore[arg-type]
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
-    signal.signal(signal.SIGHUP, lambda *_: _reload(authenticator, policy))
+    signal.signal(signal.SIGHUP, lambda *_: reload_files(authenticator, policy, workers))
     try:
         server.start()
     except ListenError as exc:
         print(f"pyairport: error: {exc}", file=sys.stderr)
+        if workers is not None:
+            workers.stop()
         engine.close()
         return 1
     names = ", ".join(repr(name) for name in server.catalogs.names())
@@ -96,6 +117,9 @@ def serve(args: argparse.Namespace) -> int:
     )
     if server.data_plane is not None:
         print(f"pyairport scans for this host on {server.data_plane.location}", flush=True)
+    if workers is not None:
+        for at in workers.own_locations:
+            print(f"pyairport data worker on {at}", flush=True)
     if server.metrics_port is not None:
         print(f"pyairport metrics on http://{args.host}:{server.metrics_port}/metrics", flush=True)
     if engine.warm_up is not None:
@@ -117,24 +141,15 @@ def serve(args: argparse.Namespace) -> int:
                 flush=True,
             )
             _exit_soon()
-            server.stop(grace=2.0)
+            server.stop(grace=2.0)  # and its data workers
             with contextlib.suppress(Exception):  # the session is gone; the staging goes too
                 engine.close()
             return 3
     print("pyairport: shutting down", flush=True)
     _exit_soon()  # armed first: nothing in shutting down may keep the process alive
-    server.stop(grace=2.0)
+    server.stop(grace=2.0)  # and its data workers
     engine.close()
     return 0
-
-
-def _tls(cert: str | None, key: str | None) -> tuple[bytes | None, bytes | None]:
-    if bool(cert) != bool(key):
-        raise ValueError("--tls-cert and --tls-key go together")
-    if not cert or not key:
-        return None, None
-    with open(cert, "rb") as cert_file, open(key, "rb") as key_file:
-        return cert_file.read(), key_file.read()
 
 
 def _exit_soon(seconds: float = 30.0) -> None:
@@ -149,6 +164,40 @@ def _exit_soon(seconds: float = 30.0) -> None:
     timer = threading.Timer(seconds, force)
     timer.daemon = True
     timer.start()
+
+
+def _data_key(args: argparse.Namespace) -> bytes | None:
+    """The key of --data-key-file, or a new one for the server's own workers (None: no
+    workers)."""
+    from ..server.ticket_seal import new_key, read_key
+
+    if args.data_key_file:
+        return read_key(args.data_key_file)
+    if args.data_worker:
+        raise ValueError("--data-worker needs --data-key-file: the key its worker was given")
+    return new_key() if args.data_workers else None
+
+
+def _data_workers(
+    args: argparse.Namespace, key: bytes | None, token: str | None
+) -> DataWorkers | None:
+    """The data workers the flags name, the server's own started (None: none)."""
+    if key is None or not (args.data_workers or args.data_worker):
+        return None
+    from ..backends.spark.detached import DetachedReader
+    from ..server.data_workers import DataWorkers, WorkerFlags
+
+    flags = WorkerFlags(token, token_flags(args), args.compression, args.log_level)
+    return DataWorkers(key, args.data_workers, args.data_worker, flags, DetachedReader().read)
+
+
+def _policy(args: argparse.Namespace, authenticator: Authenticator | None) -> Policy | None:
+    from ..access.policy import Policy
+
+    policy = Policy.from_file(args.policy) if args.policy else None
+    if policy is not None and authenticator is None:
+        raise ValueError("--policy grants rights to identities: give --tokens-file or --jwt-keys")
+    return policy
 
 
 def _added_catalogs(args: argparse.Namespace) -> list[tuple[str, str]]:
@@ -166,55 +215,6 @@ def _added_catalogs(args: argparse.Namespace) -> list[tuple[str, str]]:
         names.add(name)
         added.append((name, folder))
     return added
-
-
-def _access(
-    args: argparse.Namespace, token: str | None
-) -> tuple[Authenticator | None, Policy | None]:
-    """The Authenticator (the shared token, a tokens file, JWTs: any of them) and the policy."""
-    from ..access.identities import AnyOf, JwtBearer, StaticToken, TokensFile
-    from ..access.policy import Policy
-
-    authenticators: list[Authenticator] = []
-    if token:
-        authenticators.append(StaticToken(token))
-    if args.tokens_file:
-        authenticators.append(TokensFile(args.tokens_file))
-    if args.jwt_keys:
-        authenticators.append(
-            JwtBearer(
-                args.jwt_keys,
-                algorithms=args.jwt_algorithm or ("RS256", "ES256", "EdDSA"),
-                issuer=args.jwt_issuer,
-                audience=args.jwt_audience,
-                identity_claim=args.jwt_identity_claim,
-            )
-        )
-    elif args.jwt_issuer or args.jwt_audience or args.jwt_algorithm:
-        raise ValueError("--jwt-issuer, --jwt-audience and --jwt-algorithm need --jwt-keys")
-    policy = Policy.from_file(args.policy) if args.policy else None
-    if policy is not None and not authenticators:
-        raise ValueError("--policy grants rights to identities: give --tokens-file or --jwt-keys")
-    if not authenticators:
-        return None, policy
-    authenticator = authenticators[0] if len(authenticators) == 1 else AnyOf(authenticators)
-    return authenticator, policy
-
-
-def _reload(*reloadable: object) -> None:
-    """SIGHUP: read the tokens, keys and policy files again; a file that does not parse
-    leaves what is in force and says why."""
-    log = logging.getLogger("pyairport.cli")
-    for item in reloadable:
-        reload = getattr(item, "reload", None)
-        if not callable(reload):
-            continue
-        try:
-            reload()
-        except (OSError, ValueError) as exc:
-            log.error("reload failed, the previous one stays in force: %s", exc)
-            continue
-        log.info("reloaded %s", type(item).__name__)
 
 
 class Engine(NamedTuple):

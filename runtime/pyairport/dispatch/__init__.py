@@ -8,7 +8,6 @@ transport hands it decoded requests and input streams and sends what it returns.
 """
 
 from .dispatcher import Dispatcher
-from .do_get import ProgressReport, ServedScan
 from .events import (
     ExchangeEvent,
     ExchangeInput,
@@ -25,6 +24,7 @@ from .headers import (
     parse_exchange_headers,
     transaction_id_from_headers,
 )
+from .served_scan import ProgressReport, ServedScan
 
 __all__ = [
     "Dispatcher",

@@ -29,6 +29,7 @@ from airport_contracts import (
     InvalidPayload,
     ListSchemasFailed,
     ScanOptions,
+    ScanPartition,
     ScanSchemaNotFound,
     SchemaRequest,
     Table,
@@ -51,7 +52,7 @@ from ..wire.column_ids import names_for_ids, needs_no_columns, served_schema
 from ..wire.go_text import go_quote
 from .flight_infos import REUSE_CONNECTION, FlightInfos, scan_partitions
 from .functions import Functions
-from .scan_location import scan_location
+from .scan_location import DataWorkers, DetachableTable, data_workers, scan_location
 from .statistics import Statistics
 from .table_refs import function_call_uri
 from .tables import SCAN_LOOKUP, Tables
@@ -238,12 +239,51 @@ class CatalogActions:
             rows_only=rows_only,
         )
         parts = scan_partitions(ctx, table, options)
+        workers = data_workers(ctx)
+        if workers is not None and isinstance(table, DetachableTable):
+            at_workers = self._at_workers(ctx, workers, table, ticket, options, parts)
+            if at_workers is not None:
+                return at_workers
         return self._endpoint(
             *(
                 replace(ticket, partition=part.token, partition_rows=max(part.rows, 0))
                 for part in parts
             ),
             at=at,
+        )
+
+    def _at_workers(
+        self,
+        ctx: Context,
+        workers: DataWorkers,
+        table: DetachableTable,
+        ticket: TicketData,
+        options: ScanOptions,
+        parts: list[ScanPartition],
+    ) -> bytes | None:
+        """The parts' endpoints at data workers, each ticket sealed for the caller; None when
+        a part cannot be read apart from this server (Spark reads it)."""
+        plans = [table.detached_part(ctx, replace(options, partition=p.token)) for p in parts]
+        if not parts or any(plan is None for plan in plans):
+            return None
+        named = (self.catalog.name(), ticket.schema, ticket.table)
+        placed = [
+            workers.endpoint(
+                ctx,
+                named,
+                plan,
+                part.rows if part.rows > 0 else -1,
+                list(ticket.columns),
+                ticket.rows_only,
+            )
+            for plan, part in zip(plans, parts, strict=True)
+            if plan is not None
+        ]
+        return pack_endpoints(
+            flight_pb2.FlightEndpoint(
+                ticket=flight_pb2.Ticket(ticket=sealed), location=[flight_pb2.Location(uri=uri)]
+            ).SerializeToString()
+            for sealed, uri in placed
         )
 
     def _endpoint(

@@ -38,7 +38,7 @@ from .catalog_actions import CatalogActions
 from .ddl_actions import DdlActions, binder
 from .do_action_dml import run_action_dml
 from .do_exchange import run_exchange
-from .do_get import Scans, ServedScan
+from .do_get import Scans
 from .do_put import json_command, run_put
 from .events import (
     ActionCall,
@@ -51,6 +51,7 @@ from .events import (
 )
 from .flight_infos import FlightInfos
 from .functions import Functions
+from .served_scan import ServedScan
 from .tables import Tables
 from .transactions import abort_transaction, create_transaction, transaction_status
 from .validation import ContractNotImplemented

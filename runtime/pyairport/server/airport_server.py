@@ -28,6 +28,7 @@ from ..wire.compression import SETTINGS as COMPRESSION_SETTINGS
 from . import call_log
 from .allocator import keep_message_memory
 from .data_plane import DataPlane
+from .data_workers import DataWorkers
 from .health import Health
 from .metrics import CallMetrics, ServerMetrics, active_transactions
 from .routing import Catalogs
@@ -142,6 +143,7 @@ class AirportServer:
         )
         add_to_server(self._service, self._server)
         self.data_plane: DataPlane | None = None  # started with the server
+        self.data_workers: DataWorkers | None = None  # serve_parts_at
 
     def add_catalog(
         self, catalog: Catalog, transactions: TransactionManager | None = None
@@ -201,6 +203,12 @@ class AirportServer:
         log.debug("serving on %s", self.location)  # `pyairport serve` prints the line
         return self
 
+    def serve_parts_at(self, workers: DataWorkers | None) -> None:
+        """Hand the parts of the scans workers can read to them (None: to none); the server's
+        stop() stops them."""
+        self.data_workers = workers
+        self._service.data_workers = workers
+
     def engine_lost(self) -> None:
         """The engine under the catalogs is gone (Spark's JVM died): health says NOT_SERVING
         and the metrics say so, while the server finishes what it can and stops."""
@@ -210,10 +218,13 @@ class AirportServer:
 
     def stop(self, grace: float | None = 2.0) -> None:
         self.health.shutting_down()
+        self._service.data_workers = None  # no new endpoints name them
         if self.data_plane is not None:
             self._service.data_plane = None  # no new endpoints name it
             self.data_plane.stop(grace)
         self._server.stop(grace).wait()
+        if self.data_workers is not None:
+            self.data_workers.stop(grace or 0.0)
         if self.metrics is not None:
             self.metrics.stop()
 

@@ -9,58 +9,33 @@ configured, the endpoints a client on this host asks for (DuckDB's scans) name i
 the catalog's address. Python makes each batch (the same scan as the catalog's DoGet), never
 a message.
 
-The socket serves DoGet only, under the catalog's own rules: the caller's bearer token goes
-through the same Authenticator, the ticket through the same routing and grants
-(FlightService.scan). What it cannot do is the contract's exact statuses: Arrow's server
-appends ". Detail: <code>" to every message and has no class for INVALID_ARGUMENT,
-NOT_FOUND and the like (they arrive as UNKNOWN). Hence endpoints point here only for a table
-that exists, where the contract's errors have already come from the catalog, exactly; and
-any client can read every scan at the catalog's address as before.
+The socket serves DoGet only (arrow_do_get.py), under the catalog's own rules: the caller's
+bearer token goes through the same Authenticator, the ticket through the same routing and
+grants (FlightService.scan). Endpoints point here only for a table that exists, where the
+contract's errors have already come from the catalog, exactly; and any client can read every
+scan at the catalog's address as before.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import shutil
 import socket
 import tempfile
 import threading
-import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
-import pyarrow.flight as flight
 
-from airport_contracts import AirportError, Context, StatusCode
+from airport_contracts import Context
 
-from ..dispatch import ProgressReport
-from .ahead import Ahead
-from .grpc_call import first_values
-from .metrics import ReadCounter, ServerMetrics
-from .transport import FlightService, unexpected
-
-log = logging.getLogger("pyairport.data_plane")
+from ..dispatch import ServedScan
+from .arrow_do_get import DoGetServer
+from .transport import FlightService
 
 AUTO = "auto"
 """data_socket's value for a socket in a directory of the server's own, removed at stop."""
-
-Batches = Generator[tuple[pa.RecordBatch, bytes], None, None]  # with each batch's app_metadata
-
-_HEADERS = "headers"  # the middleware that hands do_get the call's headers
-
-# The statuses Arrow's Python server can send; any other arrives as UNKNOWN.
-_FLIGHT_ERRORS: dict[StatusCode, type[flight.FlightError]] = {
-    StatusCode.UNAUTHENTICATED: flight.FlightUnauthenticatedError,
-    StatusCode.PERMISSION_DENIED: flight.FlightUnauthorizedError,
-    StatusCode.UNAVAILABLE: flight.FlightUnavailableError,
-    StatusCode.CANCELLED: flight.FlightCancelledError,
-    StatusCode.DEADLINE_EXCEEDED: flight.FlightTimedOutError,
-    StatusCode.INTERNAL: flight.FlightInternalError,
-}
-_STATUS_OF = {error: code.name for code, error in _FLIGHT_ERRORS.items()}
 
 
 class DataPlane:
@@ -74,7 +49,9 @@ class DataPlane:
         why = _unusable(self.path)
         try:
             if why is None:
-                self._server = _DoGetServer(self.location, service)
+                self._server = DoGetServer(
+                    self.location, _catalog_scans(service), service.metrics, service.compression
+                )
         except (OSError, pa.ArrowException):
             why = "no such folder, not a socket, or no permission"
         if why is not None:
@@ -104,141 +81,22 @@ class DataPlane:
             shutil.rmtree(self._own_dir, ignore_errors=True)
 
 
-class _Headers(flight.ServerMiddlewareFactory):  # type: ignore[misc]
-    def start_call(self, info: Any, headers: dict[str, list[Any]]) -> _CallHeaders:
-        return _CallHeaders(headers)
+def _catalog_scans(
+    service: FlightService,
+) -> Callable[[Context, dict[str, str], bytes], ServedScan]:
+    """Opens a ticket as the catalog's DoGet does: the caller admitted, then routed."""
 
+    def scan(ctx: Context, headers: dict[str, str], ticket: bytes) -> ServedScan:
+        return service.scan(service.admit(ctx, "DoGet", headers), headers, ticket)
 
-class _CallHeaders(flight.ServerMiddleware):  # type: ignore[misc]
-    """The call's headers as the port's calls read them (grpc_call.first_values)."""
-
-    def __init__(self, headers: dict[str, list[Any]]) -> None:
-        self.headers = first_values((k, v) for k, values in headers.items() for v in values)
-
-
-class _DoGetServer(flight.FlightServerBase):  # type: ignore[misc]
-    def __init__(self, location: str, service: FlightService) -> None:
-        super().__init__(location, middleware={_HEADERS: _Headers()})
-        self._service = service
-        self.scans = 0  # streams opened here (a count, for the logs and the tests)
-        self._counting = threading.Lock()
-
-    def do_get(self, context: Any, ticket: flight.Ticket) -> flight.GeneratorStream:
-        headers: dict[str, str] = context.get_middleware(_HEADERS).headers
-        ctx, cancel = Context.background().with_cancel()
-        call = _Call(self._service.metrics, context, cancel)
-        try:
-            ctx = self._service.admit(ctx, "DoGet", headers)
-            served = self._service.scan(ctx, headers, ticket.ticket)
-        except Exception as exc:
-            error = _sent_as(exc, "DoGet")
-            call.ended(error)
-            raise error from None
-        with self._counting:
-            self.scans += 1
-        log.debug("DoGet on the data plane")
-        stream = _batches(ProgressReport(served), ReadCounter(self._service.metrics, served.table))
-        return flight.GeneratorStream(served.reader.schema, _ending(stream, call))
-
-    # Everything but DoGet is the catalog's: refused here in one line, without a traceback.
-    def list_flights(self, context: Any, criteria: bytes) -> Iterator[Any]:
-        raise _only_do_get()
-
-    def get_flight_info(self, context: Any, descriptor: Any) -> Any:
-        raise _only_do_get()
-
-    def get_schema(self, context: Any, descriptor: Any) -> Any:
-        raise _only_do_get()
-
-    def do_put(self, context: Any, descriptor: Any, reader: Any, writer: Any) -> None:
-        raise _only_do_get()
-
-    def do_exchange(self, context: Any, descriptor: Any, reader: Any, writer: Any) -> None:
-        raise _only_do_get()
-
-    def do_action(self, context: Any, action: Any) -> Iterator[bytes]:
-        raise _only_do_get()
-
-    def list_actions(self, context: Any) -> list[Any]:
-        raise _only_do_get()
-
-
-def _batches(report: ProgressReport, counted: ReadCounter) -> Batches:
-    """The scan's batches with their progress, made ahead while Arrow sends one."""
-    ahead = Ahead(report.next)
-    try:
-        while (item := ahead.next()) is not None:
-            counted.sent(item[0], item[0].nbytes)
-            yield item
-    finally:
-        ahead.close()
-        counted.done()  # what was sent, also when the client stopped reading
-
-
-class _Call:
-    """One DoGet on the socket: its Context's cancel, and its end counted as the catalog's
-    calls are (pyairport_calls, rpc DoGet)."""
-
-    def __init__(self, metrics: ServerMetrics | None, context: Any, cancel: Callable[[], None]):
-        self._metrics = metrics
-        self._context = context
-        self._cancel = cancel
-        self._started = time.perf_counter()
-
-    def cancelled(self) -> bool:
-        return bool(self._context.is_cancelled())
-
-    def ended(self, error: Exception | None = None) -> None:
-        """The call is over (error: what the client is sent)."""
-        self._cancel()
-        if self._metrics is not None:
-            if error is None:
-                code = "CANCELLED" if self.cancelled() else "OK"
-            else:
-                code = _STATUS_OF.get(type(error), "UNKNOWN")
-            self._metrics.called("DoGet", None, code, time.perf_counter() - self._started)
-
-
-def _ending(stream: Batches, call: _Call) -> Batches:
-    """stream until it ends, fails or the client cancels; then the call ends, and a failure
-    is sent as the catalog's DoGet would word it."""
-    error: Exception | None = None
-    try:
-        for item in stream:
-            if call.cancelled():
-                return
-            yield item
-    except Exception as exc:
-        error = _sent_as(exc, "DoGet")
-        raise error from None
-    finally:
-        call.ended(error)
-        stream.close()  # ends the scan now, not when the generator is collected
-
-
-def _sent_as(exc: Exception, what: str) -> Exception:
-    """The Flight error exc goes to the client as: a contract error's message under its
-    status where Arrow has one; anything else logged here and INTERNAL, never a traceback."""
-    sent: Exception
-    if isinstance(exc, AirportError):
-        sent = _FLIGHT_ERRORS.get(StatusCode(exc.code), flight.FlightServerError)(exc.message)
-    elif isinstance(exc, flight.FlightError):
-        sent = exc
-    else:
-        sent = flight.FlightInternalError(unexpected(what, exc))
-    return sent
-
-
-def _only_do_get() -> Exception:
-    refused: Exception = flight.FlightServerError("this address serves scans (DoGet) only")
-    return refused
+    return scan
 
 
 def _unusable(path: str) -> str | None:
     """Why path cannot be the socket, or None. gRPC replaces a socket file it finds there:
     one a live server answers on is refused, a stale one is taken over."""
-    if len(os.fsencode(path)) > _LONGEST_SOCKET_PATH:
-        return f"longer than a Unix socket's path may be ({_LONGEST_SOCKET_PATH} bytes)"
+    if len(os.fsencode(path)) > LONGEST_SOCKET_PATH:
+        return f"longer than a Unix socket's path may be ({LONGEST_SOCKET_PATH} bytes)"
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
         try:
             probe.connect(path)
@@ -247,4 +105,4 @@ def _unusable(path: str) -> str | None:
     return "a server is listening there"
 
 
-_LONGEST_SOCKET_PATH = 107  # sockaddr_un's sun_path, less its terminating NUL
+LONGEST_SOCKET_PATH = 107  # sockaddr_un's sun_path, less its terminating NUL

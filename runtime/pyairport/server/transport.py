@@ -43,13 +43,14 @@ from ..dispatch import (
     parse_exchange_headers,
     transaction_id_from_headers,
 )
-from ..dispatch.scan_location import with_scan_location
+from ..dispatch.scan_location import WorkerPool, with_data_workers, with_scan_location
 from ..observers import with_observer
 from ..wire.compression import BatchEncoder, codec_for, on_this_host
 from ..wire.ipc import FlightDataInput, encode_app_metadata, encode_batch, encode_schema
 from . import call_log
 from .ahead import Ahead
 from .grpc_call import call_context, call_headers
+from .internal_error import unexpected
 from .metrics import ReadCounter, ServerMetrics
 from .routing import (
     DATABASES_TICKET,
@@ -58,6 +59,7 @@ from .routing import (
     decoded_body,
     decoded_ticket,
 )
+from .ticket_seal import PREFIX as SEALED
 
 log = logging.getLogger("pyairport.transport")
 
@@ -94,13 +96,6 @@ def _abort(grpc_context: grpc.ServicerContext, error: AirportError) -> None:
     grpc_context.abort(grpc.StatusCode[StatusCode(error.code).name], error.message)
 
 
-def unexpected(what: str, exc: BaseException) -> str:
-    """The INTERNAL message a client gets for an exception no contract error names; the
-    exception itself is logged here, never sent (no traceback, no path)."""
-    log.error("%s failed unexpectedly", what, exc_info=exc)
-    return f"{what} failed: internal server error"
-
-
 class FlightService(flight_pb2_grpc.FlightServiceServicer):
     """Arrow Flight over grpcio: every RPC of the contract, handed to the dispatcher of the
     catalog it is for (catalogs.py).
@@ -120,6 +115,7 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
     ) -> None:
         self.catalogs = catalogs
         self.data_plane = data_plane  # where clients on this host read scans (data_plane.py)
+        self.data_workers: WorkerPool | None = None  # who reads tables' parts (data_workers.py)
         self.extra_actions = dict(extra_actions or {})
         self.access = access or Access()
         self.metrics = metrics
@@ -229,6 +225,9 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
         ctx, headers = self._call(context, "DoAction")
         if self.data_plane is not None and on_this_host(context.peer()):
             ctx = with_scan_location(ctx, self.data_plane)
+        workers = self.data_workers.for_peer(context.peer()) if self.data_workers else None
+        if workers is not None:
+            ctx = with_data_workers(ctx, workers)
         extra = self.extra_actions.get(request.type)
         if extra is not None:
             bodies = self._guard(context, request.type, lambda: extra(ctx, request.body, headers))
@@ -282,6 +281,8 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
             ctx = with_transaction_id(ctx, transaction_id)
         if ticket == DATABASES_TICKET:
             return ServedScan(self.catalogs.databases(self._shown_catalogs(ctx)))
+        if self.data_workers is not None and ticket.startswith(SEALED):
+            return self.data_workers.open_here(ctx, ticket)
         decoded = decoded_ticket(ticket) if self.catalogs.several() else None
         named = decoded.catalog if decoded is not None else None
         routed, dispatcher = self._route(ctx, Protocol.DOGET, headers, named)

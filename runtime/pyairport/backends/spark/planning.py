@@ -58,7 +58,7 @@ class DeltaScanPlanning:
         if snapshot is None or self.snapshots is None:
             return [ScanPartition(token="")]  # Spark reads it, whole
         version = snapshot.version()
-        predicate = filters.parse(opts.filter, _pushable(layout)) if opts.filter else None
+        predicate = filters.parse(opts.filter, pushable(layout)) if opts.filter else None
         count = self.snapshots.row_count(snapshot)
         if opts.rows_only and predicate is None and count is not None:
             parts = SPLIT.parts(count, count)
@@ -104,50 +104,15 @@ class DeltaScanPlanning:
         limit: int,
     ) -> pa.RecordBatchReader:
         """One part of a scan_partitions answer (the version it pins, as delta-rs reads it)."""
-        try:
-            part = json.loads(token)
-            version = int(part["version"])
-        except (ValueError, KeyError, TypeError):
-            raise ValueError(f"not a scan part of this table: {token!r}") from None
-        snapshot = self.snapshots.at(version) if self.snapshots is not None else None
-        if snapshot is None or not direct.readable(snapshot, layout.features):
-            raise RuntimeError(f"version {version} of the table cannot be read any more")
-        if direct.shape(snapshot) != direct.shape(self.snapshots.latest()):  # type: ignore[union-attr]
-            raise RuntimeError("the table's columns changed while it was read; run the query again")
-        if "rows" in part:
-            return direct.null_rows(layout.schema, int(part["rows"]))
-        if "files" not in part or layout.location is None:
-            return direct.read(ctx, snapshot, layout.schema, wanted, predicate, limit)
-        files_read = self.part_files(layout, snapshot)
-        if files_read is None or part.get("digest") != file_parts.digest(files_read.files):
-            raise RuntimeError("the table's files are not those the scan was planned over")
-        return file_parts.read(ctx, files_read, list(part["files"]), wanted, predicate, limit)
+        if self.snapshots is None:
+            raise RuntimeError("the table cannot be read by parts here")
+        return read_part(ctx, self.snapshots, layout, token, wanted, predicate, limit)
 
     def part_files(self, layout: Layout, snapshot: Any) -> file_parts.PartFiles | None:
-        """What reading the version's files one by one needs, or None when they cannot be
-        read as they are (file_parts.physical_names) or, for a row-tracked table, the log does
-        not give every file its base row id."""
-        physical = file_parts.physical_names(snapshot, layout.location)
-        if physical is None or self.snapshots is None or layout.location is None:
+        """What reading the version's files one by one needs (the module's part_files)."""
+        if self.snapshots is None:
             return None
-        bases = None
-        materialized = None
-        if layout.rowids == "tracked":
-            bases = self.snapshots.base_row_ids(snapshot)
-            if bases is None:
-                return None
-            configuration = dict(snapshot.metadata().configuration)
-            materialized = configuration.get(row_ids.MATERIALIZED_ROW_ID)
-        return file_parts.PartFiles(
-            location=layout.location,
-            schema=layout.schema,
-            partitions=layout.partitions,
-            files=self.snapshots.files(snapshot),
-            masks=self.snapshots.keep_masks(snapshot),
-            physical=physical,
-            base_row_ids=bases,
-            materialized_row_id=materialized,
-        )
+        return part_files(self.snapshots, layout, snapshot)
 
     def function_calls(self, ctx: Context, request: FunctionCallRequest) -> list[FunctionCall]:
         """delta_scan of the table's folder, for DuckDB to read this scan itself, when the
@@ -190,10 +155,76 @@ class DeltaScanPlanning:
         return delta_stats.column_stats(files, layout.schema.field(column_name))
 
 
+class PartGone(RuntimeError):
+    """A scan part that can no longer be read as planned: the client's query should run
+    again (the message says so, and names no path)."""
+
+
+def read_part(
+    ctx: Context,
+    snapshots: direct.Snapshots,
+    layout: Layout,
+    token: str,
+    wanted: list[str],
+    predicate: filters.Predicate | None,
+    limit: int,
+) -> pa.RecordBatchReader:
+    """One part of a scan_partitions answer: the version its token pins, read by delta-rs
+    (here or in a data worker, detached.py); an error when that version is gone or no longer
+    has today's shape, or the files are not those the part was planned over."""
+    try:
+        part = json.loads(token)
+        version = int(part["version"])
+    except (ValueError, KeyError, TypeError):
+        raise ValueError(f"not a scan part of this table: {token!r}") from None
+    snapshot = snapshots.at(version)
+    if snapshot is None or not direct.readable(snapshot, layout.features):
+        raise PartGone(f"version {version} of the table cannot be read any more")
+    if direct.shape(snapshot) != direct.shape(snapshots.latest()):
+        raise PartGone("the table's columns changed while it was read; run the query again")
+    if "rows" in part:
+        return direct.null_rows(layout.schema, int(part["rows"]))
+    if "files" not in part or layout.location is None:
+        return direct.read(ctx, snapshot, layout.schema, wanted, predicate, limit)
+    files_read = part_files(snapshots, layout, snapshot)
+    if files_read is None or part.get("digest") != file_parts.digest(files_read.files):
+        raise PartGone("the table's files are not those the scan was planned over")
+    return file_parts.read(ctx, files_read, list(part["files"]), wanted, predicate, limit)
+
+
+def part_files(
+    snapshots: direct.Snapshots, layout: Layout, snapshot: Any
+) -> file_parts.PartFiles | None:
+    """What reading the version's files one by one needs, or None when they cannot be read
+    as they are (file_parts.physical_names) or, for a row-tracked table, the log does not give
+    every file its base row id."""
+    physical = file_parts.physical_names(snapshot, layout.location)
+    if physical is None or layout.location is None:
+        return None
+    bases = None
+    materialized = None
+    if layout.rowids == "tracked":
+        bases = snapshots.base_row_ids(snapshot)
+        if bases is None:
+            return None
+        configuration = dict(snapshot.metadata().configuration)
+        materialized = configuration.get(row_ids.MATERIALIZED_ROW_ID)
+    return file_parts.PartFiles(
+        location=layout.location,
+        schema=layout.schema,
+        partitions=layout.partitions,
+        files=snapshots.files(snapshot),
+        masks=snapshots.keep_masks(snapshot),
+        physical=physical,
+        base_row_ids=bases,
+        materialized_row_id=materialized,
+    )
+
+
 def _known(count: int | None) -> int:
     return -1 if count is None else count
 
 
-def _pushable(layout: Layout) -> pa.Schema:
+def pushable(layout: Layout) -> pa.Schema:
     """The columns a filter is pushed down on (not those stored as another type)."""
     return pa.schema([f for f in layout.schema if f.name not in layout.retyped])

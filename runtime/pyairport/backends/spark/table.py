@@ -42,7 +42,7 @@ from airport_contracts import (
 from ... import filters
 from ..base import BackendTable
 from ..shaping import UpdateColumns, conform_insert, returning_reader
-from . import direct, file_parts
+from . import detached, direct, file_parts
 from .client_errors import client_errors
 from .column_ddl import DeltaColumns
 from .commits import DeltaChanges
@@ -155,20 +155,7 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
                 if point is None or snapshot is not None
                 else self._scanner.schema_at(layout, as_of(point))
             )
-            # The rowid comes along where it is a stored column; a row-tracked table's are
-            # computed file by file, in order, so only when asked for (DuckDB asks by its own
-            # column id), and the rest of the scan stays on delta-rs' parallel reader.
-            tracked = layout.rowids == "tracked"
-            wanted = [
-                n
-                for n in schema.names
-                if opts is None
-                or not opts.columns
-                or n in opts.columns
-                or (n == ROWID and not tracked)
-            ]
-            if opts is not None and opts.rows_only:  # Spark's SELECT needs one column
-                wanted = [] if snapshot is not None or opts.partition else wanted[:1]
+            wanted = _wanted(layout, schema, opts, by_delta_rs=snapshot is not None)
             # Not pushed down: columns stored as another type (stored_types.py); DuckDB
             # filters them itself.
             pushable = pa.schema([f for f in schema if f.name not in layout.retyped])
@@ -188,6 +175,17 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
             return self._scanner.scan(
                 ctx, layout, schema, wanted, predicate, limit, point, self.rowid_counter.peek
             )
+
+    def detached_part(self, ctx: Context, opts: ScanOptions) -> bytes | None:
+        """The plan of the scan part opts.partition names, for a data worker to read without
+        Spark or this process (detached.py); None for a scan delta-rs does not read by parts
+        here (Spark's, or a folder elsewhere)."""
+        ctx.raise_if_done()
+        layout, _ = self.fresh_layout()
+        if not opts.partition or layout.location is None or self.snapshots is None:
+            return None
+        wanted = _wanted(layout, layout.schema, opts, by_delta_rs=True)
+        return detached.DetachedPart(layout, opts.partition, wanted, opts.filter).encode()
 
     def direct_snapshot(
         self, layout: Layout, point: TimePoint | None = None, latest: int | None = None
@@ -358,3 +356,21 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
                 affected_rows += current.num_rows
                 returned.extend(current.to_batches())
         return self._by_rowid_result(pending, immediate, affected_rows, staged, returned, opts)
+
+
+def _wanted(
+    layout: Layout, schema: pa.Schema, opts: ScanOptions | None, by_delta_rs: bool
+) -> list[str]:
+    """The columns a scan fills (the others come back null). The rowid comes along where it
+    is a stored column; a row-tracked table's are computed file by file, in order, so only
+    when asked for (DuckDB asks by its own column id), and the rest of the scan stays on
+    delta-rs' parallel reader. A count reads none, or for Spark's SELECT one."""
+    tracked = layout.rowids == "tracked"
+    wanted = [
+        n
+        for n in schema.names
+        if opts is None or not opts.columns or n in opts.columns or (n == ROWID and not tracked)
+    ]
+    if opts is not None and opts.rows_only:
+        wanted = [] if by_delta_rs or opts.partition else wanted[:1]
+    return wanted

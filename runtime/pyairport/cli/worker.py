@@ -1,0 +1,78 @@
+"""`pyairport worker`: a data worker (server/data_worker.py) serving the scan parts its
+catalog server seals, until SIGINT or SIGTERM, or, started by serve, until its stdin closes
+(SIGHUP reads the tokens and keys files again)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+
+from .access_flags import authenticator_from, read_tls, reload_files
+
+
+def worker(args: argparse.Namespace) -> int:
+    import pyarrow as pa
+
+    from ..access.tokens import read_token
+    from ..server.data_worker import DataWorker
+    from ..server.data_workers import READY
+    from ..server.ticket_seal import TicketSeal, key_from_hex, read_key
+
+    try:
+        token = read_token(args.auth_token, args.auth_token_file)
+        if args.secrets_on_stdin:
+            secrets = json.loads(sys.stdin.buffer.readline() or b"{}")
+            key = key_from_hex(str(secrets.get("key", "")), "stdin")
+            token = secrets.get("token") or token
+        elif args.key_file:
+            key = read_key(args.key_file)
+        else:
+            raise ValueError("give --key-file (the catalog server's --data-key-file)")
+        cert, tls_key = read_tls(args.tls_cert, args.tls_key)
+        authenticator = authenticator_from(args, token)
+    except (OSError, ValueError) as exc:
+        print(f"pyairport: error: {exc}", file=sys.stderr)
+        return 2
+    from ..backends.spark.detached import DetachedReader
+
+    tls = (cert, tls_key) if cert is not None and tls_key is not None else None
+    try:
+        server = DataWorker(
+            args.listen,
+            TicketSeal(key),
+            DetachedReader().read,
+            authenticator,
+            args.compression,
+            tls,
+        )
+    except (OSError, pa.ArrowException) as exc:
+        print(f"pyairport: error: cannot listen on {args.listen}: {exc}", file=sys.stderr)
+        return 1
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    signal.signal(signal.SIGHUP, lambda *_: reload_files(authenticator))
+    if args.secrets_on_stdin:
+        threading.Thread(target=_until_closed, args=(stop,), daemon=True).start()
+    print(f"{READY}{_served_at(args.listen, server.port)}", flush=True)
+    while not stop.is_set():  # a timeout: signal handlers run in the main thread only
+        stop.wait(0.2)
+    server.stop(grace=2.0)
+    return 0
+
+
+def _until_closed(stop: threading.Event) -> None:
+    """Sets stop once stdin ends: the server that started this worker has stopped (or died)."""
+    while sys.stdin.buffer.read(4096):
+        pass
+    stop.set()
+
+
+def _served_at(listen: str, port: int) -> str:
+    """listen with the port it was given, where it asked for any (port 0)."""
+    if listen.startswith(("grpc://", "grpc+tcp://", "grpc+tls://")) and listen.endswith(":0"):
+        return f"{listen[:-2]}:{port}"
+    return listen

@@ -1,0 +1,94 @@
+"""A data worker (`pyairport worker`): a process that serves DoGet of the scan parts its
+catalog server sealed (ticket_seal.py), on Arrow C++'s Flight server (arrow_do_get.py), so
+that a scan's parts are read and sent by as many processes as the catalog has workers: one
+DuckDB query, and several clients, use every core; and workers on other hosts serve the reads
+that outgrow one machine.
+
+A worker decides nothing about rights: the catalog granted the read when it sealed the
+ticket. It checks that the caller is who the ticket was issued to (the bearer token through
+the same kinds of Authenticator as the catalog's), that the ticket is one its catalog sealed
+and has not expired; then it reads the part's plan (a backend's bytes: a Delta table's part
+by delta-rs, backends/spark/detached.py) as the catalog's DoGet would.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+import pyarrow as pa
+
+from airport_contracts import (
+    Authenticator,
+    Context,
+    TicketRefused,
+    identity_from_context,
+    with_context_meta,
+)
+from airport_contracts.vocabulary import Protocol
+
+from ..access.gate import Access
+from ..access.tokens import AUTHORIZATION_HEADER
+from ..dispatch import ServedScan
+from ..dispatch.headers import context_meta
+from ..wire.column_ids import requested_only, served_reader
+from .arrow_do_get import DoGetServer
+from .ticket_seal import TicketSeal
+
+log = logging.getLogger("pyairport.worker")
+
+PlanReader = Callable[[Context, bytes], pa.RecordBatchReader]
+"""Reads a sealed part's plan: its rows, full width in the served schema."""
+
+
+def open_sealed(ctx: Context, seal: TicketSeal, read_plan: PlanReader, ticket: bytes) -> ServedScan:
+    """The scan a sealed ticket names, for the admitted caller of ctx (a worker's DoGet, or
+    the catalog's own); the contract's TicketRefused when it may not be served."""
+    try:
+        sealed = seal.open(ticket, identity_from_context(ctx))
+    except TicketRefused as refused:
+        log.warning("DoGet refused: %s", refused)
+        raise
+    reader = read_plan(ctx, sealed.plan)
+    if sealed.columns or sealed.rows_only:
+        reader = requested_only(reader, list(sealed.columns))
+    return ServedScan(served_reader(reader), sealed.expected_rows, sealed.table)
+
+
+class DataWorker:
+    """Serves the parts sealed under seal at location (grpc://host:port, grpc+tls://…,
+    grpc+unix://path) until stop()."""
+
+    def __init__(
+        self,
+        location: str,
+        seal: TicketSeal,
+        read_plan: PlanReader,
+        authenticator: Authenticator | None = None,
+        compression: str = "auto",
+        tls: tuple[bytes, bytes] | None = None,
+    ) -> None:
+        self._seal = seal
+        self._read_plan = read_plan
+        self.access = Access(authenticator)
+        self._server = DoGetServer(location, self._open, None, compression, tls)
+        self.port: int = self._server.port
+
+    @property
+    def scans(self) -> int:
+        count: int = self._server.scans
+        return count
+
+    def _open(self, ctx: Context, headers: dict[str, str], ticket: bytes) -> ServedScan:
+        ctx = with_context_meta(ctx, context_meta(Protocol.DOGET, headers, AUTHORIZATION_HEADER))
+        return open_sealed(self.access.admit(ctx), self._seal, self._read_plan, ticket)
+
+    def serve(self) -> None:
+        """Serve until stop() (from another thread or a signal handler's)."""
+        self._server.serve()
+
+    def stop(self, grace: float | None = 2.0) -> None:
+        stopper = threading.Thread(target=self._server.shutdown, daemon=True)
+        stopper.start()
+        stopper.join(grace)

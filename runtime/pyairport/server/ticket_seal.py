@@ -1,0 +1,122 @@
+"""Tickets a data worker can trust (data_worker.py): the catalog server seals what a worker
+needs to read one part of a scan (the part's plan, whose folder a client must not learn), who
+may read it, which table it is and until when, with AES-256-GCM under a key it shares with its
+workers. A worker opens only what that key sealed: a forged or altered ticket does not open,
+an expired one or one brought by another identity is refused. The grants are decided once,
+at the catalog, before it seals.
+
+Refusals are the contract's TicketRefused (deviation data_workers). A sealed ticket is
+`pyairport-sealed/1:` + a 12-byte nonce + the ciphertext of a msgpack map;
+the prefix is also authenticated, so no ticket of another kind opens as one.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass
+
+import msgpack
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from airport_contracts import TicketRefused
+
+PREFIX = b"pyairport-sealed/1:"
+KEY_BYTES = 32  # AES-256
+LIFETIME_SECONDS = 600.0
+"""How long after the endpoints call a sealed ticket's stream may start (a stream under way
+goes on past it). DuckDB starts a query's parts at once (no more of them than it has
+threads, by default), so ten minutes is ample; and the grant it carries was decided when it
+was sealed, so a grant taken back holds for a ticket from then on only after this long (a
+token taken back, at once: every DoGet checks it)."""
+_NONCE_BYTES = 12
+_NOT_ISSUED = "not sealed by this server's catalog, or changed since"
+
+
+@dataclass(frozen=True)
+class Sealed:
+    """What a sealed ticket says: who may read it, the table (catalog, schema, table), the
+    part's plan (the backend's bytes), the rows it holds before filters (-1: unknown), the
+    columns the client asked for and whether only rows were counted, and when it expires."""
+
+    identity: str
+    table: tuple[str, str, str]
+    plan: bytes
+    expected_rows: int
+    columns: tuple[str, ...]
+    rows_only: bool
+    expires: float
+
+
+def new_key() -> bytes:
+    return secrets.token_bytes(KEY_BYTES)
+
+
+def read_key(path: str) -> bytes:
+    """A key file's key: 64 hex digits (`openssl rand -hex 32`)."""
+    with open(path, encoding="ascii") as handle:
+        return key_from_hex(handle.read(), path)
+
+
+def key_from_hex(text: str, source: str) -> bytes:
+    text = text.strip()
+    try:
+        key = bytes.fromhex(text)
+    except ValueError:
+        key = b""
+    if len(key) != KEY_BYTES:
+        raise ValueError(f"{source} does not hold a key: 64 hex digits (openssl rand -hex 32)")
+    return key
+
+
+class TicketSeal:
+    """Seals and opens tickets under one key."""
+
+    def __init__(self, key: bytes, lifetime: float = LIFETIME_SECONDS) -> None:
+        self._aead = AESGCM(key)
+        self.lifetime = lifetime
+
+    def seal(self, sealed: Sealed) -> bytes:
+        body = msgpack.packb(
+            {
+                "identity": sealed.identity,
+                "table": list(sealed.table),
+                "plan": sealed.plan,
+                "rows": sealed.expected_rows,
+                "columns": list(sealed.columns),
+                "rows_only": sealed.rows_only,
+                "expires": sealed.expires,
+            }
+        )
+        nonce = secrets.token_bytes(_NONCE_BYTES)
+        return PREFIX + nonce + self._aead.encrypt(nonce, body, PREFIX)
+
+    def expiry(self) -> float:
+        """When a ticket sealed now expires."""
+        return time.time() + self.lifetime
+
+    def open(self, ticket: bytes, identity: str, now: float | None = None) -> Sealed:
+        """What ticket says, if this key sealed it, it has not expired and identity may
+        read it; else the contract's TicketRefused."""
+        if not ticket.startswith(PREFIX) or len(ticket) <= len(PREFIX) + _NONCE_BYTES:
+            raise TicketRefused(reason=_NOT_ISSUED)
+        nonce = ticket[len(PREFIX) : len(PREFIX) + _NONCE_BYTES]
+        try:
+            body = self._aead.decrypt(nonce, ticket[len(PREFIX) + _NONCE_BYTES :], PREFIX)
+            fields = msgpack.unpackb(body)
+            sealed = Sealed(
+                identity=str(fields["identity"]),
+                table=tuple(str(name) for name in fields["table"]),  # type: ignore[arg-type]
+                plan=bytes(fields["plan"]),
+                expected_rows=int(fields["rows"]),
+                columns=tuple(str(name) for name in fields["columns"]),
+                rows_only=bool(fields["rows_only"]),
+                expires=float(fields["expires"]),
+            )
+        except Exception:  # InvalidTag: not sealed by this key, or changed since
+            raise TicketRefused(reason=_NOT_ISSUED) from None
+        if (time.time() if now is None else now) >= sealed.expires:
+            raise TicketRefused(reason="it has expired: run the query again")
+        if sealed.identity != identity:
+            raise TicketRefused(reason="it was issued to another identity")
+        return sealed
