@@ -1,8 +1,8 @@
 """A data worker (`pyairport worker`): a process that serves DoGet of the scan parts its
 catalog server sealed (ticket_seal.py), on Arrow C++'s Flight server (arrow_do_get.py), so
-that a scan's parts are read and sent by as many processes as the catalog has workers: one
-DuckDB query, and several clients, use every core; and workers on other hosts serve the reads
-that outgrow one machine.
+that a scan's parts are read and sent by as many processes as the catalog has workers, each
+with a lock of its own (the catalog's process has one for every client), and by other hosts
+for reads that outgrow one machine.
 
 A worker decides nothing about rights: the catalog granted the read when it sealed the
 ticket. It checks that the caller is who the ticket was issued to (the bearer token through
@@ -58,7 +58,7 @@ def open_sealed(ctx: Context, seal: TicketSeal, read_plan: PlanReader, ticket: b
 
 class DataWorker:
     """Serves the parts sealed under seal at location (grpc://host:port, grpc+tls://…,
-    grpc+unix://path) until stop()."""
+    grpc+unix://path) from its construction until stop()."""
 
     def __init__(
         self,
@@ -83,10 +83,6 @@ class DataWorker:
     def _open(self, ctx: Context, headers: dict[str, str], ticket: bytes) -> ServedScan:
         ctx = with_context_meta(ctx, context_meta(Protocol.DOGET, headers, AUTHORIZATION_HEADER))
         return open_sealed(self.access.admit(ctx), self._seal, self._read_plan, ticket)
-
-    def serve(self) -> None:
-        """Serve until stop() (from another thread or a signal handler's)."""
-        self._server.serve()
 
     def stop(self, grace: float | None = 2.0) -> None:
         stopper = threading.Thread(target=self._server.shutdown, daemon=True)
