@@ -66,8 +66,7 @@ def worker(args: argparse.Namespace) -> int:
 
 def _until_closed(stop: threading.Event) -> None:
     """Sets stop once stdin ends: the server that started this worker has stopped (or died)."""
-    while sys.stdin.buffer.read(4096):
-        pass
+    sys.stdin.buffer.read()  # returns at end of file: nothing more is ever written to it
     stop.set()
 
 

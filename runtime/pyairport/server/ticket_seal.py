@@ -95,7 +95,7 @@ class TicketSeal:
         """When a ticket sealed now expires."""
         return time.time() + self.lifetime
 
-    def open(self, ticket: bytes, identity: str, now: float | None = None) -> Sealed:
+    def open(self, ticket: bytes, identity: str) -> Sealed:
         """What ticket says, if this key sealed it, it has not expired and identity may
         read it; else the contract's TicketRefused."""
         if not ticket.startswith(PREFIX) or len(ticket) <= len(PREFIX) + _NONCE_BYTES:
@@ -115,7 +115,7 @@ class TicketSeal:
             )
         except Exception:  # InvalidTag: not sealed by this key, or changed since
             raise TicketRefused(reason=_NOT_ISSUED) from None
-        if (time.time() if now is None else now) >= sealed.expires:
+        if time.time() >= sealed.expires:
             raise TicketRefused(reason="it has expired: run the query again")
         if sealed.identity != identity:
             raise TicketRefused(reason="it was issued to another identity")
