@@ -18,6 +18,7 @@ import os
 import selectors
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -25,6 +26,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlparse
 
 from airport_contracts import Context, identity_from_context
 
@@ -40,6 +42,7 @@ READY = "pyairport worker serving on "
 """The line a worker prints once it serves (its address follows)."""
 _START_SECONDS = 60.0  # a worker imports pyarrow and delta-rs: seconds on a loaded machine
 _WATCH_SECONDS = 1.0
+_PROBE_SECONDS = 0.5
 
 
 @dataclass
@@ -68,7 +71,9 @@ class DataWorkers:
     ) -> None:
         self._seal = TicketSeal(seal_key)
         self._read_plan = read_plan
-        self._remote = list(remote)
+        self._remote = [_RemoteWorker(location) for location in remote]
+        for worker in self._remote:
+            worker.probe()
         self._turn = itertools.count()
         self._own: list[_OwnWorker] = []
         self._dir: Path | None = None
@@ -80,6 +85,7 @@ class DataWorkers:
             except BaseException:
                 self.stop()
                 raise
+        if self._own or self._remote:
             threading.Thread(target=self._watch, name="pyairport-workers", daemon=True).start()
 
     @property
@@ -88,9 +94,10 @@ class DataWorkers:
 
     def for_peer(self, peer: str) -> _Placement | None:
         """The workers a caller at gRPC's peer may read from (the server's own only on this
-        host), or None: none is up."""
+        host), or None: none is up (the server then serves the parts itself)."""
         here = on_this_host(peer)
-        locations = [w.location for w in self._own if here and w.serving()] + self._remote
+        locations = [w.location for w in self._own if here and w.serving()]
+        locations += [w.location for w in self._remote if w.up]
         return _Placement(self._seal, locations, self._turn) if locations else None
 
     def open_here(self, ctx: Context, ticket: bytes) -> ServedScan:
@@ -137,6 +144,8 @@ class DataWorkers:
 
     def _watch(self) -> None:
         while not self._stopping.wait(_WATCH_SECONDS):
+            for remote in self._remote:
+                remote.probe()
             for worker in self._own:
                 if worker.exited() and not self._stopping.is_set():
                     log.warning("data worker %s exited; starting it again", worker.location)
@@ -145,6 +154,41 @@ class DataWorkers:
                         worker.wait_ready()
                     except OSError as exc:
                         log.error("data worker %s did not start again: %s", worker.location, exc)
+
+
+class _RemoteWorker:
+    """A worker the server did not start, at location; up while it accepts connections (a
+    worker that is down is named in no endpoint until it accepts them again)."""
+
+    def __init__(self, location: str) -> None:
+        self.location = location
+        self.up = False
+        self._where = urlparse(location)
+
+    def probe(self) -> None:
+        try:
+            self._connect().close()
+        except OSError:
+            if self.up:
+                log.warning("data worker %s does not answer; its parts go elsewhere", self.location)
+            self.up = False
+            return
+        if not self.up:
+            log.info("data worker %s answers", self.location)
+        self.up = True
+
+    def _connect(self) -> socket.socket:
+        if self._where.scheme == "grpc+unix":
+            unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            unix.settimeout(_PROBE_SECONDS)
+            try:
+                unix.connect(self._where.path)
+            except OSError:
+                unix.close()
+                raise
+            return unix
+        address = (self._where.hostname, self._where.port)
+        return socket.create_connection(address, timeout=_PROBE_SECONDS)
 
 
 def _socket_folder(longest_name: str) -> Path:
