@@ -424,6 +424,10 @@ def test_data_workers_misconfigured_is_one_line(args: tuple[str, ...], message: 
     assert done.stderr == f"pyairport: error: {message}\n"
 
 
+HAS_DELTA_RS = importlib.util.find_spec("deltalake") is not None
+NEEDS_DELTA_RS = pytest.mark.skipif(not HAS_DELTA_RS, reason="a worker needs deltalake")
+
+
 def _key_file(folder: Path, text: str = "ab" * 32) -> Path:
     key = folder / "data.key"
     key.write_text(text + "\n")
@@ -441,10 +445,11 @@ def _key_file(folder: Path, text: str = "ab" * 32) -> Path:
             "{bad} does not hold a key: 64 hex digits (openssl rand -hex 32)",
         ),
         (("--key-file", "{missing}"), 2, "[Errno 2] No such file or directory: '{missing}'"),
-        (
+        pytest.param(
             ("--key-file", "{good}", "--listen", "grpc+unix:///no/such/folder/w.sock"),
             1,
             "cannot listen on grpc+unix:///no/such/folder/w.sock: ",
+            marks=NEEDS_DELTA_RS,
         ),
     ],
 )
@@ -465,6 +470,23 @@ def test_a_worker_that_cannot_serve_says_why_in_one_line(
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
 
 
+@pytest.mark.skipif(HAS_DELTA_RS, reason="deltalake is installed here")
+def test_a_worker_without_delta_rs_is_one_line(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [*PYAIRPORT, "worker", "--listen", "grpc://127.0.0.1:0", "--key-file"]
+        + [str(_key_file(tmp_path))],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr == (
+        "pyairport: error: a worker reads Delta tables (deltalake is missing):"
+        " pip install 'pyairport[spark]'\n"
+    )
+
+
+@NEEDS_DELTA_RS
 def test_a_worker_serves_on_its_address_refuses_what_its_key_did_not_seal_and_stops(
     tmp_path: Path,
 ) -> None:

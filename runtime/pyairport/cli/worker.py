@@ -25,6 +25,8 @@ def worker(args: argparse.Namespace) -> int:
         token = read_token(args.auth_token, args.auth_token_file)
         if args.secrets_on_stdin:
             secrets = json.loads(sys.stdin.buffer.readline() or b"{}")
+            if not isinstance(secrets, dict):
+                raise ValueError("stdin does not hold the worker's secrets")
             key = key_from_hex(str(secrets.get("key", "")), "stdin")
             token = secrets.get("token") or token
         elif args.key_file:
@@ -36,8 +38,17 @@ def worker(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         print(f"pyairport: error: {exc}", file=sys.stderr)
         return 2
-    from ..backends.spark.detached import DetachedReader
+    try:  # delta-rs is imported where a read needs it: a worker without it could serve none
+        import deltalake  # noqa: F401
 
+        from ..backends.spark.detached import DetachedReader
+    except ImportError as missing:
+        print(
+            f"pyairport: error: a worker reads Delta tables ({missing.name} is missing):"
+            " pip install 'pyairport[spark]'",
+            file=sys.stderr,
+        )
+        return 2
     tls = (cert, tls_key) if cert is not None and tls_key is not None else None
     try:
         server = DataWorker(
