@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from airport_contracts import Context
+from airport_contracts import Context, ScanOptions
 
 from .served_scan import ServedScan
 
@@ -49,7 +49,7 @@ class WorkerPool(Protocol):
 class DetachableTable(Protocol):
     """A table whose scan parts another process can read (backends/spark/detached.py)."""
 
-    def detached_part(self, ctx: Context, opts: object) -> bytes | None: ...
+    def detached_part(self, ctx: Context, opts: ScanOptions) -> bytes | None: ...
 
 
 def with_scan_location(ctx: Context, uri: str) -> Context:
