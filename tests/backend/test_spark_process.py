@@ -138,9 +138,10 @@ def test_sigkill_mid_insert_leaves_the_last_commit_and_a_writable_table(tmp_path
 
 
 def test_serve_warms_spark_up_and_runs_its_data_workers_and_leaves_nothing(tmp_path: Path) -> None:
-    """Also data workers: one of its own (`--data-workers 1`), named at start, and one an
-    operator started (`pyairport worker`, `--data-worker` with its `--data-key-file`); a scan's
-    endpoints go round them and each serves the rows; the server's own goes with it."""
+    """Also data workers: one of its own (`--data-workers 1`), named at start, one an
+    operator started (`pyairport worker`, `--data-worker` with its `--data-key-file`) and one
+    that joins the running server (`pyairport worker --join`); a scan's endpoints go round
+    them and each serves the rows; the server's own goes with it."""
     temp = tmp_path / "temp"  # the server's temporary folder: the warm-up's tables go there
     temp.mkdir()
     warehouse = tmp_path / "warehouse"
@@ -172,6 +173,7 @@ def test_serve_warms_spark_up_and_runs_its_data_workers_and_leaves_nothing(tmp_p
     threading.Thread(target=lambda: lines.extend(process.stdout or ()), daemon=True).start()
     errors: list[str] = []
     threading.Thread(target=lambda: errors.extend(process.stderr or ()), daemon=True).start()
+    joining: subprocess.Popen[str] | None = None
     try:
         deadline = time.monotonic() + 120
         while not lines and time.monotonic() < deadline and process.poll() is None:
@@ -180,17 +182,32 @@ def test_serve_warms_spark_up_and_runs_its_data_workers_and_leaves_nothing(tmp_p
         assert match, "".join(lines + errors)
         worker = re.fullmatch(r"pyairport data worker on (grpc\+unix://\S+)\n", lines[1])
         assert worker, "".join(lines + errors)
+        joining = subprocess.Popen(
+            [sys.executable, "-m", "pyairport", "worker", "--listen", "grpc://127.0.0.1:0"]
+            + ["--key-file", str(key), "--join", match.group(1)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert joining.stdout is not None
+        joined_at = joining.stdout.readline().removeprefix("pyairport worker serving on ").strip()
         with AirportClient(match.group(1)) as client:  # served while Spark warms up
             assert client.insert("dml_schema", "users", _users(2)).total_changed == 2
+            request = endpoints_request("dml_schema", "users", [0], "")
+            deadline = time.monotonic() + 30
+            while joined_at not in _endpoint_uris(client, request):
+                assert time.monotonic() < deadline, "the joining worker is never named"
+                time.sleep(0.2)
             served_at = set()
-            for _ in range(2):
-                request = endpoints_request("dml_schema", "users", [0], "")
+            for _ in range(3):
                 (endpoint,) = decode_endpoints(client.action("endpoints", request)[0])
                 served_at.add(endpoint.location[0].uri)
                 with flight.connect(endpoint.location[0].uri) as at_worker:
                     read = at_worker.do_get(flight.Ticket(endpoint.ticket.ticket)).read_all()
                 assert sorted(read.column("id").to_pylist()) == [0, 1]
-            assert served_at == {worker.group(1), remote_at}
+            assert served_at == {worker.group(1), remote_at, joined_at}
+            joining.send_signal(signal.SIGTERM)
+            assert joining.wait(20) == 0
+            assert all(joined_at not in _endpoint_uris(client, request) for _ in range(3))
             deadline = time.monotonic() + 300
             while not any("warmed up" in line for line in lines):
                 assert time.monotonic() < deadline and process.poll() is None, "".join(errors)
@@ -211,6 +228,12 @@ def test_serve_warms_spark_up_and_runs_its_data_workers_and_leaves_nothing(tmp_p
     finally:
         process.send_signal(signal.SIGTERM)
         remote.send_signal(signal.SIGTERM)
+        if joining is not None and joining.poll() is None:
+            joining.kill()
         assert remote.wait(20) == 0
         assert process.wait(60) == 0
     assert [p.name for p in temp.iterdir()] == ["pyairport-staging"]  # the worker's went too
+
+
+def _endpoint_uris(client: AirportClient, request: bytes) -> set[str]:
+    return {e.location[0].uri for e in decode_endpoints(client.action("endpoints", request)[0])}

@@ -416,6 +416,7 @@ def test_spark_warm_up_reports_in_one_line_and_never_stops_the_server(
             ("--backend", "spark", "--data-worker", "grpc://10.0.0.7:9000"),
             "--data-worker needs --data-key-file: the key its worker was given",
         ),
+        (("--data-key-file", "data.key"), "data workers read Delta tables: use --backend spark"),
     ],
 )
 def test_data_workers_misconfigured_is_one_line(args: tuple[str, ...], message: str) -> None:
@@ -445,6 +446,27 @@ def _key_file(folder: Path, text: str = "ab" * 32) -> Path:
             "{bad} does not hold a key: 64 hex digits (openssl rand -hex 32)",
         ),
         (("--key-file", "{missing}"), 2, "[Errno 2] No such file or directory: '{missing}'"),
+        (
+            ("--key-file", "{good}", "--advertise", "grpc://10.0.0.8:9000"),
+            2,
+            "--advertise and --join-root-cert go with --join",
+        ),
+        (
+            ("--key-file", "{good}", "--join", "grpc+unix:///tmp/catalog.sock"),
+            2,
+            "--join 'grpc+unix:///tmp/catalog.sock': the catalog's grpc:// or grpc+tls:// address",
+        ),
+        (
+            ("--secrets-on-stdin", "--join", "grpc://10.0.0.8:8815"),
+            2,
+            "a worker serve starts (--secrets-on-stdin) does not join: serve names it",
+        ),
+        pytest.param(
+            ("--key-file", "{good}", "--listen", "grpc://0.0.0.0:0", "--join", "grpc://10.0.0.8:1"),
+            2,
+            "give --advertise: 'grpc://0.0.0.0:",
+            marks=NEEDS_DELTA_RS,
+        ),
         pytest.param(
             ("--key-file", "{good}", "--listen", "grpc+unix:///no/such/folder/w.sock"),
             1,
@@ -533,3 +555,45 @@ def test_a_worker_serves_on_its_address_refuses_what_its_key_did_not_seal_and_st
         out, err = process.communicate(timeout=20)
     assert process.returncode == 0, err
     assert "Traceback" not in err
+
+
+@NEEDS_DELTA_RS
+def test_a_worker_joins_its_catalog_and_leaves_it_when_stopped(tmp_path: Path) -> None:
+    """`pyairport worker --join`: the running catalog names it in endpoints without being
+    told of it, and stops naming it as soon as the worker is stopped."""
+    from pyairport.demo import memory_demo_catalog
+    from pyairport.server import AirportServer, ServerConfig
+    from pyairport.server.data_workers import DataWorkers, WorkerFlags
+    from pyairport.server.ticket_seal import read_key
+
+    key_file = _key_file(tmp_path)
+    catalog = memory_demo_catalog()
+    elsewhere = "ipv4:10.1.2.3:5000"
+    with AirportServer(catalog, config=ServerConfig("127.0.0.1", 0)) as server:
+        workers = DataWorkers(read_key(str(key_file)), 0, [], WorkerFlags(), lambda c, p: None)  # type: ignore[arg-type,return-value]
+        server.serve_parts_at(workers)
+        process = subprocess.Popen(
+            [*PYAIRPORT, "worker", "--listen", "grpc://127.0.0.1:0", "--key-file", str(key_file)]
+            + ["--join", server.location],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert process.stdout is not None
+            line = process.stdout.readline()
+            match = re.fullmatch(r"pyairport worker serving on (grpc://127\.0\.0\.1:\d+)\n", line)
+            assert match, line
+            deadline = time.monotonic() + 10
+            while workers.for_peer(elsewhere) is None and time.monotonic() < deadline:
+                time.sleep(0.1)
+            placement = workers.for_peer(elsewhere)
+            assert placement is not None and placement.locations == [match.group(1)]
+        finally:
+            process.send_signal(signal.SIGTERM)
+            out, err = process.communicate(timeout=20)
+        assert process.returncode == 0, err
+        assert f"joined {server.location} as {match.group(1)}" in err
+        assert workers.for_peer(elsewhere) is None  # it left before it stopped serving
+        server.serve_parts_at(None)
+        workers.stop()

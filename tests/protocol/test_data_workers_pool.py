@@ -1,16 +1,29 @@
-"""The workers a server hands scan parts to (server/data_workers.py), without a lake: a worker
-on another host is named in endpoints only while it accepts connections, so a worker that is
-down costs no query (the server serves the parts itself until it is back)."""
+"""The workers a server hands scan parts to (server/data_workers.py, worker_link.py), without
+a lake: a worker on another host is named in endpoints only while it answers the server's
+probe, so a worker that is down, or holds another key, costs no query (the server serves the
+parts itself until it answers right); a worker may join a running server with the key, and
+is named until it leaves or stops joining; a join without the key is refused on the wire."""
 
 from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
+import grpc
+import msgpack
+import pyarrow as pa
+import pyarrow.flight as flight
+import pytest
+
+from pyairport.demo import memory_demo_catalog
+from pyairport.server import AirportServer, ServerConfig
 from pyairport.server.data_worker import DataWorker
 from pyairport.server.data_workers import DataWorkers, WorkerFlags
-from pyairport.server.ticket_seal import TicketSeal, new_key
+from pyairport.server.ticket_seal import MessageKind, TicketSeal, new_key
+from pyairport.server.worker_link import JOIN_METHOD, Joiner
+
+ELSEWHERE = "ipv4:10.1.2.3:5000"  # a client on another host
 
 
 def _free_port() -> int:
@@ -50,3 +63,157 @@ def test_a_remote_worker_is_named_only_while_it_answers() -> None:
         assert _until(lambda: workers.for_peer("ipv4:10.1.2.3:5000") is None)
     finally:
         workers.stop()
+
+
+def _offered(workers: DataWorkers, peer: str = ELSEWHERE) -> list[str]:
+    placement = workers.for_peer(peer)
+    return [] if placement is None else placement.locations
+
+
+def test_a_worker_with_another_key_is_never_named() -> None:
+    """It would refuse every ticket: the probe finds that out before any client does."""
+    key = new_key()
+    right = DataWorker("grpc://127.0.0.1:0", TicketSeal(key), _unread)  # type: ignore[arg-type]
+    wrong = DataWorker("grpc://127.0.0.1:0", TicketSeal(new_key()), _unread)  # type: ignore[arg-type]
+    listed = [f"grpc://127.0.0.1:{right.port}", f"grpc://127.0.0.1:{wrong.port}"]
+    workers = DataWorkers(key, 0, listed, WorkerFlags(), _unread)  # type: ignore[arg-type]
+    try:
+        assert _offered(workers) == listed[:1]
+        time.sleep(1.5)  # the watcher's probes agree
+        assert _offered(workers) == listed[:1]
+        assert right.probes >= 2 and right.scans == 0  # probes are not counted as reads
+    finally:
+        workers.stop()
+        right.stop(0)
+        wrong.stop(0)
+
+
+class _Impostor(flight.FlightServerBase):  # type: ignore[misc]
+    """Answers every DoGet with one row of whatever, as a server without the key could."""
+
+    def do_get(self, context: object, ticket: flight.Ticket) -> flight.RecordBatchStream:
+        table = pa.table({"challenge": pa.array([b"0" * 16], pa.binary())})
+        return flight.RecordBatchStream(table)
+
+
+def test_a_server_that_answers_without_the_key_is_never_named() -> None:
+    impostor = _Impostor("grpc://127.0.0.1:0")
+    at = f"grpc://127.0.0.1:{impostor.port}"
+    workers = DataWorkers(new_key(), 0, [at], WorkerFlags(), _unread)  # type: ignore[arg-type]
+    try:
+        time.sleep(1.5)
+        assert _offered(workers) == []
+    finally:
+        workers.stop()
+        impostor.shutdown()
+
+
+def test_a_unix_socket_worker_is_named_to_clients_on_this_host_only(tmp_path: object) -> None:
+    key = new_key()
+    at = f"grpc+unix://{tmp_path}/w.sock"
+    worker = DataWorker(at, TicketSeal(key), _unread)  # type: ignore[arg-type]
+    workers = DataWorkers(key, 0, [at], WorkerFlags(), _unread)  # type: ignore[arg-type]
+    try:
+        assert _offered(workers, "ipv4:127.0.0.1:5000") == [at]
+        assert _offered(workers, "unix:") == [at]
+        assert _offered(workers) == []
+    finally:
+        workers.stop()
+        worker.stop(0)
+
+
+@pytest.fixture(scope="module")
+def catalog_server() -> Iterator[AirportServer]:
+    catalog = memory_demo_catalog()
+    with AirportServer(catalog, config=ServerConfig("127.0.0.1", 0)) as server:
+        yield server
+
+
+def _join(server: AirportServer, request: bytes) -> bytes:
+    with grpc.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+        answer: bytes = channel.unary_unary(JOIN_METHOD)(request, timeout=5)
+        return answer
+
+
+def test_workers_join_a_running_server_and_leave_it(catalog_server: AirportServer) -> None:
+    key = new_key()
+    workers = DataWorkers(key, 0, [], WorkerFlags(), _unread, lease=2.0)  # type: ignore[arg-type]
+    catalog_server.serve_parts_at(workers)
+    one = DataWorker("grpc://127.0.0.1:0", TicketSeal(key), _unread)  # type: ignore[arg-type]
+    two = DataWorker("grpc://127.0.0.1:0", TicketSeal(key), _unread)  # type: ignore[arg-type]
+    at_one, at_two = f"grpc://127.0.0.1:{one.port}", f"grpc://127.0.0.1:{two.port}"
+    try:
+        assert _offered(workers) == []
+        first = Joiner(catalog_server.location, at_one, TicketSeal(key))
+        second = Joiner(catalog_server.location, at_two, TicketSeal(key))
+        assert _until(lambda: sorted(_offered(workers)) == sorted([at_one, at_two]))
+        first.stop()  # leaves at once, not when its lease ends
+        assert _offered(workers) == [at_two]
+        two.stop(0)  # stops answering while it still joins: dropped within the probe's second
+        assert _until(lambda: _offered(workers) == [], 5.0)
+        second.stop()
+        # A worker that stops joining (a host gone without a word) goes when its lease ends.
+        seal = TicketSeal(key)
+        request = seal.seal_message(MessageKind.JOIN, {"location": at_one, "leaving": False})
+        assert msgpack.unpackb(_join(catalog_server, request)) == {"lease": 2.0}
+        assert _offered(workers) == [at_one]  # probed at its join: named at once
+        assert _until(lambda: _offered(workers) == [], 6.0)
+    finally:
+        catalog_server.serve_parts_at(None)
+        workers.stop()
+        one.stop(0)
+        two.stop(0)
+
+
+def _join_refused(server: AirportServer, request: bytes) -> tuple[grpc.StatusCode, str]:
+    with pytest.raises(grpc.RpcError) as refused:
+        _join(server, request)
+    error = refused.value
+    assert isinstance(error, grpc.Call)
+    return error.code(), error.details()
+
+
+def test_a_join_without_the_key_is_refused_on_the_wire(catalog_server: AirportServer) -> None:
+    key = new_key()
+    workers = DataWorkers(key, 0, [], WorkerFlags(), _unread)  # type: ignore[arg-type]
+    worker = DataWorker("grpc://127.0.0.1:0", TicketSeal(key), _unread)  # type: ignore[arg-type]
+    at = f"grpc://127.0.0.1:{worker.port}"
+    denied = (
+        grpc.StatusCode.PERMISSION_DENIED,
+        "join refused: not sealed with this server's data key (--data-key-file), changed since,"
+        " or expired",
+    )
+    try:
+        catalog_server.serve_parts_at(None)
+        no_workers = (
+            grpc.StatusCode.FAILED_PRECONDITION,
+            "join refused: this server takes no data workers (serve --data-key-file)",
+        )
+        assert _join_refused(catalog_server, b"anything") == no_workers
+        catalog_server.serve_parts_at(workers)
+        other = TicketSeal(new_key()).seal_message(MessageKind.JOIN, {"location": at})
+        assert _join_refused(catalog_server, other) == denied
+        genuine = TicketSeal(key).seal_message(MessageKind.JOIN, {"location": at})
+        flipped = genuine[:-1] + bytes([genuine[-1] ^ 1])
+        for request in (flipped, genuine[:30], b"", b"\x80" * 64):
+            assert _join_refused(catalog_server, request) == denied
+        # A probe or a ticket sealed with the right key is not a join.
+        probe = TicketSeal(key).seal_message(MessageKind.PROBE, {"location": at})
+        assert _join_refused(catalog_server, probe) == denied
+        for bad in ("http://evil:80", "grpc://0.0.0.0:9", "grpc://host", "grpc+unix://"):
+            request = TicketSeal(key).seal_message(MessageKind.JOIN, {"location": bad})
+            code, message = _join_refused(catalog_server, request)
+            assert code == grpc.StatusCode.INVALID_ARGUMENT and message.startswith(
+                f"join refused: {bad!r} "
+            )
+        assert _offered(workers) == []  # nothing refused was taken
+        # A probe sealed with another key is refused by the worker, not answered.
+        client = flight.FlightClient(at)
+        forged = TicketSeal(new_key()).seal_message(MessageKind.PROBE, {"challenge": b"x" * 16})
+        with pytest.raises(flight.FlightUnauthorizedError, match="ticket refused: a probe not"):
+            client.do_get(flight.Ticket(forged)).read_all()
+        client.close()
+    finally:
+        catalog_server.serve_parts_at(None)
+        workers.stop()
+        worker.stop(0)

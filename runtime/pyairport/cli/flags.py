@@ -191,7 +191,9 @@ def parser() -> CommandParser:
         default=None,
         metavar="FILE",
         help="the key tickets for data workers are sealed with (64 hex digits: openssl rand -hex"
-        " 32); default: a new one for each start, known to the server's own workers only",
+        " 32), shared with the workers on other hosts, which may then also join (pyairport"
+        " worker --join); default: a new one for each start, known to the server's own"
+        " workers only",
     )
     serve.add_argument(
         "--no-transactions",
@@ -246,7 +248,7 @@ def parser() -> CommandParser:
     _log_level_flag(serve)
     worker = commands.add_parser(
         "worker",
-        help="serve the scan parts a catalog server (serve --data-worker) hands out",
+        help="serve the scan parts a catalog server (serve --data-worker, or joined) hands out",
         description="A data worker: serves DoGet of the scan parts its catalog server sealed"
         " with the key of --key-file (the catalog's --data-key-file), reading the Delta files"
         " itself; the catalog decides the grants, the worker checks the caller's token (give it"
@@ -271,6 +273,28 @@ def parser() -> CommandParser:
         action="store_true",
         help="read the key (and a shared bearer token) from stdin's first line, as JSON, and"
         " exit when stdin closes: how serve starts its own workers",
+    )
+    worker.add_argument(
+        "--join",
+        default=None,
+        metavar="URI",
+        help="the catalog server to join (its address: grpc://HOST:PORT or grpc+tls://…): it"
+        " names this worker in endpoints while the worker runs, with no --data-worker; the"
+        " server needs the same key (its --data-key-file)",
+    )
+    worker.add_argument(
+        "--advertise",
+        default=None,
+        metavar="URI",
+        help="with --join: the address clients reach this worker at (default: --listen's, with"
+        " the port it got; give it when listening on 0.0.0.0 or behind a mapped port)",
+    )
+    worker.add_argument(
+        "--join-root-cert",
+        default=None,
+        metavar="FILE",
+        help="with --join grpc+tls://: the PEM certificates the catalog's is checked against"
+        " (default: the system's)",
     )
     _token_flags(worker)
     _tls_flags(worker)

@@ -47,7 +47,7 @@ def serve(args: argparse.Namespace) -> int:
     if args.data_workers < 0:
         print("pyairport: error: --data-workers must be 0 or more", file=sys.stderr)
         return 2
-    if (args.data_workers or args.data_worker) and args.backend != "spark":
+    if (args.data_workers or args.data_worker or args.data_key_file) and args.backend != "spark":
         print(
             "pyairport: error: data workers read Delta tables: use --backend spark", file=sys.stderr
         )
@@ -181,8 +181,9 @@ def _data_key(args: argparse.Namespace) -> bytes | None:
 def _data_workers(
     args: argparse.Namespace, key: bytes | None, token: str | None
 ) -> DataWorkers | None:
-    """The data workers the flags name, the server's own started (None: none)."""
-    if key is None or not (args.data_workers or args.data_worker):
+    """The data workers the flags name, the server's own started, and those that join with
+    the key (None: no key, no workers)."""
+    if key is None:
         return None
     from ..backends.spark.detached import DetachedReader
     from ..server.data_workers import DataWorkers, WorkerFlags

@@ -1,6 +1,7 @@
 """`pyairport worker`: a data worker (server/data_worker.py) serving the scan parts its
 catalog server seals, until SIGINT or SIGTERM, or, started by serve, until its stdin closes
-(SIGHUP reads the tokens and keys files again)."""
+(SIGHUP reads the tokens and keys files again). With --join it asks that catalog to name it
+in endpoints while it runs (server/worker_link.py)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ def worker(args: argparse.Namespace) -> int:
     from ..server.ticket_seal import TicketSeal, key_from_hex, read_key
 
     try:
+        join_root = _join_settings(args)  # flags that cannot work together: before anything
         token = read_token(args.auth_token, args.auth_token_file)
         if args.secrets_on_stdin:
             secrets = json.loads(sys.stdin.buffer.readline() or b"{}")
@@ -68,11 +70,45 @@ def worker(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGHUP, lambda *_: reload_files(authenticator))
     if args.secrets_on_stdin:
         threading.Thread(target=_until_closed, args=(stop,), daemon=True).start()
-    print(f"{READY}{_served_at(args.listen, server.port)}", flush=True)
+    served_at = _served_at(args.listen, server.port)
+    joiner = None
+    if args.join:
+        from ..server.worker_link import Joiner, check_location
+
+        try:
+            advertise = check_location(args.advertise or served_at)
+        except ValueError as exc:
+            print(f"pyairport: error: give --advertise: {exc}", file=sys.stderr)
+            server.stop(grace=0)
+            return 2
+        joiner = Joiner(args.join, advertise, TicketSeal(key), join_root)
+    print(f"{READY}{served_at}", flush=True)
     while not stop.is_set():  # a timeout: signal handlers run in the main thread only
         stop.wait(0.2)
+    if joiner is not None:
+        joiner.stop()  # first: the catalog stops naming this worker before it goes
     server.stop(grace=2.0)
     return 0
+
+
+def _join_settings(args: argparse.Namespace) -> bytes | None:
+    """The root certificates of --join-root-cert; ValueError for join flags that cannot
+    work."""
+    from ..server.worker_link import check_location
+
+    if args.join is None:
+        if args.advertise or args.join_root_cert:
+            raise ValueError("--advertise and --join-root-cert go with --join")
+        return None
+    if args.secrets_on_stdin:
+        raise ValueError("a worker serve starts (--secrets-on-stdin) does not join: serve names it")
+    if not args.join.startswith(("grpc://", "grpc+tcp://", "grpc+tls://")):
+        raise ValueError(f"--join {args.join!r}: the catalog's grpc:// or grpc+tls:// address")
+    check_location(args.join)
+    if args.join_root_cert is None:
+        return None
+    with open(args.join_root_cert, "rb") as handle:
+        return handle.read()
 
 
 def _until_closed(stop: threading.Event) -> None:

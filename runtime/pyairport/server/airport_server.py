@@ -33,6 +33,7 @@ from .health import Health
 from .metrics import CallMetrics, ServerMetrics, active_transactions
 from .routing import Catalogs
 from .transport import FlightService, add_to_server
+from .worker_link import join_service
 
 log = logging.getLogger("pyairport.server")
 
@@ -142,6 +143,8 @@ class AirportServer:
             self.catalogs, extra_actions, self.access, self.metrics, config.compression
         )
         add_to_server(self._service, self._server)
+        # Where data workers on other hosts join (worker_link.py): beside Flight, not in it.
+        self._server.add_generic_rpc_handlers((join_service(lambda: self.data_workers),))
         self.data_plane: DataPlane | None = None  # started with the server
         self.data_workers: DataWorkers | None = None  # serve_parts_at
 

@@ -35,6 +35,7 @@ from ..dispatch.headers import context_meta
 from ..wire.column_ids import requested_only, served_reader
 from .arrow_do_get import DoGetServer
 from .ticket_seal import TicketSeal
+from .worker_link import is_probe, probe_answer
 
 log = logging.getLogger("pyairport.worker")
 
@@ -74,13 +75,21 @@ class DataWorker:
         self.access = Access(authenticator)
         self._server = DoGetServer(location, self._open, None, compression, tls)
         self.port: int = self._server.port
+        self.probes = 0  # the catalog's probes answered (worker_link.py)
 
     @property
     def scans(self) -> int:
-        count: int = self._server.scans
+        """The scan parts served (probes aside)."""
+        count: int = self._server.scans - self.probes
         return count
 
     def _open(self, ctx: Context, headers: dict[str, str], ticket: bytes) -> ServedScan:
+        if is_probe(ticket):  # the catalog's: the key is its credential, not a token
+            answer = probe_answer(self._seal, ticket)
+            if answer is None:
+                raise TicketRefused(reason="a probe not sealed with this worker's key")
+            self.probes += 1
+            return answer
         ctx = with_context_meta(ctx, context_meta(Protocol.DOGET, headers, AUTHORIZATION_HEADER))
         return open_sealed(self.access.admit(ctx), self._seal, self._read_plan, ticket)
 

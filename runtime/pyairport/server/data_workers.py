@@ -7,6 +7,8 @@ several clients' queries, are read and sent by different processes.
 The server's own workers are `pyairport worker` processes that end with it: each watches
 its stdin, which only the server holds open, so even a server that was killed leaves none
 behind. One that exits is started again; until it is up, endpoints name only the others.
+Workers on other hosts are named in endpoints while they answer the server's probe, whether
+the flags listed them or they joined (worker_link.py).
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ import os
 import selectors
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -26,7 +27,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlparse
+
+import msgpack
 
 from airport_contracts import Context, identity_from_context
 
@@ -35,6 +37,7 @@ from ..wire.compression import on_this_host
 from .data_plane import LONGEST_SOCKET_PATH
 from .data_worker import PlanReader, open_sealed
 from .ticket_seal import Sealed, TicketSeal
+from .worker_link import LEASE_SECONDS, Prober, check_location, open_join
 
 log = logging.getLogger("pyairport.workers")
 
@@ -42,7 +45,6 @@ READY = "pyairport worker serving on "
 """The line a worker prints once it serves (its address follows)."""
 _START_SECONDS = 60.0  # a worker imports pyarrow and delta-rs: seconds on a loaded machine
 _WATCH_SECONDS = 1.0
-_PROBE_SECONDS = 0.5
 
 
 @dataclass
@@ -58,8 +60,9 @@ class WorkerFlags:
 
 
 class DataWorkers:
-    """Starts `count` workers of its own (0: none) beside the `remote` ones; stop() ends
-    them. read_plan: how the server reads a sealed part itself (open_here)."""
+    """Starts `count` workers of its own (0: none) beside the `remote` ones, and takes those
+    that join (take_join); stop() ends them. read_plan: how the server reads a sealed part
+    itself (open_here). lease: how long a joined worker stays after its last request."""
 
     def __init__(
         self,
@@ -68,12 +71,16 @@ class DataWorkers:
         remote: list[str],
         flags: WorkerFlags,
         read_plan: PlanReader,
+        lease: float = LEASE_SECONDS,
     ) -> None:
         self._seal = TicketSeal(seal_key)
         self._read_plan = read_plan
-        self._remote = [_RemoteWorker(location) for location in remote]
+        self._lease = lease
+        self._remote = [_RemoteWorker(check_location(at), self._seal) for at in remote]
         for worker in self._remote:
             worker.probe()
+        self._joined: dict[str, _RemoteWorker] = {}
+        self._joining = threading.Lock()
         self._turn = itertools.count()
         self._own: list[_OwnWorker] = []
         self._dir: Path | None = None
@@ -85,8 +92,7 @@ class DataWorkers:
             except BaseException:
                 self.stop()
                 raise
-        if self._own or self._remote:
-            threading.Thread(target=self._watch, name="pyairport-workers", daemon=True).start()
+        threading.Thread(target=self._watch, name="pyairport-workers", daemon=True).start()
 
     @property
     def own_locations(self) -> list[str]:
@@ -97,8 +103,30 @@ class DataWorkers:
         host), or None: none is up (the server then serves the parts itself)."""
         here = on_this_host(peer)
         locations = [w.location for w in self._own if here and w.serving()]
-        locations += [w.location for w in self._remote if w.up]
+        locations += [w.location for w in self._others() if w.up and (here or not w.on_socket)]
         return _Placement(self._seal, locations, self._turn) if locations else None
+
+    def take_join(self, request: bytes) -> bytes:
+        """A worker's join (or leave) request (worker_link.Joiner), the answer to it; the
+        worker is named in endpoints once it answers the probe. JoinRefused: not taken."""
+        location, leaving = open_join(self._seal, request)
+        with self._joining:
+            worker = self._joined.pop(location, None) if leaving else self._joined.get(location)
+            if worker is None and not leaving:
+                if location in (w.location for w in self._remote):
+                    return _lease_answer(self._lease)  # listed: probed anyway
+                worker = self._joined[location] = _RemoteWorker(location, self._seal)
+                log.info("data worker %s joins", location)
+        if leaving:
+            if worker is not None:
+                log.info("data worker %s leaves", location)
+                worker.close()
+            return _lease_answer(0)
+        assert worker is not None
+        worker.lease_until = time.monotonic() + self._lease
+        if not worker.up:
+            worker.probe()  # named at once if it answers, not a second later
+        return _lease_answer(self._lease)
 
     def open_here(self, ctx: Context, ticket: bytes) -> ServedScan:
         """A sealed ticket brought to the server itself (a client that reads every endpoint
@@ -114,6 +142,8 @@ class DataWorkers:
         self._stopping.set()
         for worker in self._own:
             worker.stop(grace)
+        for remote in self._others():
+            remote.close()
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
 
@@ -142,53 +172,78 @@ class DataWorkers:
         for worker in self._own:  # a failure: stop() ends those that did start
             worker.wait_ready()
 
+    def _others(self) -> list[_RemoteWorker]:
+        """The workers on other hosts: listed, then joined."""
+        with self._joining:
+            return self._remote + list(self._joined.values())
+
     def _watch(self) -> None:
         while not self._stopping.wait(_WATCH_SECONDS):
-            for remote in self._remote:
+            self._drop_expired()
+            for remote in self._others():
                 remote.probe()
-            for worker in self._own:
-                if worker.exited() and not self._stopping.is_set():
-                    log.warning("data worker %s exited; starting it again", worker.location)
-                    try:
-                        worker.start()
-                        worker.wait_ready()
-                    except OSError as exc:
-                        log.error("data worker %s did not start again: %s", worker.location, exc)
+            self._restart_exited()
+
+    def _drop_expired(self) -> None:
+        """The joined workers whose lease ended (a host gone without a word) are named no
+        more."""
+        now = time.monotonic()
+        with self._joining:
+            gone = [w for w in self._joined.values() if w.lease_until < now]
+            for expired in gone:
+                del self._joined[expired.location]
+        for expired in gone:
+            log.warning("data worker %s stopped joining; its parts go elsewhere", expired.location)
+            expired.close()
+
+    def _restart_exited(self) -> None:
+        for worker in self._own:
+            if worker.exited() and not self._stopping.is_set():
+                log.warning("data worker %s exited; starting it again", worker.location)
+                try:
+                    worker.start()
+                    worker.wait_ready()
+                except OSError as exc:
+                    log.error("data worker %s did not start again: %s", worker.location, exc)
 
 
 class _RemoteWorker:
-    """A worker the server did not start, at location; up while it accepts connections (a
-    worker that is down is named in no endpoint until it accepts them again)."""
+    """A worker the server did not start, at location; up while it answers the server's
+    probe (worker_link.Prober): one that is down, or holds another key, is named in no
+    endpoint until it answers right. A joined one's lease_until: when it is dropped unless
+    it joins again."""
 
-    def __init__(self, location: str) -> None:
+    def __init__(self, location: str, seal: TicketSeal) -> None:
         self.location = location
+        self.on_socket = location.startswith("grpc+unix://")  # for clients on this host only
         self.up = False
-        self._where = urlparse(location)
+        self.lease_until = float("inf")
+        self._prober = Prober(location, seal)
+        self._probing = threading.Lock()  # the watcher's probe and a join's
+        self._closed = False
 
     def probe(self) -> None:
-        try:
-            self._connect().close()
-        except OSError:
-            if self.up:
-                log.warning("data worker %s does not answer; its parts go elsewhere", self.location)
-            self.up = False
-            return
-        if not self.up:
+        with self._probing:
+            if self._closed:  # left while the watcher held it
+                return
+            answers = self._prober.answers()
+        if answers and not self.up:
             log.info("data worker %s answers", self.location)
-        self.up = True
+        elif self.up and not answers:
+            log.warning("data worker %s does not answer; its parts go elsewhere", self.location)
+        self.up = answers
 
-    def _connect(self) -> socket.socket:
-        if self._where.scheme == "grpc+unix":
-            unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            unix.settimeout(_PROBE_SECONDS)
-            try:
-                unix.connect(self._where.path)
-            except OSError:
-                unix.close()
-                raise
-            return unix
-        address = (self._where.hostname, self._where.port)
-        return socket.create_connection(address, timeout=_PROBE_SECONDS)
+    def close(self) -> None:
+        self.up = False
+        with self._probing:
+            self._closed = True
+            self._prober.close()
+
+
+def _lease_answer(seconds: float) -> bytes:
+    """The answer to a join: how long the catalog names the worker without another."""
+    answer: bytes = msgpack.packb({"lease": seconds})
+    return answer
 
 
 def _socket_folder(longest_name: str) -> Path:

@@ -8,6 +8,10 @@ at the catalog, before it seals.
 Refusals are the contract's TicketRefused (deviation data_workers). A sealed ticket is
 `pyairport-sealed/1:` + a 12-byte nonce + the ciphertext of a msgpack map;
 the prefix is also authenticated, so no ticket of another kind opens as one.
+
+The same key seals the messages between a catalog and its workers that prove they share it
+(worker_join.py): a worker's request to join the catalog, and the catalog's probe of a worker,
+each under a prefix of its own (MessageKind), so that none opens as another.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ from __future__ import annotations
 import secrets
 import time
 from dataclasses import dataclass
+from enum import Enum
+from typing import Any
 
 import msgpack
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -31,6 +37,16 @@ was sealed, so a grant taken back holds for a ticket from then on only after thi
 token taken back, at once: every DoGet checks it)."""
 _NONCE_BYTES = 12
 _NOT_ISSUED = "not sealed by this server's catalog, or changed since"
+MESSAGE_LIFETIME_SECONDS = 30.0
+"""How long a join request or a probe opens after it was sealed: time enough for a slow
+network, too short for a copy to be worth replaying."""
+
+
+class MessageKind(Enum):
+    """The messages a catalog and its workers exchange under the key, by their prefix."""
+
+    JOIN = b"pyairport-join/1:"  # a worker's join (or leave) request to its catalog
+    PROBE = b"pyairport-probe/1:"  # the catalog's check that a worker holds the key
 
 
 @dataclass(frozen=True)
@@ -88,8 +104,36 @@ class TicketSeal:
                 "expires": sealed.expires,
             }
         )
+        return self._encrypt(PREFIX, body)
+
+    def seal_message(self, kind: MessageKind, fields: dict[str, Any]) -> bytes:
+        """fields (msgpack values) sealed as a message of kind, which opens for
+        MESSAGE_LIFETIME_SECONDS."""
+        body = msgpack.packb({**fields, "expires": time.time() + MESSAGE_LIFETIME_SECONDS})
+        return self._encrypt(kind.value, body)
+
+    def open_message(self, kind: MessageKind, data: bytes) -> dict[str, Any] | None:
+        """The fields of a message of kind that this key sealed and that has not expired;
+        None for anything else."""
+        try:
+            fields = msgpack.unpackb(self._decrypt(kind.value, data))
+            if not isinstance(fields, dict) or time.time() >= float(fields["expires"]):
+                return None
+        except Exception:  # not sealed by this key, changed, or not a message of ours
+            return None
+        return fields
+
+    def _encrypt(self, prefix: bytes, body: bytes) -> bytes:
         nonce = secrets.token_bytes(_NONCE_BYTES)
-        return PREFIX + nonce + self._aead.encrypt(nonce, body, PREFIX)
+        return prefix + nonce + self._aead.encrypt(nonce, body, prefix)
+
+    def _decrypt(self, prefix: bytes, data: bytes) -> bytes:
+        """The body of what this key sealed under prefix; ValueError or InvalidTag else."""
+        if not data.startswith(prefix) or len(data) <= len(prefix) + _NONCE_BYTES:
+            raise ValueError("not a sealed message of this kind")
+        nonce = data[len(prefix) : len(prefix) + _NONCE_BYTES]
+        body: bytes = self._aead.decrypt(nonce, data[len(prefix) + _NONCE_BYTES :], prefix)
+        return body
 
     def expiry(self) -> float:
         """When a ticket sealed now expires."""
@@ -98,12 +142,8 @@ class TicketSeal:
     def open(self, ticket: bytes, identity: str) -> Sealed:
         """What ticket says, if this key sealed it, it has not expired and identity may
         read it; else the contract's TicketRefused."""
-        if not ticket.startswith(PREFIX) or len(ticket) <= len(PREFIX) + _NONCE_BYTES:
-            raise TicketRefused(reason=_NOT_ISSUED)
-        nonce = ticket[len(PREFIX) : len(PREFIX) + _NONCE_BYTES]
         try:
-            body = self._aead.decrypt(nonce, ticket[len(PREFIX) + _NONCE_BYTES :], PREFIX)
-            fields = msgpack.unpackb(body)
+            fields = msgpack.unpackb(self._decrypt(PREFIX, ticket))
             sealed = Sealed(
                 identity=str(fields["identity"]),
                 table=tuple(str(name) for name in fields["table"]),  # type: ignore[arg-type]
