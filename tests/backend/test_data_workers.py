@@ -11,7 +11,7 @@ import dataclasses
 import os
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from pyairport.client.remote_catalog import decode_endpoints, endpoints_request
 from pyairport.server import AirportServer, ServerConfig
 from pyairport.server.data_worker import DataWorker
 from pyairport.server.data_workers import DataWorkers, WorkerFlags
+from pyairport.server.metrics import ServerMetrics
 from pyairport.server.ticket_seal import PREFIX, TicketSeal, new_key
 from pyairport.transactions import MemoryTransactionManager
 from pyairport.wire.column_ids import ROWID_COLUMN_ID
@@ -299,10 +300,12 @@ def test_the_worker_serves_nothing_but_doget(lake: Lake) -> None:
 
 def test_the_servers_own_workers_start_serve_and_go_with_it(lake: Lake, three_parts: None) -> None:
     """DataWorkers(count=2): two `pyairport worker` processes on Unix sockets; parts go round
-    them; one that is killed is started again; stop() ends both and leaves no folder."""
+    them; one that is killed is started again; stop() ends both and leaves no folder. Their
+    DoGets are in the server's metrics as its own are (worker_reports.py)."""
     tokens = lake.folder.parent / "tokens.txt"
     flags = WorkerFlags(token_flags=["--tokens-file", str(tokens)], log_level="WARNING")
-    workers = DataWorkers(new_key(), 2, [], flags, DetachedReader().read)
+    metrics = ServerMetrics()
+    workers = DataWorkers(new_key(), 2, [], flags, DetachedReader().read, metrics=metrics)
     try:
         sockets = [Path(at.removeprefix("grpc+unix://")) for at in workers.own_locations]
         assert len(sockets) == 2
@@ -316,6 +319,14 @@ def test_the_servers_own_workers_start_serve_and_go_with_it(lake: Lake, three_pa
         assert {e.location[0].uri for e in endpoints} == set(workers.own_locations)
         read = pa.concat_tables(_read_at(e.location[0].uri, e.ticket.ticket) for e in endpoints)
         assert sorted(read.column("id").to_pylist()) == list(range(ROWS))
+        assert _until(lambda: _rows_read(metrics, "orders") == ROWS)
+        assert metrics.registry.get_sample_value(
+            "pyairport_calls_total", {"rpc": "DoGet", "method": "-", "code": "OK"}
+        ) == len(endpoints)
+        assert sum(_sample(metrics, "pyairport_data_worker_parts_total", w) for w in OWN) == 3
+        assert _until(
+            lambda: [_sample(metrics, "pyairport_data_worker_up", w) for w in OWN] == [1, 1]
+        )
         # a worker killed: the endpoints name the other until it is up again
         victim = workers._own[0]
         victim._process.kill()  # type: ignore[union-attr]
@@ -331,6 +342,7 @@ def test_the_servers_own_workers_start_serve_and_go_with_it(lake: Lake, three_pa
         assert {e.location[0].uri for e in again} == set(workers.own_locations)
         read = pa.concat_tables(_read_at(e.location[0].uri, e.ticket.ticket) for e in again)
         assert sorted(read.column("id").to_pylist()) == list(range(ROWS))
+        assert _until(lambda: _rows_read(metrics, "orders") == 2 * ROWS)  # the new one's too
         processes = [w._process for w in workers._own]
     finally:
         lake.server.serve_parts_at(
@@ -345,3 +357,28 @@ def test_the_servers_own_workers_start_serve_and_go_with_it(lake: Lake, three_pa
         workers.stop()
     assert all(p is not None and p.poll() is not None for p in processes)
     assert not sockets[0].parent.exists()
+
+
+OWN = ("own/0", "own/1")
+
+
+def _sample(metrics: ServerMetrics, name: str, worker: str) -> float:
+    return metrics.registry.get_sample_value(name, {"worker": worker}) or 0.0
+
+
+def _rows_read(metrics: ServerMetrics, table: str) -> float:
+    return sum(
+        sample.value
+        for family in metrics.registry.collect()
+        for sample in family.samples
+        if sample.name == "pyairport_rows_read_total" and sample.labels.get("table") == table
+    )
+
+
+def _until(condition: Callable[[], bool], seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Callable
 from importlib.metadata import version
 from pathlib import Path
@@ -461,6 +462,12 @@ def _key_file(folder: Path, text: str = "ab" * 32) -> Path:
             2,
             "a worker serve starts (--secrets-on-stdin) does not join: serve names it",
         ),
+        (("--metrics-port", "70000"), 2, "--metrics-port 70000 is not a port number"),
+        (
+            ("--metrics-port", "0", "--report-on-stdout"),
+            2,
+            "--report-on-stdout is serve's: give --metrics-port without it",
+        ),
         pytest.param(
             ("--key-file", "{good}", "--listen", "grpc://0.0.0.0:0", "--join", "grpc://10.0.0.8:1"),
             2,
@@ -513,7 +520,8 @@ def test_a_worker_serves_on_its_address_refuses_what_its_key_did_not_seal_and_st
     tmp_path: Path,
 ) -> None:
     """`pyairport worker` as an operator runs it on another host: the address it serves on,
-    the token checked before the ticket, a ticket of another key refused, SIGTERM exits 0."""
+    the token checked before the ticket, a ticket of another key refused, both in its
+    metrics (--metrics-port), SIGTERM exits 0."""
     import grpc
 
     from airport_contracts import flight_pb2, flight_pb2_grpc
@@ -521,7 +529,7 @@ def test_a_worker_serves_on_its_address_refuses_what_its_key_did_not_seal_and_st
 
     process = subprocess.Popen(
         [*PYAIRPORT, "worker", "--listen", "grpc://127.0.0.1:0", "--key-file"]
-        + [str(_key_file(tmp_path)), "--auth-token", "s3cret"],
+        + [str(_key_file(tmp_path)), "--auth-token", "s3cret", "--metrics-port", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -531,6 +539,11 @@ def test_a_worker_serves_on_its_address_refuses_what_its_key_did_not_seal_and_st
         line = process.stdout.readline()
         match = re.fullmatch(r"pyairport worker serving on grpc://(127\.0\.0\.1:\d+)\n", line)
         assert match, line
+        metrics_line = process.stdout.readline()
+        metrics_at = re.fullmatch(
+            r"pyairport worker metrics on (http://127\.0\.0\.1:\d+/metrics)\n", metrics_line
+        )
+        assert metrics_at, metrics_line
         with grpc.insecure_channel(match.group(1)) as channel:
             stub = flight_pb2_grpc.FlightServiceStub(channel)
             for token, code, message in (
@@ -550,6 +563,10 @@ def test_a_worker_serves_on_its_address_refuses_what_its_key_did_not_seal_and_st
                 with pytest.raises(grpc.RpcError) as refused:
                     list(stub.DoGet(ticket, metadata=[("authorization", f"Bearer {token}")]))
                 assert (refused.value.code(), refused.value.details()) == (code, message)
+        with urllib.request.urlopen(metrics_at.group(1), timeout=10) as response:
+            scraped = response.read().decode()
+        for code in ("UNAUTHENTICATED", "PERMISSION_DENIED"):
+            assert f'pyairport_calls_total{{code="{code}",method="-",rpc="DoGet"}} 1.0' in scraped
     finally:
         process.send_signal(signal.SIGTERM)
         out, err = process.communicate(timeout=20)

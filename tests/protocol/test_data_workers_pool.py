@@ -16,10 +16,12 @@ import pyarrow as pa
 import pyarrow.flight as flight
 import pytest
 
+from airport_contracts import Context
 from pyairport.demo import memory_demo_catalog
 from pyairport.server import AirportServer, ServerConfig
 from pyairport.server.data_worker import DataWorker
 from pyairport.server.data_workers import DataWorkers, WorkerFlags
+from pyairport.server.metrics import ServerMetrics
 from pyairport.server.ticket_seal import MessageKind, TicketSeal, new_key
 from pyairport.server.worker_link import JOIN_METHOD, Joiner
 
@@ -217,3 +219,44 @@ def test_a_join_without_the_key_is_refused_on_the_wire(catalog_server: AirportSe
         catalog_server.serve_parts_at(None)
         workers.stop()
         worker.stop(0)
+
+
+def test_the_workers_are_in_the_servers_metrics_and_probes_in_no_workers(
+    catalog_server: AirportServer,
+) -> None:
+    """pyairport_data_worker_up and _parts at the server, by the worker's address; a joined
+    worker's series goes when it leaves; a worker's own metrics count no probe."""
+    key = new_key()
+    own_metrics = ServerMetrics()
+    listed = DataWorker("grpc://127.0.0.1:0", TicketSeal(key), _unread, metrics=own_metrics)  # type: ignore[arg-type]
+    joined = DataWorker("grpc://127.0.0.1:0", TicketSeal(key), _unread)  # type: ignore[arg-type]
+    at_listed, at_joined = f"grpc://127.0.0.1:{listed.port}", f"grpc://127.0.0.1:{joined.port}"
+    metrics = ServerMetrics()
+    workers = DataWorkers(key, 0, [at_listed], WorkerFlags(), _unread, metrics=metrics)  # type: ignore[arg-type]
+    catalog_server.serve_parts_at(workers)
+    up = "pyairport_data_worker_up"
+    try:
+        joiner = Joiner(catalog_server.location, at_joined, TicketSeal(key))
+        sample = metrics.registry.get_sample_value
+        assert _until(lambda: sample(up, {"worker": at_listed}) == 1)
+        assert _until(lambda: sample(up, {"worker": at_joined}) == 1)
+        placement = workers.for_peer(ELSEWHERE)
+        assert placement is not None
+        for _ in range(4):
+            placement.endpoint(Context.background(), ("", "s", "t"), b"plan", 10, [], False)
+        for at in (at_listed, at_joined):
+            assert sample("pyairport_data_worker_parts_total", {"worker": at}) == 2
+        joiner.stop()
+        assert sample(up, {"worker": at_joined}) is None  # left: no series
+        listed.stop(0)
+        assert _until(lambda: sample(up, {"worker": at_listed}) == 0)
+        assert listed.probes >= 2
+        calls = own_metrics.registry.get_sample_value(
+            "pyairport_calls_total", {"rpc": "DoGet", "method": "-", "code": "OK"}
+        )
+        assert calls is None  # the probes it answered are no client's reads
+    finally:
+        catalog_server.serve_parts_at(None)
+        workers.stop()
+        listed.stop(0)
+        joined.stop(0)

@@ -275,6 +275,19 @@ def parser() -> CommandParser:
         " exit when stdin closes: how serve starts its own workers",
     )
     worker.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        help="serve Prometheus metrics of this worker's reads at http://HOST:PORT/metrics (HOST:"
+        " --listen's; the calls, rows and bytes sent per table, as the catalog server's)",
+    )
+    worker.add_argument(
+        "--report-on-stdout",
+        action="store_true",
+        help="write a JSON line on stdout as each DoGet ends: how serve's own workers add their"
+        " reads to its metrics",
+    )
+    worker.add_argument(
         "--join",
         default=None,
         metavar="URI",

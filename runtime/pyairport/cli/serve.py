@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from ..access.policy import Policy
     from ..catalog import MutableCatalog
     from ..server.data_workers import DataWorkers
+    from ..server.metrics import ServerMetrics
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -89,7 +90,7 @@ def serve(args: argparse.Namespace) -> int:
         engine.close()  # its staging folder and Spark's JVM
         return 1
     try:
-        workers = _data_workers(args, data_key, token)
+        workers = _data_workers(args, data_key, token, server.metrics)
     except OSError as exc:
         print(f"pyairport: error: {exc}", file=sys.stderr)
         engine.close()
@@ -179,7 +180,7 @@ def _data_key(args: argparse.Namespace) -> bytes | None:
 
 
 def _data_workers(
-    args: argparse.Namespace, key: bytes | None, token: str | None
+    args: argparse.Namespace, key: bytes | None, token: str | None, metrics: ServerMetrics | None
 ) -> DataWorkers | None:
     """The data workers the flags name, the server's own started, and those that join with
     the key (None: no key, no workers)."""
@@ -189,7 +190,8 @@ def _data_workers(
     from ..server.data_workers import DataWorkers, WorkerFlags
 
     flags = WorkerFlags(token, token_flags(args), args.compression, args.log_level)
-    return DataWorkers(key, args.data_workers, args.data_worker, flags, DetachedReader().read)
+    read = DetachedReader().read
+    return DataWorkers(key, args.data_workers, args.data_worker, flags, read, metrics=metrics)
 
 
 def _policy(args: argparse.Namespace, authenticator: Authenticator | None) -> Policy | None:

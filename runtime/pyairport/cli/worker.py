@@ -10,8 +10,13 @@ import json
 import signal
 import sys
 import threading
+from typing import TYPE_CHECKING
+from urllib.parse import urlparse
 
 from .access_flags import authenticator_from, read_tls, reload_files
+
+if TYPE_CHECKING:
+    from ..server.metrics import ServerMetrics
 
 
 def worker(args: argparse.Namespace) -> int:
@@ -20,10 +25,12 @@ def worker(args: argparse.Namespace) -> int:
     from ..access.tokens import read_token
     from ..server.data_worker import DataWorker
     from ..server.data_workers import READY
+    from ..server.metrics import ReadMetrics, ServerMetrics
     from ..server.ticket_seal import TicketSeal, key_from_hex, read_key
+    from ..server.worker_reports import StdoutReport
 
     try:
-        join_root = _join_settings(args)  # flags that cannot work together: before anything
+        join_root = _check_flags(args)  # flags that cannot work together: before anything
         token = read_token(args.auth_token, args.auth_token_file)
         if args.secrets_on_stdin:
             secrets = json.loads(sys.stdin.buffer.readline() or b"{}")
@@ -52,6 +59,8 @@ def worker(args: argparse.Namespace) -> int:
         )
         return 2
     tls = (cert, tls_key) if cert is not None and tls_key is not None else None
+    metrics: ReadMetrics | None = StdoutReport(sys.stdout) if args.report_on_stdout else None
+    served_metrics = ServerMetrics() if args.metrics_port is not None else None
     try:
         server = DataWorker(
             args.listen,
@@ -60,9 +69,16 @@ def worker(args: argparse.Namespace) -> int:
             authenticator,
             args.compression,
             tls,
+            metrics or served_metrics,
         )
     except (OSError, pa.ArrowException) as exc:
         print(f"pyairport: error: cannot listen on {args.listen}: {exc}", file=sys.stderr)
+        return 1
+    try:
+        metrics_at = _serve_metrics(args, served_metrics)
+    except OSError as exc:
+        print(f"pyairport: error: cannot serve metrics: {exc}", file=sys.stderr)
+        server.stop(grace=0)
         return 1
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -83,19 +99,35 @@ def worker(args: argparse.Namespace) -> int:
             return 2
         joiner = Joiner(args.join, advertise, TicketSeal(key), join_root)
     print(f"{READY}{served_at}", flush=True)
+    if metrics_at is not None:
+        print(f"pyairport worker metrics on {metrics_at}", flush=True)
     while not stop.is_set():  # a timeout: signal handlers run in the main thread only
         stop.wait(0.2)
     if joiner is not None:
         joiner.stop()  # first: the catalog stops naming this worker before it goes
     server.stop(grace=2.0)
+    if served_metrics is not None:
+        served_metrics.stop()
     return 0
 
 
-def _join_settings(args: argparse.Namespace) -> bytes | None:
-    """The root certificates of --join-root-cert; ValueError for join flags that cannot
-    work."""
+def _serve_metrics(args: argparse.Namespace, metrics: ServerMetrics | None) -> str | None:
+    """Where metrics are served (--metrics-port, on --listen's host), or None."""
+    if metrics is None:
+        return None
+    host = urlparse(args.listen).hostname or "127.0.0.1"  # a Unix socket's: this host
+    return f"http://{host}:{metrics.serve(host, args.metrics_port)}/metrics"
+
+
+def _check_flags(args: argparse.Namespace) -> bytes | None:
+    """The root certificates of --join-root-cert; ValueError for flags that cannot work."""
     from ..server.worker_link import check_location
 
+    if args.metrics_port is not None:
+        if not 0 <= args.metrics_port <= 65535:
+            raise ValueError(f"--metrics-port {args.metrics_port} is not a port number")
+        if args.report_on_stdout:
+            raise ValueError("--report-on-stdout is serve's: give --metrics-port without it")
     if args.join is None:
         if args.advertise or args.join_root_cert:
             raise ValueError("--advertise and --join-root-cert go with --join")

@@ -27,7 +27,7 @@ from ..wire.compression import codec_for
 from .ahead import Ahead
 from .grpc_call import first_values
 from .internal_error import unexpected
-from .metrics import ReadCounter, ServerMetrics
+from .metrics import ReadCounter, ReadMetrics
 
 log = logging.getLogger("pyairport.data_plane")
 
@@ -59,7 +59,7 @@ class DoGetServer(flight.FlightServerBase):  # type: ignore[misc]
         self,
         location: str,
         opener: Opener,
-        metrics: ServerMetrics | None = None,
+        metrics: ReadMetrics | None = None,
         compression: str = "none",
         tls: tuple[bytes, bytes] | None = None,
     ) -> None:
@@ -84,10 +84,12 @@ class DoGetServer(flight.FlightServerBase):  # type: ignore[misc]
             error = _sent_as(exc, "DoGet")
             call.ended(error)
             raise error from None
+        if served.internal:
+            call = _Call(None, context, cancel)
         with self._counting:
             self.scans += 1
         log.debug("DoGet on Arrow C++'s server")
-        stream = _batches(ProgressReport(served), ReadCounter(self._metrics, served.table))
+        stream = _batches(ProgressReport(served), ReadCounter(call.metrics, served.table))
         codec = codec_for(self._compression, context.peer())
         options = pa.ipc.IpcWriteOptions(compression=codec) if codec else None
         return flight.GeneratorStream(served.reader.schema, _ending(stream, call), options=options)
@@ -143,8 +145,8 @@ class _Call:
     """One DoGet: its Context's cancel, and its end counted as the catalog's calls are
     (pyairport_calls, rpc DoGet)."""
 
-    def __init__(self, metrics: ServerMetrics | None, context: Any, cancel: Callable[[], None]):
-        self._metrics = metrics
+    def __init__(self, metrics: ReadMetrics | None, context: Any, cancel: Callable[[], None]):
+        self.metrics = metrics
         self._context = context
         self._cancel = cancel
         self._started = time.perf_counter()
@@ -155,12 +157,12 @@ class _Call:
     def ended(self, error: Exception | None = None) -> None:
         """The call is over (error: what the client is sent)."""
         self._cancel()
-        if self._metrics is not None:
+        if self.metrics is not None:
             if error is None:
                 code = "CANCELLED" if self.cancelled() else "OK"
             else:
                 code = _STATUS_OF.get(type(error), "UNKNOWN")
-            self._metrics.called("DoGet", None, code, time.perf_counter() - self._started)
+            self.metrics.called("DoGet", None, code, time.perf_counter() - self._started)
 
 
 def _ending(stream: Batches, call: _Call) -> Batches:

@@ -34,6 +34,7 @@ from ..dispatch import ServedScan
 from ..dispatch.headers import context_meta
 from ..wire.column_ids import requested_only, served_reader
 from .arrow_do_get import DoGetServer
+from .metrics import ReadMetrics
 from .ticket_seal import TicketSeal
 from .worker_link import is_probe, probe_answer
 
@@ -59,7 +60,7 @@ def open_sealed(ctx: Context, seal: TicketSeal, read_plan: PlanReader, ticket: b
 
 class DataWorker:
     """Serves the parts sealed under seal at location (grpc://host:port, grpc+tls://…,
-    grpc+unix://path) from its construction until stop()."""
+    grpc+unix://path) from its construction until stop(); metrics count its DoGets."""
 
     def __init__(
         self,
@@ -69,11 +70,12 @@ class DataWorker:
         authenticator: Authenticator | None = None,
         compression: str = "auto",
         tls: tuple[bytes, bytes] | None = None,
+        metrics: ReadMetrics | None = None,
     ) -> None:
         self._seal = seal
         self._read_plan = read_plan
         self.access = Access(authenticator)
-        self._server = DoGetServer(location, self._open, None, compression, tls)
+        self._server = DoGetServer(location, self._open, metrics, compression, tls)
         self.port: int = self._server.port
         self.probes = 0  # the catalog's probes answered (worker_link.py)
 

@@ -36,8 +36,10 @@ from ..dispatch import ServedScan
 from ..wire.compression import on_this_host
 from .data_plane import LONGEST_SOCKET_PATH
 from .data_worker import PlanReader, open_sealed
+from .metrics import ServerMetrics
 from .ticket_seal import Sealed, TicketSeal
 from .worker_link import LEASE_SECONDS, Prober, check_location, open_join
+from .worker_reports import add_reports
 
 log = logging.getLogger("pyairport.workers")
 
@@ -62,7 +64,9 @@ class WorkerFlags:
 class DataWorkers:
     """Starts `count` workers of its own (0: none) beside the `remote` ones, and takes those
     that join (take_join); stop() ends them. read_plan: how the server reads a sealed part
-    itself (open_here). lease: how long a joined worker stays after its last request."""
+    itself (open_here). lease: how long a joined worker stays after its last request.
+    metrics: the server's, which then count the workers (up, parts) and its own workers'
+    DoGets as the server's own (worker_reports.py)."""
 
     def __init__(
         self,
@@ -72,10 +76,12 @@ class DataWorkers:
         flags: WorkerFlags,
         read_plan: PlanReader,
         lease: float = LEASE_SECONDS,
+        metrics: ServerMetrics | None = None,
     ) -> None:
         self._seal = TicketSeal(seal_key)
         self._read_plan = read_plan
         self._lease = lease
+        self._metrics = metrics
         self._remote = [_RemoteWorker(check_location(at), self._seal) for at in remote]
         for worker in self._remote:
             worker.probe()
@@ -102,9 +108,11 @@ class DataWorkers:
         """The workers a caller at gRPC's peer may read from (the server's own only on this
         host), or None: none is up (the server then serves the parts itself)."""
         here = on_this_host(peer)
-        locations = [w.location for w in self._own if here and w.serving()]
-        locations += [w.location for w in self._others() if w.up and (here or not w.on_socket)]
-        return _Placement(self._seal, locations, self._turn) if locations else None
+        named = {w.location: w.label for w in self._own if here and w.serving()}
+        named |= {w.location: w.label for w in self._others() if w.up and (here or not w.on_socket)}
+        if not named:
+            return None
+        return _Placement(self._seal, list(named), self._turn, named, self._metrics)
 
     def take_join(self, request: bytes) -> bytes:
         """A worker's join (or leave) request (worker_link.Joiner), the answer to it; the
@@ -120,7 +128,7 @@ class DataWorkers:
         if leaving:
             if worker is not None:
                 log.info("data worker %s leaves", location)
-                worker.close()
+                self._gone(worker)
             return _lease_answer(0)
         assert worker is not None
         worker.lease_until = time.monotonic() + self._lease
@@ -166,7 +174,12 @@ class DataWorkers:
             flags.log_level,
             *flags.token_flags,
         ]
-        self._own = [_OwnWorker(self._dir / f"{i}.sock", command, secrets) for i in range(count)]
+        if self._metrics is not None:
+            command.append("--report-on-stdout")
+        self._own = [
+            _OwnWorker(self._dir / f"{i}.sock", f"own/{i}", command, secrets, self._metrics)
+            for i in range(count)
+        ]
         for worker in self._own:  # started together: each takes seconds to import
             worker.start()
         for worker in self._own:  # a failure: stop() ends those that did start
@@ -183,6 +196,11 @@ class DataWorkers:
             for remote in self._others():
                 remote.probe()
             self._restart_exited()
+            if self._metrics is not None:
+                for own in self._own:
+                    self._metrics.worker_up.labels(own.label).set(int(own.serving()))
+                for remote in self._others():
+                    self._metrics.worker_up.labels(remote.label).set(int(remote.up))
 
     def _drop_expired(self) -> None:
         """The joined workers whose lease ended (a host gone without a word) are named no
@@ -194,7 +212,12 @@ class DataWorkers:
                 del self._joined[expired.location]
         for expired in gone:
             log.warning("data worker %s stopped joining; its parts go elsewhere", expired.location)
-            expired.close()
+            self._gone(expired)
+
+    def _gone(self, worker: _RemoteWorker) -> None:
+        worker.close()
+        if self._metrics is not None:
+            self._metrics.worker_up.remove(worker.label)
 
     def _restart_exited(self) -> None:
         for worker in self._own:
@@ -215,6 +238,7 @@ class _RemoteWorker:
 
     def __init__(self, location: str, seal: TicketSeal) -> None:
         self.location = location
+        self.label = location  # in the server's metrics: an address its operator gave
         self.on_socket = location.startswith("grpc+unix://")  # for clients on this host only
         self.up = False
         self.lease_until = float("inf")
@@ -257,10 +281,21 @@ def _socket_folder(longest_name: str) -> Path:
 
 
 class _OwnWorker:
-    """One worker process of the server's own, on a Unix socket at path."""
+    """One worker process of the server's own, on a Unix socket at path; label: its name in
+    the server's metrics (the socket's path changes with each start). With metrics, what it
+    reports on its stdout is added to them."""
 
-    def __init__(self, path: Path, command: list[str], secrets: bytes) -> None:
+    def __init__(
+        self,
+        path: Path,
+        label: str,
+        command: list[str],
+        secrets: bytes,
+        metrics: ServerMetrics | None,
+    ) -> None:
         self.location = f"grpc+unix://{path}"
+        self.label = label
+        self._metrics = metrics
         self._path = path
         self._command = command + ["--listen", self.location]
         self._secrets = secrets
@@ -299,6 +334,13 @@ class _OwnWorker:
             raise OSError(f"data worker {self.location} said {line!r}")
         os.chmod(self._path, 0o666)
         self._ready = True
+        if self._metrics is not None:
+            threading.Thread(
+                target=add_reports,
+                args=(process.stdout, self._metrics),
+                name=f"pyairport-{self.label}-reports",
+                daemon=True,
+            ).start()
 
     def serving(self) -> bool:
         return self._ready and not self.exited()
@@ -330,6 +372,8 @@ class _Placement:
     seal: TicketSeal
     locations: list[str]
     turn: itertools.count[int]
+    labels: dict[str, str]  # each location's label in the metrics
+    metrics: ServerMetrics | None
 
     def endpoint(
         self,
@@ -350,4 +394,6 @@ class _Placement:
             expires=self.seal.expiry(),
         )
         location = self.locations[next(self.turn) % len(self.locations)]
+        if self.metrics is not None:
+            self.metrics.worker_parts.labels(self.labels[location]).inc()
         return self.seal.seal(sealed), location

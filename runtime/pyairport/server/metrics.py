@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import grpc
 import pyarrow as pa
@@ -36,6 +36,15 @@ KNOWN_NAMES = frozenset(name for _protocol, name in ROUTES)
 
 DML_OPERATIONS = frozenset({"insert", "update", "delete"})
 NO_STATEMENT = frozenset({"read"})  # a function's read of a table is audited, not a statement
+
+
+class ReadMetrics(Protocol):
+    """What a DoGet server reports of its calls (arrow_do_get.py): a server's own
+    ServerMetrics, or a data worker's report to the server that started it."""
+
+    def called(self, rpc: str, method: str | None, code: str, seconds: float) -> None: ...
+
+    def read(self, where: tuple[str, str, str], rows: int, nbytes: int, sent: int) -> None: ...
 
 
 def _known(name: str | None) -> str:
@@ -108,6 +117,19 @@ class ServerMetrics:
             registry=r,
         )
         self.engine_up.set(1)
+        self.worker_up = Gauge(
+            "pyairport_data_worker_up",
+            "1 while a data worker is named in endpoints (its own: own/N; another host's: its"
+            " address), 0 while it is down; gone once a joined worker left",
+            ["worker"],
+            registry=r,
+        )
+        self.worker_parts = Counter(
+            "pyairport_data_worker_parts",
+            "Scan parts whose endpoints named a data worker",
+            ["worker"],
+            registry=r,
+        )
         self._http: Any = None
 
     # --- what the transport and the observers report ----------------------------------------
@@ -240,7 +262,7 @@ class CallMetrics(_Interceptor):
 class ReadCounter:
     """Counts what one DoGet sends for a table, and reports it once the stream ends."""
 
-    def __init__(self, metrics: ServerMetrics | None, where: tuple[str, str, str] | None) -> None:
+    def __init__(self, metrics: ReadMetrics | None, where: tuple[str, str, str] | None) -> None:
         self._metrics = metrics if where is not None else None
         self._where = where
         self.rows = 0

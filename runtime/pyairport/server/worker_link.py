@@ -51,7 +51,7 @@ def probe_answer(seal: TicketSeal, ticket: bytes) -> ServedScan | None:
     if fields is None or not isinstance(fields.get("challenge"), bytes):
         return None
     batch = pa.record_batch([pa.array([fields["challenge"]], pa.binary())], schema=_CHALLENGE)
-    return ServedScan(pa.RecordBatchReader.from_batches(_CHALLENGE, [batch]), 1)
+    return ServedScan(pa.RecordBatchReader.from_batches(_CHALLENGE, [batch]), 1, internal=True)
 
 
 def is_probe(ticket: bytes) -> bool:
