@@ -6,9 +6,11 @@ is named until it leaves or stops joining; a join without the key is refused on 
 
 from __future__ import annotations
 
+import importlib.util
 import socket
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import grpc
 import msgpack
@@ -22,7 +24,7 @@ from pyairport.server import AirportServer, ServerConfig
 from pyairport.server.data_worker import DataWorker
 from pyairport.server.data_workers import DataWorkers, WorkerFlags
 from pyairport.server.metrics import ServerMetrics
-from pyairport.server.ticket_seal import MessageKind, TicketSeal, new_key
+from pyairport.server.ticket_seal import PREFIX, MessageKind, TicketSeal, new_key
 from pyairport.server.worker_link import JOIN_METHOD, Joiner
 
 ELSEWHERE = "ipv4:10.1.2.3:5000"  # a client on another host
@@ -260,3 +262,40 @@ def test_the_workers_are_in_the_servers_metrics_and_probes_in_no_workers(
         workers.stop()
         listed.stop(0)
         joined.stop(0)
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("deltalake") is None, reason="a worker needs deltalake"
+)
+def test_sighup_reaches_the_servers_own_workers(tmp_path: Path) -> None:
+    """A JWT key rotated in the file serve and its workers were given: the workers take the
+    new key only at the server's SIGHUP (DataWorkers.reload), as the server does."""
+    import jwt
+
+    keys = tmp_path / "jwt.key"
+    keys.write_text("first-secret-of-thirty-two-bytes!!")
+    flags = WorkerFlags(token_flags=["--jwt-keys", str(keys), "--jwt-algorithm", "HS256"])
+    workers = DataWorkers(new_key(), 1, [], flags, _unread)  # type: ignore[arg-type]
+
+    def refusal(secret: str) -> str:
+        claims = {"sub": "alice", "exp": int(time.time()) + 600}
+        token = jwt.encode(claims, secret, algorithm="HS256")
+        options = flight.FlightCallOptions(headers=[(b"authorization", f"Bearer {token}".encode())])
+        (at,) = workers.own_locations
+        with flight.connect(at) as client:
+            ticket = flight.Ticket(PREFIX + b"\0" * 64)
+            with pytest.raises(flight.FlightError) as refused:
+                client.do_get(ticket, options).read_all()
+        return type(refused.value).__name__
+
+    try:
+        admitted, unknown = "FlightUnauthorizedError", "FlightUnauthenticatedError"
+        assert refusal("first-secret-of-thirty-two-bytes!!") == admitted  # past the token
+        keys.write_text("second-secret-of-thirty-two-bytes!")
+        time.sleep(1.5)  # a keys file is read again at SIGHUP only, not when it changes
+        assert refusal("second-secret-of-thirty-two-bytes!") == unknown
+        workers.reload()
+        assert _until(lambda: refusal("second-secret-of-thirty-two-bytes!") == admitted)
+        assert refusal("first-secret-of-thirty-two-bytes!!") == unknown
+    finally:
+        workers.stop()
