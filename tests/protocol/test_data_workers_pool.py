@@ -299,3 +299,31 @@ def test_sighup_reaches_the_servers_own_workers(tmp_path: Path) -> None:
         assert refusal("first-secret-of-thirty-two-bytes!!") == unknown
     finally:
         workers.stop()
+
+
+def test_a_worker_that_does_not_see_the_lake_is_never_named(tmp_path: Path) -> None:
+    """The lake not mounted where the catalog has it: every read would fail there, so the
+    probe, which names the lakes' folders, finds it first and says why."""
+    key = new_key()
+    worker = DataWorker("grpc://127.0.0.1:0", TicketSeal(key), _unread)  # type: ignore[arg-type]
+    at = f"grpc://127.0.0.1:{worker.port}"
+    missing = str(tmp_path / "not-mounted")
+    seen = DataWorkers(key, 0, [at], WorkerFlags(), _unread, lakes=[str(tmp_path)])  # type: ignore[arg-type]
+    unseen = DataWorkers(key, 0, [at], WorkerFlags(), _unread, lakes=[str(tmp_path), missing])  # type: ignore[arg-type]
+    try:
+        assert _offered(seen) == [at]
+        assert _offered(unseen) == []
+        probe = TicketSeal(key).seal_message(
+            MessageKind.PROBE, {"challenge": b"c" * 16, "lakes": [missing]}
+        )
+        with flight.connect(at) as client:
+            with pytest.raises(flight.FlightUnauthorizedError) as refused:
+                client.do_get(flight.Ticket(probe)).read_all()
+        assert str(refused.value).startswith(
+            f"ticket refused: this worker does not see the lake's folder {missing}."
+            " Detail: Unauthorized"
+        )
+    finally:
+        seen.stop()
+        unseen.stop()
+        worker.stop(0)

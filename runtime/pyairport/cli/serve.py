@@ -90,7 +90,7 @@ def serve(args: argparse.Namespace) -> int:
         engine.close()  # its staging folder and Spark's JVM
         return 1
     try:
-        workers = _data_workers(args, data_key, token, server.metrics)
+        workers = _data_workers(args, data_key, token, server.metrics, added)
     except OSError as exc:
         print(f"pyairport: error: {exc}", file=sys.stderr)
         engine.close()
@@ -180,10 +180,14 @@ def _data_key(args: argparse.Namespace) -> bytes | None:
 
 
 def _data_workers(
-    args: argparse.Namespace, key: bytes | None, token: str | None, metrics: ServerMetrics | None
+    args: argparse.Namespace,
+    key: bytes | None,
+    token: str | None,
+    metrics: ServerMetrics | None,
+    added: list[tuple[str, str]],
 ) -> DataWorkers | None:
     """The data workers the flags name, the server's own started, and those that join with
-    the key (None: no key, no workers)."""
+    the key (None: no key, no workers); those on other hosts must see the lakes' folders."""
     if key is None:
         return None
     from ..backends.spark.detached import DetachedReader
@@ -191,7 +195,11 @@ def _data_workers(
 
     flags = WorkerFlags(token, token_flags(args), args.compression, args.log_level)
     read = DetachedReader().read
-    return DataWorkers(key, args.data_workers, args.data_worker, flags, read, metrics=metrics)
+    lakes = [] if args.spark_catalog else [args.warehouse, *(folder for _, folder in added)]
+    lakes = [os.path.abspath(folder) for folder in lakes if "://" not in folder]
+    return DataWorkers(
+        key, args.data_workers, args.data_worker, flags, read, metrics=metrics, lakes=lakes
+    )
 
 
 def _policy(args: argparse.Namespace, authenticator: Authenticator | None) -> Policy | None:

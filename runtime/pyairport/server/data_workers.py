@@ -66,7 +66,8 @@ class DataWorkers:
     that join (take_join); stop() ends them. read_plan: how the server reads a sealed part
     itself (open_here). lease: how long a joined worker stays after its last request.
     metrics: the server's, which then count the workers (up, parts) and its own workers'
-    DoGets as the server's own (worker_reports.py)."""
+    DoGets as the server's own (worker_reports.py). lakes: the local folders of the tables
+    the workers read, which a worker on another host must see to be named."""
 
     def __init__(
         self,
@@ -77,12 +78,14 @@ class DataWorkers:
         read_plan: PlanReader,
         lease: float = LEASE_SECONDS,
         metrics: ServerMetrics | None = None,
+        lakes: list[str] | None = None,
     ) -> None:
         self._seal = TicketSeal(seal_key)
         self._read_plan = read_plan
         self._lease = lease
         self._metrics = metrics
-        self._remote = [_RemoteWorker(check_location(at), self._seal) for at in remote]
+        self._lakes = lakes or []
+        self._remote = [self._other(check_location(at)) for at in remote]
         for worker in self._remote:
             worker.probe()
         self._joined: dict[str, _RemoteWorker] = {}
@@ -123,7 +126,7 @@ class DataWorkers:
             if worker is None and not leaving:
                 if location in (w.location for w in self._remote):
                     return _lease_answer(self._lease)  # listed: probed anyway
-                worker = self._joined[location] = _RemoteWorker(location, self._seal)
+                worker = self._joined[location] = self._other(location)
                 log.info("data worker %s joins", location)
         if leaving:
             if worker is not None:
@@ -185,6 +188,9 @@ class DataWorkers:
         for worker in self._own:  # a failure: stop() ends those that did start
             worker.wait_ready()
 
+    def _other(self, location: str) -> _RemoteWorker:
+        return _RemoteWorker(location, Prober(location, self._seal, self._lakes))
+
     def _others(self) -> list[_RemoteWorker]:
         """The workers on other hosts: listed, then joined."""
         with self._joining:
@@ -236,26 +242,28 @@ class _RemoteWorker:
     endpoint until it answers right. A joined one's lease_until: when it is dropped unless
     it joins again."""
 
-    def __init__(self, location: str, seal: TicketSeal) -> None:
+    def __init__(self, location: str, prober: Prober) -> None:
         self.location = location
         self.label = location  # in the server's metrics: an address its operator gave
         self.on_socket = location.startswith("grpc+unix://")  # for clients on this host only
         self.up = False
         self.lease_until = float("inf")
-        self._prober = Prober(location, seal)
+        self._prober = prober
         self._probing = threading.Lock()  # the watcher's probe and a join's
         self._closed = False
+        self._why = ""  # what the last failed probe found: said once, not each second
 
     def probe(self) -> None:
         with self._probing:
             if self._closed:  # left while the watcher held it
                 return
             answers = self._prober.answers()
+            why = self._prober.why
         if answers and not self.up:
             log.info("data worker %s answers", self.location)
-        elif self.up and not answers:
-            log.warning("data worker %s does not answer; its parts go elsewhere", self.location)
-        self.up = answers
+        elif not answers and (self.up or why != self._why):
+            log.warning("data worker %s: %s; its parts go elsewhere", self.location, why)
+        self.up, self._why = answers, why
 
     def close(self) -> None:
         self.up = False

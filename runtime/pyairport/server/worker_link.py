@@ -8,16 +8,18 @@ knows a worker is fit to be named in endpoints. Both ends prove they hold the sh
   answer msgpack {lease}). The catalog names it until LEASE_SECONDS after its last request, or
   until it says it leaves. The method is not Flight's: no Flight client calls it.
 - **Probe**: the catalog DoGets, each second, a sealed MessageKind.PROBE ticket holding a
-  random challenge from each worker on another host; the worker answers one row holding the
-  challenge, which only a holder of the key can read. A worker that does not answer, answers
-  wrong or refuses (it was given another key) is named in no endpoint until it answers right:
-  its parts are read by the catalog meanwhile, and no query is sent to a worker that would
-  refuse every ticket.
+  random challenge and the lake's folders from each worker on another host; the worker
+  answers one row holding the challenge, which only a holder of the key can read, if it sees
+  every folder. A worker that does not answer, answers wrong or refuses (it was given another
+  key, or the lake is not mounted where the catalog has it) is named in no endpoint until it
+  answers right: its parts are read by the catalog meanwhile, and no query is sent to a
+  worker that would refuse every ticket or fail every read.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import secrets
 import threading
 from collections.abc import Callable
@@ -27,6 +29,8 @@ from urllib.parse import urlparse
 import grpc
 import pyarrow as pa
 import pyarrow.flight as flight
+
+from airport_contracts import TicketRefused
 
 from ..dispatch import ServedScan
 from .ticket_seal import MessageKind, TicketSeal
@@ -44,12 +48,15 @@ _CHALLENGE = pa.schema([pa.field("challenge", pa.binary(), nullable=False)])
 # --- the probe ---------------------------------------------------------------------------
 
 
-def probe_answer(seal: TicketSeal, ticket: bytes) -> ServedScan | None:
-    """A worker's answer to a probe ticket (its challenge, one row), or None: ticket is no
-    probe sealed under seal's key."""
+def probe_answer(seal: TicketSeal, ticket: bytes) -> ServedScan:
+    """A worker's answer to a probe ticket: its challenge, one row; TicketRefused when it is
+    no probe sealed under seal's key, or this worker does not see a folder it names."""
     fields = seal.open_message(MessageKind.PROBE, ticket)
     if fields is None or not isinstance(fields.get("challenge"), bytes):
-        return None
+        raise TicketRefused(reason="a probe not sealed with this worker's key")
+    for folder in fields.get("lakes", []):
+        if not os.path.isdir(str(folder)):  # only key holders seal probes: they may know it
+            raise TicketRefused(reason=f"this worker does not see the lake's folder {folder}")
     batch = pa.record_batch([pa.array([fields["challenge"]], pa.binary())], schema=_CHALLENGE)
     return ServedScan(pa.RecordBatchReader.from_batches(_CHALLENGE, [batch]), 1, internal=True)
 
@@ -59,17 +66,21 @@ def is_probe(ticket: bytes) -> bool:
 
 
 class Prober:
-    """The catalog's probe of one worker at location."""
+    """The catalog's probe of one worker at location; lakes: the local folders it must see
+    (the catalogs' warehouses), why: what the last probe that failed found."""
 
-    def __init__(self, location: str, seal: TicketSeal) -> None:
+    def __init__(self, location: str, seal: TicketSeal, lakes: list[str]) -> None:
         self.location = location
         self._seal = seal
+        self._lakes = lakes
         self._client: flight.FlightClient | None = None
+        self.why = ""
 
     def answers(self) -> bool:
         """Whether the worker answers a probe right, within PROBE_TIMEOUT_SECONDS."""
         challenge = secrets.token_bytes(16)
-        ticket = flight.Ticket(self._seal.seal_message(MessageKind.PROBE, {"challenge": challenge}))
+        fields = {"challenge": challenge, "lakes": self._lakes}
+        ticket = flight.Ticket(self._seal.seal_message(MessageKind.PROBE, fields))
         options = flight.FlightCallOptions(timeout=PROBE_TIMEOUT_SECONDS)
         try:
             if self._client is None:
@@ -78,11 +89,17 @@ class Prober:
                 tls = self.location.startswith("grpc+tls://")
                 self._client = flight.FlightClient(self.location, disable_server_verification=tls)
             answer = self._client.do_get(ticket, options).read_all()
+        except flight.FlightUnauthorizedError as exc:  # it refused: the reason is its own
+            self.why = str(exc).split(". Detail:")[0]
+            return False
         except (pa.ArrowException, OSError) as exc:
+            self.why = "no answer"
             log.debug("probe of %s: %s", self.location, exc)
             self.close()  # a new connection next time: the worker may have restarted
             return False
-        return bool(answer.schema == _CHALLENGE and answer.column(0).to_pylist() == [challenge])
+        right = answer.schema == _CHALLENGE and answer.column(0).to_pylist() == [challenge]
+        self.why = "" if right else "a wrong answer"
+        return bool(right)
 
     def close(self) -> None:
         if self._client is not None:
