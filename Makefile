@@ -153,6 +153,7 @@ diff-upstream: $(STAMP)
 bench: $(STAMP) jars $(DUCKDB_EXTENSION)
 	$(PY) bench/run.py
 	$(PY) bench/duckdb_shaped.py
+	$(PY) bench/catalog_plane.py
 	$(PY) bench/duckdb_client.py
 	$(PY) bench/duckdb_lake.py
 	$(PY) bench/data_plane_floor.py

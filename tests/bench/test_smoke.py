@@ -78,6 +78,31 @@ def test_duckdb_shaped_benchmark_prints_every_figure() -> None:
         assert re.search(line, run.stdout, re.M), (label, run.stdout)
 
 
+def test_catalog_plane_benchmark_prints_each_server_and_their_refusals() -> None:
+    """pyairport, a bare grpcio loop and a bare Arrow C++ loop: a 1-row statement's p50, the
+    DuckDB-shaped INSERTs' rows/s (each server counted every row), and what each sends a
+    client for the contract's INVALID_ARGUMENT."""
+    run = subprocess.run(
+        [sys.executable, str(BENCH.parent / "catalog_plane.py"), "--samples", "20"]
+        + ["--rows", "20000", "--repeats", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr
+    out = run.stdout
+    servers = ("pyairport (grpcio)", "bare grpcio loop", "bare Arrow C++ loop")
+    for server in servers:
+        assert re.search(rf"^  {re.escape(server)}\s+\d+\.\d{{3}} ms$", out, re.M), server
+    for label in ("plain", "RETURNING lock-step"):
+        figures = r"\s+".join(rf"{re.escape(server)}\s+[\d,]+" for server in servers)
+        assert re.search(rf"^  {label}\s+{figures}$", out, re.M), label
+    assert "pyairport (grpcio)    INVALID_ARGUMENT 'null rowid value not allowed'" in out
+    assert re.search(
+        r"Arrow C\+\+ server      INVALID_ARGUMENT 'invalid rowid: null. Detail: ", out
+    )
+
+
 @pytest.mark.spark
 def test_spark_statement_benchmark_prints_every_figure() -> None:
     script = BENCH.parent / "spark.py"
