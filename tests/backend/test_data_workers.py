@@ -11,7 +11,7 @@ import dataclasses
 import os
 import stat
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from pyairport.server.ticket_seal import PREFIX, TicketSeal, new_key
 from pyairport.transactions import MemoryTransactionManager
 from pyairport.wire.column_ids import ROWID_COLUMN_ID
 
+from ..waiting import until
 from .test_lake import make_table
 
 pytestmark = pytest.mark.spark
@@ -319,12 +320,12 @@ def test_the_servers_own_workers_start_serve_and_go_with_it(lake: Lake, three_pa
         assert {e.location[0].uri for e in endpoints} == set(workers.own_locations)
         read = pa.concat_tables(_read_at(e.location[0].uri, e.ticket.ticket) for e in endpoints)
         assert sorted(read.column("id").to_pylist()) == list(range(ROWS))
-        assert _until(lambda: _rows_read(metrics, "orders") == ROWS)
+        assert until(lambda: _rows_read(metrics, "orders") == ROWS)
         assert metrics.registry.get_sample_value(
             "pyairport_calls_total", {"rpc": "DoGet", "method": "-", "code": "OK"}
         ) == len(endpoints)
         assert sum(_sample(metrics, "pyairport_data_worker_parts_total", w) for w in OWN) == 3
-        assert _until(
+        assert until(
             lambda: [_sample(metrics, "pyairport_data_worker_up", w) for w in OWN] == [1, 1]
         )
         # a worker killed: the endpoints name the other until it is up again
@@ -342,7 +343,7 @@ def test_the_servers_own_workers_start_serve_and_go_with_it(lake: Lake, three_pa
         assert {e.location[0].uri for e in again} == set(workers.own_locations)
         read = pa.concat_tables(_read_at(e.location[0].uri, e.ticket.ticket) for e in again)
         assert sorted(read.column("id").to_pylist()) == list(range(ROWS))
-        assert _until(lambda: _rows_read(metrics, "orders") == 2 * ROWS)  # the new one's too
+        assert until(lambda: _rows_read(metrics, "orders") == 2 * ROWS)  # the new one's too
         processes = [w._process for w in workers._own]
     finally:
         lake.server.serve_parts_at(
@@ -373,12 +374,3 @@ def _rows_read(metrics: ServerMetrics, table: str) -> float:
         for sample in family.samples
         if sample.name == "pyairport_rows_read_total" and sample.labels.get("table") == table
     )
-
-
-def _until(condition: Callable[[], bool], seconds: float = 10.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
-    return True

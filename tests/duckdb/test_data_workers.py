@@ -1,6 +1,7 @@
 """DuckDB reading a Spark lake through the server's own data workers (`serve --data-workers`):
 the endpoints name the workers' Unix sockets, and every query, row-tracked rowids and DuckDB's
-DELETE (which scans the rowids first) included, answers as without them."""
+DELETE (which scans the rowids first) included, answers as without them; and through a worker
+on TCP that joined the running server (`pyairport worker --join`), as on another host."""
 
 from __future__ import annotations
 
@@ -16,11 +17,14 @@ from pyairport.backends.spark.detached import DetachedReader
 from pyairport.client import AirportClient
 from pyairport.client.remote_catalog import decode_endpoints, endpoints_request
 from pyairport.server import AirportServer, ServerConfig
+from pyairport.server.data_worker import DataWorker
 from pyairport.server.data_workers import DataWorkers, WorkerFlags
-from pyairport.server.ticket_seal import new_key
+from pyairport.server.ticket_seal import TicketSeal, new_key
+from pyairport.server.worker_link import Joiner
 from pyairport.transactions import MemoryTransactionManager
 
 from ..backend.test_lake import make_table
+from ..waiting import until
 from .conftest import OpenSession
 
 pytestmark = [pytest.mark.duckdb, pytest.mark.spark]
@@ -28,12 +32,9 @@ pytestmark = [pytest.mark.duckdb, pytest.mark.spark]
 TOKEN = "workers-token"
 
 
-def test_duckdb_reads_a_lake_through_the_servers_own_workers(
-    spark_backend: Any, tmp_path: Path, open_session: OpenSession, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _lake(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A delta-rs table of 3,000 rows in three files (three parts) and a row-tracked one."""
     from deltalake import write_deltalake
-
-    from pyairport.backends.spark import SparkBackend
 
     monkeypatch.setattr(SPLIT, "max_parts", 3)
     monkeypatch.setattr(SPLIT, "rows_per_part", 1_000)
@@ -48,7 +49,16 @@ def test_duckdb_reads_a_lake_through_the_servers_own_workers(
             }
         )
         write_deltalake(str(lake / "shop" / "orders"), rows, mode="append")
-    make_table(spark_backend.spark, lake, "tracked", schema="shop")
+    make_table(spark, lake, "tracked", schema="shop")
+    return lake
+
+
+def test_duckdb_reads_a_lake_through_the_servers_own_workers(
+    spark_backend: Any, tmp_path: Path, open_session: OpenSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pyairport.backends.spark import SparkBackend
+
+    lake = _lake(spark_backend.spark, tmp_path, monkeypatch)
     flags = WorkerFlags(token=TOKEN, log_level="WARNING")
     workers = DataWorkers(new_key(), 2, [], flags, DetachedReader().read)
     server = AirportServer(
@@ -85,3 +95,42 @@ def test_duckdb_reads_a_lake_through_the_servers_own_workers(
     finally:
         server.stop(0)  # and the workers
     assert not Path(workers.own_locations[0].removeprefix("grpc+unix://")).parent.exists()
+
+
+def test_duckdb_reads_through_a_worker_that_joined_over_tcp(
+    spark_backend: Any, tmp_path: Path, open_session: OpenSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pyairport.access.identities import StaticToken
+    from pyairport.backends.spark import SparkBackend
+
+    lake = _lake(spark_backend.spark, tmp_path, monkeypatch)
+    key = new_key()
+    reader = DetachedReader().read
+    worker = DataWorker("grpc://127.0.0.1:0", TicketSeal(key), reader, StaticToken(TOKEN))
+    at = f"grpc://127.0.0.1:{worker.port}"
+    workers = DataWorkers(key, 0, [], WorkerFlags(), reader, lakes=[str(lake)])
+    server = AirportServer(
+        SparkBackend(spark_backend.spark, lake).catalog,
+        MemoryTransactionManager(),
+        ServerConfig(port=0, auth_token=TOKEN),
+    )
+    server.serve_parts_at(workers)
+    server.start()
+    joiner = Joiner(server.location, at, TicketSeal(key))
+    try:
+        assert until(lambda: workers.for_peer("ipv4:127.0.0.1:1") is not None)
+        duck = open_session(server.location, TOKEN)
+        assert duck.run("SELECT count(*), sum(id), max(amount) FROM lake.shop.orders") == [
+            (3_000, sum(range(3_000)), 2_999 / 4)
+        ]
+        assert worker.scans == 3  # the three parts, each read at the worker
+        assert duck.run("SELECT order_id, rowid FROM lake.shop.tracked ORDER BY 1") == [
+            (1, 0),
+            (2, 1),
+            (3, 2),
+            (4, 3),
+        ]
+    finally:
+        joiner.stop()
+        server.stop(0)
+        worker.stop(0)

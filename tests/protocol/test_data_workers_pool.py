@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib.util
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
@@ -27,6 +27,8 @@ from pyairport.server.metrics import ServerMetrics
 from pyairport.server.ticket_seal import PREFIX, MessageKind, TicketSeal, new_key
 from pyairport.server.worker_link import JOIN_METHOD, Joiner
 
+from ..waiting import until
+
 ELSEWHERE = "ipv4:10.1.2.3:5000"  # a client on another host
 
 
@@ -35,15 +37,6 @@ def _free_port() -> int:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
         return port
-
-
-def _until(condition: Callable[[], bool], seconds: float = 10.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
-    return True
 
 
 def _unread(ctx: object, plan: bytes) -> object:
@@ -59,12 +52,12 @@ def test_a_remote_worker_is_named_only_while_it_answers() -> None:
         assert workers.for_peer("ipv4:127.0.0.1:5000") is None  # down: the server serves
         worker = DataWorker(at, TicketSeal(key), _unread)  # type: ignore[arg-type]
         try:
-            assert _until(lambda: workers.for_peer("ipv4:10.1.2.3:5000") is not None)
+            assert until(lambda: workers.for_peer("ipv4:10.1.2.3:5000") is not None)
             placement = workers.for_peer("ipv4:10.1.2.3:5000")
             assert placement is not None and placement.locations == [at]
         finally:
             worker.stop(0)
-        assert _until(lambda: workers.for_peer("ipv4:10.1.2.3:5000") is None)
+        assert until(lambda: workers.for_peer("ipv4:10.1.2.3:5000") is None)
     finally:
         workers.stop()
 
@@ -150,18 +143,18 @@ def test_workers_join_a_running_server_and_leave_it(catalog_server: AirportServe
         assert _offered(workers) == []
         first = Joiner(catalog_server.location, at_one, TicketSeal(key))
         second = Joiner(catalog_server.location, at_two, TicketSeal(key))
-        assert _until(lambda: sorted(_offered(workers)) == sorted([at_one, at_two]))
+        assert until(lambda: sorted(_offered(workers)) == sorted([at_one, at_two]))
         first.stop()  # leaves at once, not when its lease ends
         assert _offered(workers) == [at_two]
         two.stop(0)  # stops answering while it still joins: dropped within the probe's second
-        assert _until(lambda: _offered(workers) == [], 5.0)
+        assert until(lambda: _offered(workers) == [], 5.0)
         second.stop()
         # A worker that stops joining (a host gone without a word) goes when its lease ends.
         seal = TicketSeal(key)
         request = seal.seal_message(MessageKind.JOIN, {"location": at_one, "leaving": False})
         assert msgpack.unpackb(_join(catalog_server, request)) == {"lease": 2.0}
         assert _offered(workers) == [at_one]  # probed at its join: named at once
-        assert _until(lambda: _offered(workers) == [], 6.0)
+        assert until(lambda: _offered(workers) == [], 6.0)
     finally:
         catalog_server.serve_parts_at(None)
         workers.stop()
@@ -240,8 +233,8 @@ def test_the_workers_are_in_the_servers_metrics_and_probes_in_no_workers(
     try:
         joiner = Joiner(catalog_server.location, at_joined, TicketSeal(key))
         sample = metrics.registry.get_sample_value
-        assert _until(lambda: sample(up, {"worker": at_listed}) == 1)
-        assert _until(lambda: sample(up, {"worker": at_joined}) == 1)
+        assert until(lambda: sample(up, {"worker": at_listed}) == 1)
+        assert until(lambda: sample(up, {"worker": at_joined}) == 1)
         placement = workers.for_peer(ELSEWHERE)
         assert placement is not None
         for _ in range(4):
@@ -251,7 +244,7 @@ def test_the_workers_are_in_the_servers_metrics_and_probes_in_no_workers(
         joiner.stop()
         assert sample(up, {"worker": at_joined}) is None  # left: no series
         listed.stop(0)
-        assert _until(lambda: sample(up, {"worker": at_listed}) == 0)
+        assert until(lambda: sample(up, {"worker": at_listed}) == 0)
         assert listed.probes >= 2
         calls = own_metrics.registry.get_sample_value(
             "pyairport_calls_total", {"rpc": "DoGet", "method": "-", "code": "OK"}
@@ -295,7 +288,7 @@ def test_sighup_reaches_the_servers_own_workers(tmp_path: Path) -> None:
         time.sleep(1.5)  # a keys file is read again at SIGHUP only, not when it changes
         assert refusal("second-secret-of-thirty-two-bytes!") == unknown
         workers.reload()
-        assert _until(lambda: refusal("second-secret-of-thirty-two-bytes!") == admitted)
+        assert until(lambda: refusal("second-secret-of-thirty-two-bytes!") == admitted)
         assert refusal("first-secret-of-thirty-two-bytes!!") == unknown
     finally:
         workers.stop()
