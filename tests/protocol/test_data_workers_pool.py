@@ -243,6 +243,13 @@ def test_the_workers_are_in_the_servers_metrics_and_probes_in_no_workers(
             assert sample("pyairport_data_worker_parts_total", {"worker": at}) == 2
         joiner.stop()
         assert sample(up, {"worker": at_joined}) is None  # left: no series
+        gone = "grpc://127.0.0.1:9"  # joins and leaves before the watcher counts it
+        for leaving in (False, True):
+            request = TicketSeal(key).seal_message(
+                MessageKind.JOIN, {"location": gone, "leaving": leaving}
+            )
+            answer = msgpack.unpackb(_join(catalog_server, request))
+        assert answer == {"lease": 0} and sample(up, {"worker": gone}) is None
         listed.stop(0)
         assert until(lambda: sample(up, {"worker": at_listed}) == 0)
         assert listed.probes >= 2

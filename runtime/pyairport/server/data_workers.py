@@ -13,6 +13,7 @@ the flags listed them or they joined (worker_link.py).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import logging
@@ -206,7 +207,8 @@ class DataWorkers:
                 for own in self._own:
                     self._metrics.worker_up.labels(own.label).set(int(own.serving()))
                 for remote in self._others():
-                    self._metrics.worker_up.labels(remote.label).set(int(remote.up))
+                    if not remote.closed:  # a joined one that left meanwhile has no series
+                        self._metrics.worker_up.labels(remote.label).set(int(remote.up))
 
     def _drop_expired(self) -> None:
         """The joined workers whose lease ended (a host gone without a word) are named no
@@ -223,7 +225,8 @@ class DataWorkers:
     def _gone(self, worker: _RemoteWorker) -> None:
         worker.close()
         if self._metrics is not None:
-            self._metrics.worker_up.remove(worker.label)
+            with contextlib.suppress(KeyError):  # it left before the watcher counted it
+                self._metrics.worker_up.remove(worker.label)
 
     def _restart_exited(self) -> None:
         for worker in self._own:
@@ -250,12 +253,12 @@ class _RemoteWorker:
         self.lease_until = float("inf")
         self._prober = prober
         self._probing = threading.Lock()  # the watcher's probe and a join's
-        self._closed = False
+        self.closed = False
         self._why = ""  # what the last failed probe found: said once, not each second
 
     def probe(self) -> None:
         with self._probing:
-            if self._closed:  # left while the watcher held it
+            if self.closed:  # left while the watcher held it
                 return
             answers = self._prober.answers()
             why = self._prober.why
@@ -268,7 +271,7 @@ class _RemoteWorker:
     def close(self) -> None:
         self.up = False
         with self._probing:
-            self._closed = True
+            self.closed = True
             self._prober.close()
 
 
