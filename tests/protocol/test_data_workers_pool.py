@@ -203,6 +203,11 @@ def test_a_join_without_the_key_is_refused_on_the_wire(catalog_server: AirportSe
             assert code == grpc.StatusCode.INVALID_ARGUMENT and message.startswith(
                 f"join refused: {bad!r} "
             )
+        too_large = TicketSeal(key).seal_message(MessageKind.JOIN, {"location": "x" * 5000})
+        assert _join_refused(catalog_server, too_large) == (
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "join refused: a join request is at most 4096 bytes",
+        )
         assert _offered(workers) == []  # nothing refused was taken
         # A probe sealed with another key is refused by the worker, not answered.
         client = flight.FlightClient(at)

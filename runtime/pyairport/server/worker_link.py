@@ -41,6 +41,7 @@ JOIN_METHOD = "/pyairport.DataWorkers/Join"
 JOIN_EVERY_SECONDS = 5.0
 LEASE_SECONDS = 15.0  # three joins: one lost request does not drop a worker
 PROBE_TIMEOUT_SECONDS = 2.0
+LARGEST_JOIN_BYTES = 4096  # a location and a flag, sealed: a few hundred bytes
 WORKER_SCHEMES = ("grpc", "grpc+tcp", "grpc+tls", "grpc+unix")
 _CHALLENGE = pa.schema([pa.field("challenge", pa.binary(), nullable=False)])
 
@@ -135,6 +136,11 @@ class JoinRefused(Exception):
 
 def open_join(seal: TicketSeal, request: bytes) -> tuple[str, bool]:
     """(location, leaving) of a join request sealed under seal's key; JoinRefused else."""
+    if len(request) > LARGEST_JOIN_BYTES:  # anyone may call: refused before any work
+        raise JoinRefused(
+            grpc.StatusCode.INVALID_ARGUMENT,
+            f"join refused: a join request is at most {LARGEST_JOIN_BYTES} bytes",
+        )
     fields = seal.open_message(MessageKind.JOIN, request)
     if fields is None:
         raise JoinRefused(
