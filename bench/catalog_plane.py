@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from bench_server import rows  # noqa: E402
 from duckdb_shaped import BATCH_ROWS, PATH, statement  # noqa: E402
 from run import start_server  # noqa: E402
+from vs_go import flight_statement  # noqa: E402
 
 from airport_contracts import flight_pb2, flight_pb2_grpc  # noqa: E402
 from pyairport.wire.ipc import encode_batch, encode_schema  # noqa: E402
@@ -39,18 +40,8 @@ SERVERS = {
 
 def one_row(client: flight.FlightClient, data: pa.Table) -> float:
     """Seconds of one 1-row INSERT on client's connection."""
-    headers = [(b"airport-operation", b"insert"), (b"airport-flight-path", PATH.encode())]
     start = time.perf_counter()
-    writer, reader = client.do_exchange(
-        flight.FlightDescriptor.for_path(*PATH.split("/")),
-        flight.FlightCallOptions(headers=headers),
-    )
-    writer.begin(data.schema)
-    writer.write_table(data)
-    writer.done_writing()
-    for _ in reader:
-        pass
-    writer.close()
+    flight_statement(client, "insert", PATH, data)
     return time.perf_counter() - start
 
 
@@ -64,8 +55,7 @@ def refusal(location: str, headers: list[tuple[str, str]], data: pa.Table) -> st
         first.flight_descriptor.CopyFrom(descriptor)
         sent = [first, *(flight_pb2.FlightData.FromString(m) for m in messages[1:])]
         try:
-            for _ in stub.DoExchange(iter(sent), metadata=headers, timeout=10):
-                pass
+            list(stub.DoExchange(iter(sent), metadata=headers, timeout=10))
         except grpc.RpcError as exc:
             assert isinstance(exc, grpc.Call)
             return f"{exc.code().name} {exc.details()!r}"

@@ -56,18 +56,10 @@ def _lake(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_duckdb_reads_a_lake_through_the_servers_own_workers(
     spark_backend: Any, tmp_path: Path, open_session: OpenSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pyairport.backends.spark import SparkBackend
-
     lake = _lake(spark_backend.spark, tmp_path, monkeypatch)
     flags = WorkerFlags(token=TOKEN, log_level="WARNING")
     workers = DataWorkers(new_key(), 2, [], flags, DetachedReader().read)
-    server = AirportServer(
-        SparkBackend(spark_backend.spark, lake).catalog,
-        MemoryTransactionManager(),
-        ServerConfig(port=0, auth_token=TOKEN),
-    )
-    server.serve_parts_at(workers)
-    server.start()
+    server = _server(spark_backend.spark, lake, workers)
     try:
         with AirportClient(server.location, token=TOKEN) as client:
             (body,) = client.action("endpoints", endpoints_request("shop", "orders", [0], ""))
@@ -101,7 +93,6 @@ def test_duckdb_reads_through_a_worker_that_joined_over_tcp(
     spark_backend: Any, tmp_path: Path, open_session: OpenSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from pyairport.access.identities import StaticToken
-    from pyairport.backends.spark import SparkBackend
 
     lake = _lake(spark_backend.spark, tmp_path, monkeypatch)
     key = new_key()
@@ -109,13 +100,7 @@ def test_duckdb_reads_through_a_worker_that_joined_over_tcp(
     worker = DataWorker("grpc://127.0.0.1:0", TicketSeal(key), reader, StaticToken(TOKEN))
     at = f"grpc://127.0.0.1:{worker.port}"
     workers = DataWorkers(key, 0, [], WorkerFlags(), reader, lakes=[str(lake)])
-    server = AirportServer(
-        SparkBackend(spark_backend.spark, lake).catalog,
-        MemoryTransactionManager(),
-        ServerConfig(port=0, auth_token=TOKEN),
-    )
-    server.serve_parts_at(workers)
-    server.start()
+    server = _server(spark_backend.spark, lake, workers)
     joiner = Joiner(server.location, at, TicketSeal(key))
     try:
         assert until(lambda: workers.for_peer("ipv4:127.0.0.1:1") is not None)
@@ -134,3 +119,16 @@ def test_duckdb_reads_through_a_worker_that_joined_over_tcp(
         joiner.stop()
         server.stop(0)
         worker.stop(0)
+
+
+def _server(spark: Any, lake: Path, workers: DataWorkers) -> AirportServer:
+    """The lake served with TOKEN, its parts handed to workers, started."""
+    from pyairport.backends.spark import SparkBackend
+
+    server = AirportServer(
+        SparkBackend(spark, lake).catalog,
+        MemoryTransactionManager(),
+        ServerConfig(port=0, auth_token=TOKEN),
+    )
+    server.serve_parts_at(workers)
+    return server.start()

@@ -24,6 +24,8 @@ import pytest
 
 from pyairport.client import AirportClient, RemoteError
 
+from ..waiting import until
+
 PYAIRPORT = [sys.executable, "-m", "pyairport"]
 T = TypeVar("T")
 
@@ -527,24 +529,17 @@ def test_a_worker_serves_on_its_address_refuses_what_its_key_did_not_seal_and_st
     from airport_contracts import flight_pb2, flight_pb2_grpc
     from pyairport.server.ticket_seal import PREFIX
 
-    process = subprocess.Popen(
-        [*PYAIRPORT, "worker", "--listen", "grpc://127.0.0.1:0", "--key-file"]
-        + [str(_key_file(tmp_path)), "--auth-token", "s3cret", "--metrics-port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    process, at = _worker_process(
+        "--key-file", str(_key_file(tmp_path)), "--auth-token", "s3cret", "--metrics-port", "0"
     )
     try:
         assert process.stdout is not None
-        line = process.stdout.readline()
-        match = re.fullmatch(r"pyairport worker serving on grpc://(127\.0\.0\.1:\d+)\n", line)
-        assert match, line
         metrics_line = process.stdout.readline()
         metrics_at = re.fullmatch(
             r"pyairport worker metrics on (http://127\.0\.0\.1:\d+/metrics)\n", metrics_line
         )
         assert metrics_at, metrics_line
-        with grpc.insecure_channel(match.group(1)) as channel:
+        with grpc.insecure_channel(at.removeprefix("grpc://")) as channel:
             stub = flight_pb2_grpc.FlightServiceStub(channel)
             for token, code, message in (
                 (
@@ -589,28 +584,34 @@ def test_a_worker_joins_its_catalog_and_leaves_it_when_stopped(tmp_path: Path) -
     with AirportServer(catalog, config=ServerConfig("127.0.0.1", 0)) as server:
         workers = DataWorkers(read_key(str(key_file)), 0, [], WorkerFlags(), lambda c, p: None)  # type: ignore[arg-type,return-value]
         server.serve_parts_at(workers)
-        process = subprocess.Popen(
-            [*PYAIRPORT, "worker", "--listen", "grpc://127.0.0.1:0", "--key-file", str(key_file)]
-            + ["--join", server.location],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        process, at = _worker_process("--key-file", str(key_file), "--join", server.location)
         try:
-            assert process.stdout is not None
-            line = process.stdout.readline()
-            match = re.fullmatch(r"pyairport worker serving on (grpc://127\.0\.0\.1:\d+)\n", line)
-            assert match, line
-            deadline = time.monotonic() + 10
-            while workers.for_peer(elsewhere) is None and time.monotonic() < deadline:
-                time.sleep(0.1)
+            assert until(lambda: workers.for_peer(elsewhere) is not None)
             placement = workers.for_peer(elsewhere)
-            assert placement is not None and placement.locations == [match.group(1)]
+            assert placement is not None and placement.locations == [at]
         finally:
             process.send_signal(signal.SIGTERM)
             out, err = process.communicate(timeout=20)
         assert process.returncode == 0, err
-        assert f"joined {server.location} as {match.group(1)}" in err
+        assert f"joined {server.location} as {at}" in err
         assert workers.for_peer(elsewhere) is None  # it left before it stopped serving
         server.serve_parts_at(None)
         workers.stop()
+
+
+def _worker_process(*args: str) -> tuple[subprocess.Popen[str], str]:
+    """`pyairport worker` on a free loopback port with args, once it serves: the process
+    and its address."""
+    process = subprocess.Popen(
+        [*PYAIRPORT, "worker", "--listen", "grpc://127.0.0.1:0", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    match = re.fullmatch(r"pyairport worker serving on (grpc://127\.0\.0\.1:\d+)\n", line)
+    if match is None:
+        process.kill()
+        raise AssertionError(line + process.communicate()[1])
+    return process, match.group(1)
