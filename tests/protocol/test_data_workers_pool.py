@@ -28,6 +28,7 @@ from pyairport.server.ticket_seal import PREFIX, MessageKind, TicketSeal, new_ke
 from pyairport.server.worker_link import JOIN_METHOD, Joiner
 
 from ..waiting import until
+from .test_auth_limits import _self_signed
 
 ELSEWHERE = "ipv4:10.1.2.3:5000"  # a client on another host
 
@@ -332,3 +333,30 @@ def test_a_worker_that_does_not_see_the_lake_is_never_named(tmp_path: Path) -> N
         seen.stop()
         unseen.stop()
         worker.stop(0)
+
+
+def test_a_worker_joins_a_tls_catalog_and_is_probed_over_tls(tmp_path: Path) -> None:
+    """--join grpc+tls:// checks the catalog's certificate against --join-root-cert: with it
+    the worker joins; without it (a self-signed catalog) it cannot, and is never named. The
+    probe reaches a worker on grpc+tls:// (its challenge, not its certificate, vouches)."""
+    cert, tls_key = _self_signed(tmp_path)
+    key = new_key()
+    config = ServerConfig(port=0, tls_cert=cert, tls_key=tls_key)
+    with AirportServer(memory_demo_catalog(), None, config) as server:
+        workers = DataWorkers(key, 0, [], WorkerFlags(), _unread)  # type: ignore[arg-type]
+        server.serve_parts_at(workers)
+        worker = DataWorker("grpc+tls://127.0.0.1:0", TicketSeal(key), _unread, tls=(cert, tls_key))  # type: ignore[arg-type]
+        at = f"grpc+tls://127.0.0.1:{worker.port}"
+        untrusting = Joiner(server.location, at, TicketSeal(key))
+        try:
+            time.sleep(2.0)
+            assert _offered(workers) == []
+            untrusting.stop()
+            trusting = Joiner(server.location, at, TicketSeal(key), root_certificates=cert)
+            assert until(lambda: _offered(workers) == [at])
+            trusting.stop()
+            assert _offered(workers) == []
+        finally:
+            server.serve_parts_at(None)
+            workers.stop()
+            worker.stop(0)
