@@ -78,16 +78,19 @@ def _serving_line(line: str) -> str | None:
     return line.split(" serving on ")[1].split()[0] if " serving on " in line else None
 
 
-def pyairport(backend: str) -> AbstractContextManager[str]:
+@contextmanager
+def pyairport(backend: str) -> Iterator[str]:
+    """`pyairport serve` on a fresh warehouse (spark) that goes with it."""
     command = [str(Path(sys.executable).parent / "pyairport"), "serve", "--backend", backend]
     command += ["--port", "0", "--log-level", "WARNING"]
-    if backend == "spark":
-        warehouse = tempfile.mkdtemp(prefix="pyairport-duckdb-bench-")
-        command += ["--warehouse", warehouse, "--spark-master", "local[2]", "--demo"]
-        if (ROOT / ".cache" / "jars").is_dir():
-            command += ["--jars-dir", str(ROOT / ".cache" / "jars")]
-    env = dict(os.environ, GRPC_VERBOSITY="NONE")
-    return _process(command, _serving_line, env=env, cwd=ROOT)
+    with tempfile.TemporaryDirectory(prefix="pyairport-duckdb-bench-") as warehouse:
+        if backend == "spark":
+            command += ["--warehouse", warehouse, "--spark-master", "local[2]", "--demo"]
+            if (ROOT / ".cache" / "jars").is_dir():
+                command += ["--jars-dir", str(ROOT / ".cache" / "jars")]
+        env = dict(os.environ, GRPC_VERBOSITY="NONE")
+        with _process(command, _serving_line, env=env, cwd=ROOT) as location:
+            yield location
 
 
 def _python312() -> str:

@@ -32,7 +32,9 @@ def spark_backend(spark_warehouse: Path) -> Iterator[Any]:
         app_name="pyairport-tests",
         conf={"spark.driver.memory": "4g"},
     )
-    yield SparkBackend(session, spark_warehouse)
+    backend = SparkBackend(session, spark_warehouse)
+    yield backend
+    backend.close()  # its staging folder
     session.stop()
 
 

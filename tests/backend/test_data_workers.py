@@ -106,6 +106,7 @@ def lake(spark_backend: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     yield Lake(server, worker, key, lake)
     server.stop(0)
     worker.stop(0)
+    backend.close()  # its staging folder
 
 
 @pytest.fixture

@@ -5,6 +5,8 @@ on TCP that joined the running server (`pyairport worker --join`), as on another
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -59,8 +61,7 @@ def test_duckdb_reads_a_lake_through_the_servers_own_workers(
     lake = _lake(spark_backend.spark, tmp_path, monkeypatch)
     flags = WorkerFlags(token=TOKEN, log_level="WARNING")
     workers = DataWorkers(new_key(), 2, [], flags, DetachedReader().read)
-    server = _server(spark_backend.spark, lake, workers)
-    try:
+    with _server(spark_backend.spark, lake, workers) as server:  # stops the workers too
         with AirportClient(server.location, token=TOKEN) as client:
             (body,) = client.action("endpoints", endpoints_request("shop", "orders", [0], ""))
         locations = {e.location[0].uri for e in decode_endpoints(body)}
@@ -84,8 +85,6 @@ def test_duckdb_reads_a_lake_through_the_servers_own_workers(
             (3, 30.0),
             (4, 40.0),
         ]
-    finally:
-        server.stop(0)  # and the workers
     assert not Path(workers.own_locations[0].removeprefix("grpc+unix://")).parent.exists()
 
 
@@ -100,9 +99,8 @@ def test_duckdb_reads_through_a_worker_that_joined_over_tcp(
     worker = DataWorker("grpc://127.0.0.1:0", TicketSeal(key), reader, StaticToken(TOKEN))
     at = f"grpc://127.0.0.1:{worker.port}"
     workers = DataWorkers(key, 0, [], WorkerFlags(), reader, lakes=[str(lake)])
-    server = _server(spark_backend.spark, lake, workers)
-    joiner = Joiner(server.location, at, TicketSeal(key))
-    try:
+    with _server(spark_backend.spark, lake, workers) as server:
+        joiner = Joiner(server.location, at, TicketSeal(key))
         assert until(lambda: workers.for_peer("ipv4:127.0.0.1:1") is not None)
         duck = open_session(server.location, TOKEN)
         assert duck.run("SELECT count(*), sum(id), max(amount) FROM lake.shop.orders") == [
@@ -115,20 +113,23 @@ def test_duckdb_reads_through_a_worker_that_joined_over_tcp(
             (3, 2),
             (4, 3),
         ]
-    finally:
         joiner.stop()
-        server.stop(0)
-        worker.stop(0)
+    worker.stop(0)
 
 
-def _server(spark: Any, lake: Path, workers: DataWorkers) -> AirportServer:
-    """The lake served with TOKEN, its parts handed to workers, started."""
+@contextmanager
+def _server(spark: Any, lake: Path, workers: DataWorkers) -> Iterator[AirportServer]:
+    """The lake served with TOKEN, its parts handed to workers; stopped (and the workers
+    with it) and its staging folder gone at the end."""
     from pyairport.backends.spark import SparkBackend
 
+    backend = SparkBackend(spark, lake)
     server = AirportServer(
-        SparkBackend(spark, lake).catalog,
-        MemoryTransactionManager(),
-        ServerConfig(port=0, auth_token=TOKEN),
+        backend.catalog, MemoryTransactionManager(), ServerConfig(port=0, auth_token=TOKEN)
     )
     server.serve_parts_at(workers)
-    return server.start()
+    try:
+        yield server.start()
+    finally:
+        server.stop(0)
+        backend.close()
