@@ -24,7 +24,7 @@ PYTHONS ?= 3.12 3.13
 PYENV_ROOT ?= $(shell pyenv root 2>/dev/null)
 python_for = $(lastword $(shell command -v python$(1) 2>/dev/null) $(wildcard $(PYENV_ROOT)/versions/$(1).*/bin/python$(1)))
 
-.PHONY: help prereqs venv jars duckdb-extension duckdb-extension-main test-airport-suite generate check typecheck lint test test-ready test-python serve bench soak diff-upstream interop clean
+.PHONY: help prereqs venv jars duckdb-extension duckdb-extension-main test-airport-suite generate check typecheck lint test test-ready test-main test-python-beside test-python serve bench soak diff-upstream interop clean
 
 help:
 	@echo "make serve      run the Flight server on local Spark + Delta (BACKEND=spark|memory, HOST, PORT, WAREHOUSE)"
@@ -114,13 +114,18 @@ prereqs:
 
 # Everything on a fresh machine is CPU-bound on 2 cores but for waits (pip and Maven downloads,
 # Spark and DuckDB): the set-up runs two at a time, and the tests without Spark on the other
-# Pythons run beside the main run, niced, on the cores it leaves idle while it waits.
+# Pythons run beside the main run, niced, on the cores it leaves idle while it waits; their
+# output follows the main run's.
 test: prereqs
 	$(MAKE) -s -j2 test-ready
-	@mkdir -p .cache; nice -n 5 $(MAKE) -s -j1 test-python > .cache/test-python.log 2>&1 & others=$$!; \
-	$(if $(wildcard $(DUCKDB_AIRPORT)/build.sh),PYAIRPORT_REQUIRE_DUCKDB=1) $(BIN)/pytest -q; main=$$?; \
-	wait $$others; status=$$?; cat .cache/test-python.log; \
-	[ $$main -eq 0 ] && [ $$status -eq 0 ]
+	@mkdir -p .cache; $(MAKE) -s -j2 test-main test-python-beside; status=$$?; \
+	cat .cache/test-python.log; exit $$status
+
+test-main:
+	$(if $(wildcard $(DUCKDB_AIRPORT)/build.sh),PYAIRPORT_REQUIRE_DUCKDB=1) $(BIN)/pytest -q
+
+test-python-beside:
+	@nice -n 5 $(MAKE) -s -j1 test-python > .cache/test-python.log 2>&1
 
 test-ready: check typecheck lint jars $(if $(wildcard $(DUCKDB_AIRPORT)/build.sh),$(DUCKDB_EXTENSION) $(DUCKDB_EXTENSION_MAIN))
 
