@@ -3,8 +3,8 @@
 1. INSERT 1M rows over Flight (64k-row batches) into a Delta table, against a direct Spark
    write of the same Arrow data in the same server process: ratio, target <= 1.15.
 2. Statements over Flight on a table pyairport made (deletion vectors on) against Spark's
-   own in the same session: 1-row UPDATE and DELETE by rowid against the same SQL statement
-   on a table Spark wrote with Delta's defaults (target <= 0.6), a 10k-rowid UPDATE against
+   own in the same session: a 1-row INSERT (target <= 1.2), UPDATE and DELETE by rowid
+   against the same SQL statement on a table Spark wrote with Delta's defaults (target <= 0.6), a 10k-rowid UPDATE against
    Spark's MERGE from a view on the same table and on Spark's (target <= 1.05).
 3. DoGet of a 1M-row Delta table against pyarrow reading its parquet files: MB/s; of a
    2M-row table after scattered statements against pyarrow reading the version's files, and
@@ -171,9 +171,9 @@ def main() -> None:
 def statements_bench(client: AirportClient, table: str, n: int, repeats: int = 5) -> None:
     """Statements over Flight on a table pyairport made (deletion vectors on), taken in turn
     with Spark's own (other rowids each time), best of `repeats` after four untimed rounds of
-    the 1-row statements: 1-row UPDATE and DELETE
-    against the same SQL statement on a table Spark wrote with the same rows and Delta's
-    default settings (target <= 0.6); a 10,000-rowid UPDATE against Spark's MERGE from a view,
+    the 1-row statements: a 1-row INSERT (target <= 1.2), UPDATE and DELETE against the same
+    SQL statement on a table Spark wrote with the same rows and Delta's default settings
+    (target <= 0.6); a 10,000-rowid UPDATE against Spark's MERGE from a view,
     on the very same table and on Spark's (target <= 1.05). Also the part of the Flight
     statement's time that is not its Delta commit (pyairport's own work), median of them.
     Spark's own time for the same statement varies by a third between runs, and every tenth
@@ -207,6 +207,14 @@ def statements_bench(client: AirportClient, table: str, n: int, repeats: int = 5
         statement = f"UPDATE bench.{theirs_table} SET name = 'x' WHERE rowid = {next(picks)}"
         return *ours, sql(statement)
 
+    def one_row_insert() -> tuple[float, ...]:
+        key = n + next(seeds)  # a new id and rowid on each side
+        row = rows(1, key)
+        ours = flight(lambda: client.insert("bench", table, row))
+        values = f"({key}, {key}, {key * 1.5}, {key & 127}, 'item_{key}')"
+        columns = "rowid, id, value, category, name"
+        return *ours, sql(f"INSERT INTO bench.{theirs_table} ({columns}) VALUES {values}")
+
     def one_row_delete() -> tuple[float, ...]:
         rowid = next(picks)
         ours = flight(lambda: client.delete("bench", table, [rowid]))
@@ -224,8 +232,9 @@ def statements_bench(client: AirportClient, table: str, n: int, repeats: int = 5
         f" and Delta's defaults, best of {repeats}"
     )
     for _ in range(4):  # Spark's JIT: the first statements of a session run slower
-        one_row_update(), one_row_delete()
+        one_row_insert(), one_row_update(), one_row_delete()
     cases = (
+        ("INSERT 1 row", one_row_insert, 1.2),
         ("UPDATE 1 row by rowid", one_row_update, 0.6),
         ("DELETE 1 row by rowid", one_row_delete, 0.6),
         ("UPDATE 10,000 rowids", update_10k, 1.05),
@@ -240,7 +249,7 @@ def statements_bench(client: AirportClient, table: str, n: int, repeats: int = 5
             f" outside the Delta commit {own * 1000:.0f} ms{made}"
         )
         baselines = (
-            [("Spark SQL's UPDATE/DELETE … WHERE rowid = k on Spark's table", times[:, 3])]
+            [("Spark SQL's same statement on Spark's table", times[:, 3])]
             if times.shape[1] == 4
             else [
                 ("Spark's MERGE from a 10,000-row view, the same table", times[:, 3]),

@@ -113,13 +113,15 @@ def test_spark_statement_benchmark_prints_every_figure() -> None:
         timeout=600,
     )
     assert run.returncode == 0, run.stderr
-    for label in ("UPDATE 1 row by rowid", "DELETE 1 row by rowid", "UPDATE 10,000 rowids"):
+    statements = ("INSERT 1 row", "UPDATE 1 row by rowid", "DELETE 1 row by rowid")
+    for label in (*statements, "UPDATE 10,000 rowids"):
         line = (
             rf"^  {label}\s+Flight\s+\d+\.\d\d s \(median\s+\d+\.\d\d\),"
             r" outside the Delta commit \d+ ms(, \d+ ms of it making the view)?$"
         )
         assert re.search(line, run.stdout, re.M), (label, run.stdout)
     baseline = r"\s+\d+\.\d\d s \(median\s+\d+\.\d\d\)\s+ratio\s+\d+\.\d\d\s+\(target <= "
+    assert len(re.findall(r"^    Spark SQL's .*" + baseline + r"1\.2\)$", run.stdout, re.M)) == 1
     assert len(re.findall(r"^    Spark SQL's .*" + baseline + r"0\.6\)$", run.stdout, re.M)) == 2
     assert len(re.findall(r"^    Spark's MERGE .*" + baseline + r"1\.05\)$", run.stdout, re.M)) == 2
     assert re.search(r"UPDATE 10,000 rowids .* ms of it making the view$", run.stdout, re.M)

@@ -32,7 +32,6 @@ from . import file_parts
 from .client_errors import client_errors
 from .lake import Lake
 from .layout import ROWID, Layout
-from .rowid_counter import RowidCounter
 from .scans import log_version
 from .sql import affected, quote, sql_literal
 from .staging import Pending, flush, update_frame
@@ -54,13 +53,11 @@ INLINE_UPDATE_ROWS = 64  # rows whose values differ per row, one CASE branch eac
 # against the MERGE's 5.8 s, the count that proves the keys name the rows 0.8 s against the
 # semi join's 1.6 s.
 INLINE_KEYS = 4_096
-ROWIDS_TAKEN = "pyairport: rowids taken by another writer"  # SQL text: no quotes
 
 
 class DeltaChanges:
     """The row changes of one table. label: its name for messages (schema.table); layout:
-    its layout as it is now; rowids: the counter of its rowid column (if it has one);
-    files_at: what reading a version's files one by one needs, where delta-rs reads that
+    its layout as it is now; files_at: what reading a version's files one by one needs, where delta-rs reads that
     version (file_parts), else None."""
 
     def __init__(
@@ -68,13 +65,11 @@ class DeltaChanges:
         lake: Lake,
         label: str,
         layout: Callable[[], Layout],
-        rowids: RowidCounter,
         files_at: Callable[[int], file_parts.PartFiles | None],
     ) -> None:
         self._lake = lake
         self._label = label
         self._layout = layout
-        self._rowids = rowids
         self._files_at = files_at
         self._lock = threading.Lock()  # one commit of the table at a time
 
@@ -149,11 +144,8 @@ class DeltaChanges:
     def _append(self, pending: Pending) -> None:
         """One INSERT … SELECT of the staged rows, by column name (partitions and renamed
         columns land where Spark puts them; generated and identity columns no row set are
-        Delta's to fill). A table with pyairport's rowid column checks, in the same Delta
-        transaction, that no row holds the statement's rowids: another server (or this
-        one's earlier run) may have taken them, and Delta fails the commit of a concurrent
-        writer of the same range. Then the rowids move past what the table holds and the
-        INSERT runs again."""
+        Delta's to fill): a blind append, whose rowids are this process's alone (its claimed
+        blocks: rowid_claims.py)."""
         if self._lake.shares_files:
             source, view = f"parquet.{quote(str(pending.directory))}", None
         else:  # a remote Spark Connect server cannot read our files: send the rows
@@ -165,33 +157,8 @@ class DeltaChanges:
             if n not in self.layout.computed or n in pending.given
         ]
         listed = ", ".join(quote(n) for n in written)
-        shift = 0
         try:
-            for attempt in range(1, COMMIT_ATTEMPTS + 1):
-                select, guard = listed, ""
-                if self.layout.rowids == "column" and pending.rowids is not None:
-                    low, high = pending.rowids[0] + shift, pending.rowids[1] + shift
-                    select = ", ".join(
-                        f"{quote(n)} + {shift} AS {quote(n)}" if n == ROWID else quote(n)
-                        for n in written
-                    )
-                    guard = (
-                        f" WHERE assert_true((SELECT count(*) FROM {self.fqn} WHERE {quote(ROWID)}"
-                        f" BETWEEN {low} AND {high}) = 0, '{ROWIDS_TAKEN}') IS NULL"
-                    )
-                try:
-                    self._lake.spark.sql(
-                        f"INSERT INTO {self.fqn} ({listed}) SELECT {select} FROM {source}{guard}"
-                    )
-                    return
-                except Exception as exc:
-                    taken = ROWIDS_TAKEN in str(exc) or "Concurrent" in str(exc)[:2000]
-                    if not (guard and taken) or attempt == COMMIT_ATTEMPTS:
-                        raise
-                    shift = self._rowids.move_past(low - shift, high - shift)
-                    log.warning(
-                        "rowids of %s taken by another writer: moved by %d", self.fqn, shift
-                    )
+            self._lake.spark.sql(f"INSERT INTO {self.fqn} ({listed}) SELECT {listed} FROM {source}")
         finally:
             if view is not None:
                 self._lake.drop_view(view)

@@ -1,6 +1,6 @@
-"""The values of pyairport's rowid column for a table's new rows: max(rowid)+1 at first use,
-then counted in this process; moved past what the table holds when another writer took them
-(the commit checks, commits.py)."""
+"""The values of pyairport's rowid column for a table's new rows, counted in this process from
+the blocks it claimed in the table's log (rowid_claims.py), another claimed each time one runs
+out. No other writer gives out the same rowids, so an INSERT commits them as they are."""
 
 from __future__ import annotations
 
@@ -10,27 +10,32 @@ from collections.abc import Callable
 import numpy as np
 
 from .client_errors import client_errors
-from .lake import Lake
-from .layout import ROWID
-from .sql import quote
+from .rowid_claims import RowidClaims, block_range
 
 
 class RowidCounter:
-    def __init__(self, lake: Lake, fqn: Callable[[], str]) -> None:
-        self._lake = lake
+    def __init__(self, claims: RowidClaims, fqn: Callable[[], str]) -> None:
+        self._claims = claims
         self._fqn = fqn
         self._lock = threading.Lock()
-        self._next: int | None = None  # None until first used: then the table is asked
+        self._block: int | None = None  # the block last claimed
+        self._next: int | None = None  # None until a block is claimed
+        self._end = 0  # the first rowid after the block's
 
     def allocate(self, count: int) -> np.ndarray:
         """count new rowids, in order."""
+        parts = []
         with self._lock:
-            if self._next is None:
-                with client_errors("insert", self._fqn()):
-                    self._next = self._largest() + 1
-            start = self._next
-            self._next += count
-        return np.arange(start, start + count, dtype=np.int64)
+            while count:
+                if self._next is None or self._next == self._end:
+                    with client_errors("insert", self._fqn()):
+                        self._block = self._claims.claim(self._block)
+                    self._next, self._end = block_range(self._block)
+                taken = min(count, self._end - self._next)
+                parts.append(np.arange(self._next, self._next + taken, dtype=np.int64))
+                self._next += taken
+                count -= taken
+        return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
 
     def peek(self) -> int | None:
         """The next rowid to give out, if the counter has started."""
@@ -38,20 +43,9 @@ class RowidCounter:
             return self._next
 
     def restart(self) -> None:
-        """Ask the table again at the next allocation (after its rows were removed by
-        another way than a statement of this server: a tool, a test)."""
+        """Give out the block again from its start: for a table emptied of its rows by another
+        way than a statement of this server (tests share one table). The block is this
+        process's, so none of its rowids is anyone else's."""
         with self._lock:
-            self._next = None
-
-    def move_past(self, low: int, high: int) -> int:
-        """How far to move the rowids low..high so that they follow every rowid the table
-        holds and this counter gave out; the counter moves past them."""
-        largest = self._largest()
-        with self._lock:
-            start = max(largest + 1, self._next or 0)
-            self._next = start + (high - low) + 1
-        return start - low
-
-    def _largest(self) -> int:
-        (largest,) = self._lake.spark.sql(f"SELECT max({quote(ROWID)}) FROM {self._fqn()}").first()
-        return int(largest or 0)
+            if self._block is not None:
+                self._next = block_range(self._block)[0]

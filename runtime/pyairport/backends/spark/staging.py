@@ -25,7 +25,6 @@ class Pending:
     updates: list[tuple[np.ndarray, dict[str, pa.Array]]] = field(default_factory=list)
     deletes: list[np.ndarray] = field(default_factory=list)
     given: set[str] = field(default_factory=set)  # computed columns some INSERT row set
-    rowids: tuple[int, int] | None = None  # the lowest and highest rowid INSERT staged
 
 
 def distinct_count(staged: list[np.ndarray]) -> int:

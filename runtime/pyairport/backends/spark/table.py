@@ -8,8 +8,8 @@ failure, a rollback, a disconnect or a killed server commits nothing: staged fil
 ever read by the commit.
 
 Rows are addressed as the table's layout says (layout.py). pyairport's rowid column: the
-backend assigns rowids (max(rowid)+1 at first use, then a counter: rowid_counter.py), checked
-at commit against what other writers committed meanwhile. Row tracking: Delta assigns them at
+backend assigns rowids from blocks it claimed in the table's log, which no other writer gives
+out (rowid_claims.py). Row tracking: Delta assigns them at
 commit. Delta 4.4 takes `_metadata.row_id` in queries but not in UPDATE, DELETE or MERGE
 conditions ([DELTA_CANNOT_RESOLVE_COLUMN]), so a row-tracked table's rows are changed by their
 values: the rows the rowids name are read at the version the commit starts from, and a
@@ -49,6 +49,7 @@ from .commits import DeltaChanges
 from .lake import Lake
 from .layout import ROWID, Layout, read_layout
 from .planning import DeltaScanPlanning
+from .rowid_claims import RowidClaims
 from .rowid_counter import RowidCounter
 from .scans import Scanner, as_of, log_version
 from .staging import STAGE_FILE_ROWS, Pending, distinct_count, flush, overlay
@@ -81,19 +82,18 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
         )
         self._layout_shape: str | None = None  # direct.shape of the version layout was read at
         self._scanner = Scanner(self.spark)
-        self.rowid_counter = RowidCounter(backend, lambda: self.fqn)
-        self.changes = DeltaChanges(
-            backend,
-            f"{schema_name}.{name}",
-            lambda: self.layout,
-            self.rowid_counter,
-            self._files_at,
-        )
         # delta-rs reads the table where this process sees its files (direct.py)
         self.snapshots = (
             direct.Snapshots(layout.location)
             if layout.location is not None and backend.shares_files
             else None
+        )
+        self.rowid_counter = RowidCounter(self._rowid_claims(), lambda: self.fqn)
+        self.changes = DeltaChanges(
+            backend,
+            f"{schema_name}.{name}",
+            lambda: self.layout,
+            self._files_at,
         )
 
     @property
@@ -243,6 +243,16 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
 
     # --- rowids and staging --------------------------------------------------------------------
 
+    def _rowid_claims(self) -> RowidClaims:
+        """Claims of rowid blocks (rowid_claims.py), read from the table's log folder where
+        this server reads it and Delta keeps every commit there (no catalog holds them)."""
+        features = self.layout.features
+        local = self.snapshots is not None and not any(
+            f.startswith(direct.COMMITS_ELSEWHERE) for f in features
+        )
+        latest = self.snapshots.latest if local and self.snapshots is not None else None
+        return RowidClaims(self.backend, lambda: self.layout, latest)
+
     def _allocate(self, count: int) -> np.ndarray | None:
         """Rowids for new rows of a table with pyairport's rowid column (None otherwise)."""
         return self.rowid_counter.allocate(count) if self.layout.rowids == "column" else None
@@ -296,9 +306,6 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
                 ctx.raise_if_done()
                 ids = self._allocate(batch.num_rows)
                 staged = conform_insert(batch, stored, ids, self._id_from_rowid)
-                if ids is not None and len(ids):
-                    low, high = pending.rowids or (int(ids[0]), int(ids[-1]))
-                    pending.rowids = (min(low, int(ids[0])), max(high, int(ids[-1])))
                 for name in self.layout.computed:  # Delta fills them where none was given
                     if staged.column(name).null_count < staged.num_rows:
                         pending.given.add(name)
