@@ -12,16 +12,13 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from deltalake import DeltaTable
 
-from pyairport.backends.spark.direct import Snapshots
-from pyairport.backends.spark.layout import read_layout
-from pyairport.backends.spark.rowid_claims import BLOCK_ROWIDS, CLAIM_APP, RowidClaims
 from pyairport.client import AirportClient
 from pyairport.server import AirportServer, ServerConfig
 from pyairport.transactions import MemoryTransactionManager
 
 pytestmark = pytest.mark.spark
+# The Spark backend's modules need its extra (deltalake): they are imported where a test runs.
 
 HOW = ["log folder", "spark only"]  # how a claimer sees the log: RowidClaims' two ways
 
@@ -32,8 +29,12 @@ def _table(spark: Any, folder: Path, columns: str = "rowid BIGINT, name STRING")
     return ident
 
 
-def _claimer(spark_backend: Any, ident: str, how: str) -> RowidClaims:
+def _claimer(spark_backend: Any, ident: str, how: str) -> Any:
     """A claimer as one server is: its own view of the log."""
+    from pyairport.backends.spark.direct import Snapshots
+    from pyairport.backends.spark.layout import read_layout
+    from pyairport.backends.spark.rowid_claims import RowidClaims
+
     layout = read_layout(spark_backend.spark, ident)
     assert layout.location is not None
     snapshot: Callable[[], Any] | None = (
@@ -44,6 +45,8 @@ def _claimer(spark_backend: Any, ident: str, how: str) -> RowidClaims:
 
 def _claims_in_log(folder: Path) -> list[int]:
     """The blocks the log's commits claim, in commit order."""
+    from pyairport.backends.spark.rowid_claims import CLAIM_APP
+
     blocks = []
     for commit in sorted((folder / "_delta_log").glob("*.json")):
         for line in commit.read_text().splitlines():
@@ -57,6 +60,10 @@ def _claims_in_log(folder: Path) -> list[int]:
 def test_a_block_is_claimed_once_whoever_asks_later(
     spark_backend: Any, tmp_path: Path, how: str
 ) -> None:
+    from deltalake import DeltaTable
+
+    from pyairport.backends.spark.rowid_claims import CLAIM_APP
+
     ident = _table(spark_backend.spark, tmp_path / "t")
     first, second = (_claimer(spark_backend, ident, how) for _ in range(2))
     assert first.claim(None) == 0
@@ -83,7 +90,7 @@ def test_claims_at_the_same_moment_get_different_blocks(
     errors: list[BaseException] = []
     start = threading.Barrier(len(claimers))
 
-    def claim(claimer: RowidClaims) -> None:
+    def claim(claimer: Any) -> None:
         try:
             start.wait()
             got.append(claimer.claim(None))
@@ -111,6 +118,8 @@ def test_the_first_claim_starts_above_every_rowid_the_table_holds(
     """Rows another writer gave rowids to (a pyairport before claims, plain Spark) are never
     claimed over: from the log's file statistics, or Spark's max where they are named apart
     (column mapping)."""
+    from pyairport.backends.spark.rowid_claims import BLOCK_ROWIDS
+
     spark = spark_backend.spark
     ident = f"delta.`{tmp_path / 't'}`"
     spark.sql(f"CREATE TABLE {ident} (rowid BIGINT, name STRING) USING delta {properties}")
