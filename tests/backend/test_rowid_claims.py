@@ -40,7 +40,7 @@ def _claimer(spark_backend: Any, ident: str, how: str) -> Any:
     snapshot: Callable[[], Any] | None = (
         Snapshots(layout.location).latest if how == "log folder" else None
     )
-    return RowidClaims(spark_backend, lambda: layout, snapshot)
+    return RowidClaims(spark_backend, "test.t", lambda: layout, snapshot)
 
 
 def _claims_in_log(folder: Path) -> list[int]:

@@ -58,13 +58,19 @@ HISTORY_SEARCHED = 100  # commits of the table's history searched for a claim's 
 
 
 class RowidClaims:
-    """The claims of one table. snapshot: delta-rs's view of its latest version where this
-    server reads its log folder (None where it does not, or delta-rs cannot open it)."""
+    """The claims of one table. label: its name for messages (schema.table); snapshot:
+    delta-rs's view of its latest version where this server reads its log folder (None where
+    it does not, or delta-rs cannot open it)."""
 
     def __init__(
-        self, lake: Lake, layout: Callable[[], Layout], snapshot: Callable[[], Any] | None
+        self,
+        lake: Lake,
+        label: str,
+        layout: Callable[[], Layout],
+        snapshot: Callable[[], Any] | None,
     ) -> None:
         self._lake = lake
+        self._label = label
         self._layout = layout
         self._snapshot = snapshot
 
@@ -76,11 +82,11 @@ class RowidClaims:
         for _ in range(CLAIM_ATTEMPTS):
             block = self._unclaimed_from(block)
             if self._try(block):
-                log.info("%s: rowid block %d claimed", self._layout().ident, block)
+                log.info("%s: rowid block %d claimed", self._label, block)
                 return block
             block += 1
         raise ClaimsFailed(
-            f"no rowid block of {self._layout().ident} could be claimed in {CLAIM_ATTEMPTS}"
+            f"no rowid block of {self._label} could be claimed in {CLAIM_ATTEMPTS}"
             " tries: other writers claimed every one tried"
         )
 

@@ -80,6 +80,7 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
         self._layout_version = (
             log_version(layout.location / "_delta_log") if layout.location else None
         )
+        self._label = f"{schema_name}.{name}"  # its name in messages
         self._layout_shape: str | None = None  # direct.shape of the version layout was read at
         self._scanner = Scanner(self.spark)
         # delta-rs reads the table where this process sees its files (direct.py)
@@ -91,7 +92,7 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
         self.rowid_counter = RowidCounter(self._rowid_claims(), lambda: self.fqn)
         self.changes = DeltaChanges(
             backend,
-            f"{schema_name}.{name}",
+            self._label,
             lambda: self.layout,
             self._files_at,
         )
@@ -251,7 +252,7 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
             f.startswith(direct.COMMITS_ELSEWHERE) for f in features
         )
         latest = self.snapshots.latest if local and self.snapshots is not None else None
-        return RowidClaims(self.backend, lambda: self.layout, latest)
+        return RowidClaims(self.backend, self._label, lambda: self.layout, latest)
 
     def _allocate(self, count: int) -> np.ndarray | None:
         """Rowids for new rows of a table with pyairport's rowid column (None otherwise)."""
