@@ -43,6 +43,7 @@ log = logging.getLogger("pyairport.spark")
 BLOCK_ROWIDS = 1 << 24  # 16.8 M rows: a claim (about a second) for every 16.8 M rows inserted
 CLAIM_APP = "pyairport.rowids."
 CLAIM_ATTEMPTS = 16
+HISTORY_SEARCHED = 100  # commits of the table's history searched for a claim's own
 
 
 class ClaimsFailed(RuntimeError):
@@ -52,9 +53,6 @@ class ClaimsFailed(RuntimeError):
 def block_range(block: int) -> tuple[int, int]:
     """The first rowid of a block and the first after it."""
     return max(block * BLOCK_ROWIDS, 1), (block + 1) * BLOCK_ROWIDS
-
-
-HISTORY_SEARCHED = 100  # commits of the table's history searched for a claim's own
 
 
 class RowidClaims:
