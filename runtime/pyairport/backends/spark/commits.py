@@ -57,8 +57,8 @@ INLINE_KEYS = 4_096
 
 class DeltaChanges:
     """The row changes of one table. label: its name for messages (schema.table); layout:
-    its layout as it is now; files_at: what reading a version's files one by one needs, where delta-rs reads that
-    version (file_parts), else None."""
+    its layout as it is now; files_at: what reading a version's files one by one needs,
+    where delta-rs reads that version (file_parts), else None."""
 
     def __init__(
         self,

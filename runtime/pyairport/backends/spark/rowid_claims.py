@@ -30,9 +30,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pyarrow.compute as pc
+import pyarrow as pa
 
-from .delta_stats import files_of
+from .delta_stats import column_stats, files_of
 from .lake import Lake
 from .layout import ROWID, Layout
 from .scans import log_version
@@ -107,10 +107,8 @@ class RowidClaims:
         files = files_of(snapshot)
         if not files.num_rows:
             return 0
-        column = f"max.{ROWID}"
-        if column not in files.column_names or files.column(column).null_count:
-            return None
-        return int(pc.max(files.column(column)).as_py())
+        high = column_stats(files, pa.field(ROWID, pa.int64())).max
+        return None if high is None else int(high.as_py())
 
     def _unclaimed_from(self, block: int) -> int:
         """The first block from `block` on that the latest version records no claim of."""
@@ -124,7 +122,7 @@ class RowidClaims:
     def _try(self, block: int) -> bool:
         """Claim one block: whether this process owns it now (see the module's doc)."""
         layout = self._layout()
-        local = self._snapshot is not None and layout.location is not None
+        local = self._snapshot is not None
         log_dir = layout.location / "_delta_log" if local and layout.location else None
         before = log_version(log_dir) if log_dir is not None else None
         token = uuid.uuid4().hex
