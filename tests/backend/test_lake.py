@@ -391,18 +391,30 @@ def test_update_and_delete_by_row_tracking_rowids(spark_backend: Any, fresh_lake
     }
 
 
-@pytest.mark.parametrize("inline_keys", [4_096, 0], ids=["keys-listed", "keys-joined"])
+@pytest.mark.parametrize(
+    ("inline_keys", "counted_by_spark"),
+    [(4_096, False), (0, False), (4_096, True), (0, True)],
+    ids=["keys-listed", "keys-joined", "keys-listed-spark-count", "keys-joined-spark-count"],
+)
 def test_row_tracked_changes_by_the_first_column_or_by_every_column(
-    spark_backend: Any, fresh_lake: Path, inline_keys: int, monkeypatch: pytest.MonkeyPatch
+    spark_backend: Any,
+    fresh_lake: Path,
+    inline_keys: int,
+    counted_by_spark: bool,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The first column names the rows to change only where no other row holds its value
     (and, for an UPDATE, no two rows to change share it); else every column does. A few
-    values are listed (a DELETE is Spark's own DELETE … IN), more are joined (a MERGE)."""
+    values are listed (a DELETE is Spark's own DELETE … IN), more are joined (a MERGE).
+    The rows holding the values are counted in the version's files, or by Spark where the
+    column's equality is not Arrow's (floating point, nested) or the files are not read."""
     from pyairport.backends.spark import commits
 
     spark = spark_backend.spark
     ident = make_table(spark, fresh_lake, "tracked")
     monkeypatch.setattr(commits, "INLINE_KEYS", inline_keys)
+    if counted_by_spark:
+        monkeypatch.setattr(commits, "_exactly_equal", lambda data_type: False)
     statements: list[str] = []
     run_sql = spark.sql
 
@@ -427,6 +439,7 @@ def test_row_tracked_changes_by_the_first_column_or_by_every_column(
         assert ("DELETE" in statements, "MERGE" in statements) == (
             (True, False) if inline_keys else (False, True)
         )
+        assert ("SELECT" in statements) == counted_by_spark
         # two rows of order 5 sharing the order_id take one value each
         changed = client.update(
             "sales",
@@ -461,6 +474,52 @@ def test_row_tracked_changes_by_the_first_column_or_by_every_column(
         (5, 300.0): rowid[(5, 3.0)],
         (None, 70.0): rowid[(None, 7.0)],
     }
+
+
+def test_row_tracked_update_lists_its_keys_only_where_delta_skips_files_by_them(
+    spark_backend: Any, fresh_lake: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An UPDATE's MERGE on a row-tracked table carries its key values as a literal list
+    only where the log's statistics show that Delta skips most of the table's files by it:
+    keys within one file's range are listed, keys in every file are not (a list that skips
+    nothing costs the MERGE). Either way exactly the rows asked for change."""
+    spark = spark_backend.spark
+    ident = make_table(spark, fresh_lake, "tracked")
+    for first in (100, 200, 300, 400):  # a file each, ranges apart
+        spark.sql(f"INSERT INTO {ident} SELECT id, 1.0 FROM range({first}, {first + 100}, 1, 1)")
+    merges: list[str] = []
+    run_sql = spark.sql
+
+    def noted(query: str, *args: Any, **kwargs: Any) -> Any:
+        if query.startswith("MERGE"):
+            merges.append(query)
+        return run_sql(query, *args, **kwargs)
+
+    monkeypatch.setattr(spark, "sql", noted)
+    with serving_lake(spark, fresh_lake) as client:
+        rowid = {
+            r["order_id"]: r["rowid"]
+            for r in client.scan("sales", "tracked", ["rowid", "order_id"]).read_all().to_pylist()
+        }
+
+        def update(keys: list[int], amount: float) -> int:
+            ids = pa.array([rowid[k] for k in keys], pa.int64())
+            amounts = pa.array([amount] * len(keys), pa.float64())
+            return client.update(
+                "sales", "tracked", pa.table({"amount": amounts, "rowid": ids})
+            ).total_changed
+
+        assert update([210, 220, 230], 2.0) == 3  # one file of five
+        assert update([150, 250, 350, 450], 3.0) == 4  # every file of 100 rows
+    assert len(merges) == 2
+    assert " IN (" in merges[0] and " IN (" not in merges[1]
+    changed = {
+        r["order_id"]: r["amount"]
+        for r in spark.sql(
+            f"SELECT * FROM {ident} WHERE amount > 1.0 AND order_id >= 100"
+        ).collect()
+    }
+    assert changed == {210: 2.0, 220: 2.0, 230: 2.0, 150: 3.0, 250: 3.0, 350: 3.0, 450: 3.0}
 
 
 def test_rows_no_column_tells_apart_are_refused_not_guessed(

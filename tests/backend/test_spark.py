@@ -187,17 +187,14 @@ EXACT_TYPES = pa.schema(
 )
 
 
-def test_small_updates_write_every_value_exactly(spark_backend: Any) -> None:
-    """The in-place UPDATE writes values into Spark SQL: each type's edge values (quotes,
-    backslashes, SQL, non-ASCII and control characters in strings; NaN, infinities, -0.0,
-    subnormals, float32's own values; decimals, dates, bytes, nulls) come back exactly."""
+def _edge_values() -> dict[str, list[Any]]:
+    """Eight rows of EXACT_TYPES' edge values: quotes, backslashes, SQL, non-ASCII and
+    control characters in strings; NaN, infinities, -0.0, subnormals, float32's own values;
+    decimals, dates, bytes, nulls."""
     import datetime
     import decimal
 
-    table = spark_backend.table("unit", f"t_{uuid.uuid4().hex[:8]}", EXACT_TYPES)
-    seed = pa.Table.from_pylist([{}] * 8, schema=EXACT_TYPES)
-    table.insert(Context.background(), _reader(seed, 8), None)
-    values = {
+    return {
         "b": [True, False, None, True, False, True, None, False],
         "i8": [-128, 127, 0, None, 1, -1, 5, 6],
         "i16": [-32768, 32767, 0, 1, None, 2, 3, 4],
@@ -255,6 +252,25 @@ def test_small_updates_write_every_value_exactly(spark_backend: Any) -> None:
             datetime.date(1969, 12, 31),
         ],
     }
+
+
+def _assert_exact(stored: pa.Table, values: dict[str, list[Any]]) -> None:
+    for name, expected in values.items():
+        got = stored.column(name).to_pylist()
+        if name in ("f32", "f64"):  # bit for bit: NaN, the sign of zero, float32 rounding
+            form = "<f" if name == "f32" else "<d"
+            got = [None if v is None else struct.pack(form, v) for v in got]
+            expected = [None if v is None else struct.pack(form, v) for v in expected]
+        assert got == expected, name
+
+
+def test_small_updates_write_every_value_exactly(spark_backend: Any) -> None:
+    """The in-place UPDATE writes values into Spark SQL: each type's edge values
+    (_edge_values) come back exactly."""
+    table = spark_backend.table("unit", f"t_{uuid.uuid4().hex[:8]}", EXACT_TYPES)
+    seed = pa.Table.from_pylist([{}] * 8, schema=EXACT_TYPES)
+    table.insert(Context.background(), _reader(seed, 8), None)
+    values = _edge_values()
     changes = pa.table(
         {
             **{name: pa.array(v, EXACT_TYPES.field(name).type) for name, v in values.items()},
@@ -267,14 +283,42 @@ def test_small_updates_write_every_value_exactly(spark_backend: Any) -> None:
     assert statement.changed_rows == 8
     operation = table.spark.sql(f"DESCRIBE HISTORY {table.fqn}").select("operation").first()[0]
     assert operation == "UPDATE"  # the in-place path, not the MERGE
-    stored = table.to_table()
-    for name, expected in values.items():
-        got = stored.column(name).to_pylist()
-        if name in ("f32", "f64"):  # bit for bit: NaN, the sign of zero, float32 rounding
-            form = "<f" if name == "f32" else "<d"
-            got = [None if v is None else struct.pack(form, v) for v in got]
-            expected = [None if v is None else struct.pack(form, v) for v in expected]
-        assert got == expected, name
+    _assert_exact(table.to_table(), values)
+
+
+def test_small_inserts_write_every_value_exactly(
+    spark_backend: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An INSERT of a few rows is Spark's own INSERT … VALUES: each type's edge values
+    (_edge_values) come back exactly. More rows, or a value without an exact literal (a
+    timestamp), go through a staged file."""
+    from pyairport.backends.spark import commits
+
+    spark = spark_backend.spark
+    inserts: list[str] = []
+    run_sql = spark.sql
+
+    def noted(query: str, *args: Any, **kwargs: Any) -> Any:
+        if query.startswith("INSERT"):
+            inserts.append(query)
+        return run_sql(query, *args, **kwargs)
+
+    monkeypatch.setattr(spark, "sql", noted)
+    table = spark_backend.table("unit", f"t_{uuid.uuid4().hex[:8]}", EXACT_TYPES)
+    values = _edge_values()
+    rows = pa.table({n: pa.array(v, EXACT_TYPES.field(n).type) for n, v in values.items()})
+    table.insert(Context.background(), _reader(rows, 3), None)
+    assert len(inserts) == 1 and " VALUES (" in inserts[0]
+    _assert_exact(table.to_table(), values)
+
+    monkeypatch.setattr(commits, "INLINE_INSERT_ROWS", 7)
+    table.insert(Context.background(), _reader(rows, 8), None)
+    timed = pa.schema([("t", pa.timestamp("us", "UTC"))])
+    stamped = spark_backend.table("unit", f"t_{uuid.uuid4().hex[:8]}", timed)
+    stamped.insert(Context.background(), _reader(pa.table({"t": [0]}, schema=timed), 1), None)
+    assert [" VALUES (" in q for q in inserts] == [True, False, False]
+    assert table.to_table().num_rows == 16
+    assert stamped.to_table().column("t").cast(pa.int64()).to_pylist() == [0]
 
 
 def test_larger_statements_merge(table: Any, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,17 +1,20 @@
 """How a Delta table's rows are found by rowid and changed: each statement's staged changes
 (staging.py) applied as one Delta commit when the statement commits.
 
-INSERT rows staged as parquet files are appended by one INSERT … SELECT; UPDATE and DELETE run
+INSERT rows are appended by Spark's own INSERT … VALUES when they are few, else staged as
+parquet files and appended by one INSERT … SELECT of them; UPDATE and DELETE run
 as Spark's own statement with the rowids in it when they are few, else as one MERGE against
 the rowids sent as a view, whose metrics give the statement's row count. A row-tracked
 table's rows are changed by their values (see table.py's doc): read at the version the commit
 starts from, matched by their first column where a count shows that it names them, else by
 every column; a few first-column values are listed in the statement (INLINE_KEYS), more are
-joined. A commit that conflicts with another writer's is retried.
+joined. The reading and the count are of the version's files where the server reads them (no
+Spark job), else Spark's. A commit that conflicts with another writer's is retried.
 """
 
 from __future__ import annotations
 
+import bisect
 import logging
 import threading
 import time
@@ -47,12 +50,21 @@ COMMIT_ATTEMPTS = 4
 # IN list costs more to plan than the join: 10,000 rowids took three times the MERGE's time.)
 INLINE_ROWIDS = 100
 INLINE_UPDATE_ROWS = 64  # rows whose values differ per row, one CASE branch each
+# An INSERT of this many rows or fewer runs as Spark's own INSERT … VALUES, the values written
+# as literals: 0.26 s a row against 0.41 s selecting it from its staged file (medians of 10,
+# a 1M-row table, 2026-11-30).
+INLINE_INSERT_ROWS = 64
 # A row-tracked table's DELETE by up to this many values of its first column runs as Spark's
-# own `DELETE … WHERE column IN (…)`, and its UPDATE's MERGE lists them too: Delta skips the
-# files that hold none of them. On TPC-H SF 1's lineitem, 1,500 order keys: the DELETE 2.7 s
-# against the MERGE's 5.8 s, the count that proves the keys name the rows 0.8 s against the
-# semi join's 1.6 s.
+# own `DELETE … WHERE column IN (…)`, and Spark's count (where the server does not read the
+# files) filters by them: Delta skips the files that hold none of them. On TPC-H SF 1's
+# lineitem, 1,500 order keys: the DELETE 2.7 s against the MERGE's 5.8 s, Spark's count 0.8 s
+# against its semi join's 1.6 s (counted in the files instead: no Spark job).
 INLINE_KEYS = 4_096
+# An UPDATE's MERGE lists them too only where Delta skips files holding at least this share of
+# the table's rows by them: a list it skips nothing by costs the MERGE (TPC-H SF 1's orders,
+# 1,500 keys spread over every file: 3.2 s against 2.6 s without, medians of 8 warm runs),
+# and skipping a file saves about its share of the MERGE's reading.
+SKIPPED_SHARE = 0.25
 
 
 class DeltaChanges:
@@ -112,9 +124,14 @@ class DeltaChanges:
     def commit(self, pending: Pending) -> int | None:
         """Apply the staged changes; the rows an UPDATE or DELETE changed, as Delta counted them
         (an INSERT's count is known before: None)."""
-        flush(pending)
+        values = _insert_values(self.fqn, pending, self._written(pending))
+        if values is None:
+            flush(pending)
         with self._lock:
-            if pending.files:
+            if values is not None:
+                with client_errors("insert", self.fqn):
+                    self._lake.spark.sql(values)
+            elif pending.files:
                 with client_errors("insert", self.fqn):
                     self._append(pending)
             if pending.updates:
@@ -151,17 +168,17 @@ class DeltaChanges:
         else:  # a remote Spark Connect server cannot read our files: send the rows
             view = self._lake.view(pq.read_table(pending.directory))
             source = view
-        written = [
-            n
-            for n in self.layout.stored.names
-            if n not in self.layout.computed or n in pending.given
-        ]
-        listed = ", ".join(quote(n) for n in written)
+        listed = ", ".join(quote(n) for n in self._written(pending))
         try:
             self._lake.spark.sql(f"INSERT INTO {self.fqn} ({listed}) SELECT {listed} FROM {source}")
         finally:
             if view is not None:
                 self._lake.drop_view(view)
+
+    def _written(self, pending: Pending) -> list[str]:
+        """The columns an INSERT sets: all but the generated and identity columns no row set."""
+        layout = self.layout
+        return [n for n in layout.stored.names if n not in layout.computed or n in pending.given]
 
     # --- UPDATE and DELETE ----------------------------------------------------------------------
 
@@ -274,7 +291,7 @@ class DeltaChanges:
         # an UPDATE's MERGE sets each row from one source row: its key values must not repeat
         narrow = keys is not None and (operation == "delete" or keys.num_rows == current.num_rows)
         listed = _listed(keys, leading[0], stored) if narrow and keys is not None else None
-        if narrow and self._names_only(keys, current.num_rows, clause, listed):
+        if narrow and self._names_only(keys, current, version, listed):
             if operation == "delete" and listed is not None:  # Spark's own DELETE, files skipped
                 return affected(self._lake.spark.sql(f"DELETE FROM {self.fqn} WHERE {listed}"))
             if operation == "delete":
@@ -293,8 +310,8 @@ class DeltaChanges:
                     f" {operation} them all)"
                 )
         on = self._on(source)
-        if listed is not None:  # the values as literals too: Delta skips the files without them
-            on = f"{on} AND t.{listed}"
+        if listed is not None and self._skips_enough(version, current.column(leading[0])):
+            on = f"{on} AND t.{listed}"  # the values as literals too: Delta skips files by them
         if operation == "delete":
             return self._merge(source, on, "DELETE")
         positions = pc.index_in(current.column(ROWID), changes.column(ROWID))
@@ -337,17 +354,40 @@ class DeltaChanges:
             )
         return " AND ".join(conditions)
 
-    def _names_only(self, keys: pa.Table, rows: int, clause: str, listed: str | None) -> bool:
-        """Whether the table (at clause's version) has just `rows` rows holding one of the
-        values of keys' one column: then it names the rows to change and no other. Counted
-        by the values listed (a filter Delta skips files by) where they are, else by a semi
-        join on the column; matching every column of a wide table costs Spark several times
-        the MERGE itself."""
+    def _names_only(
+        self, keys: pa.Table, current: pa.Table, version: int, listed: str | None
+    ) -> bool:
+        """Whether the table at version has just current's rows holding one of the values of
+        its first column (keys: those values as stored): then that column names the rows to
+        change and no other. Counted in the version's files where the server reads them and
+        the column's equality is Arrow's as it is Spark's; else by Spark: by the values
+        listed (a filter Delta skips files by) where they are, else by a semi join on the
+        column (matching every column of a wide table costs Spark several times the MERGE)."""
+        column = self.layout.stored.names[0]
+        rows = int(current.num_rows)
+        files = (
+            self._files_at(version) if _exactly_equal(current.schema.field(column).type) else None
+        )
+        if files is not None:
+            return _holding(files, column, current.column(column)) == rows
+        clause = f" VERSION AS OF {int(version)}"
         if listed is None:
-            return self._count_joined(keys, "LEFT SEMI JOIN", self._on(keys), clause) == rows
+            on = self._on(keys)
+            return self._count_joined(keys, "LEFT SEMI JOIN", on, clause) == rows
         query = f"SELECT count(*) FROM {self.fqn}{clause} t WHERE t.{listed}"
         (count,) = self._lake.spark.sql(query).first()
         return int(count) == rows
+
+    def _skips_enough(self, version: int, values: pa.ChunkedArray) -> bool:
+        """Whether the MERGE should list values (of the first column) as literals too: where
+        the files Delta skips by them hold at least SKIPPED_SHARE of the version's rows, by the
+        log's partition values and statistics; or where the server does not read the log."""
+        files = self._files_at(version)
+        if files is None:
+            return True
+        skipped = _rows_skipped(files, self.layout.stored.names[0], values)
+        total = pc.sum(files.files.column("num_records"), min_count=0).as_py() or 0
+        return skipped is None or skipped >= SKIPPED_SHARE * total
 
     def _tracked_rows(self, ids: np.ndarray, version: int, columns: list[str]) -> pa.Table:
         """Columns (and the rowid) of the rows of a row-tracked table with these rowids at
@@ -400,6 +440,82 @@ def _listed(keys: pa.Table, column: str, stored: pa.Schema) -> str | None:
     if not literals or any(literal is None for literal in literals):
         return None
     return f"{quote(column)} IN ({', '.join(str(literal) for literal in literals)})"
+
+
+def _exactly_equal(data_type: pa.DataType) -> bool:
+    """Whether Arrow's is_in finds the values Spark's `=` (or `<=>` for a null) matches:
+    where both compare the stored bytes. Not floating point (Spark: NaN = NaN, -0.0 = 0.0),
+    nor nested values."""
+    return bool(
+        pa.types.is_integer(data_type)
+        or pa.types.is_boolean(data_type)
+        or pa.types.is_string(data_type)
+        or pa.types.is_large_string(data_type)
+        or pa.types.is_binary(data_type)
+        or pa.types.is_large_binary(data_type)
+        or pa.types.is_decimal(data_type)
+        or pa.types.is_date(data_type)
+        or pa.types.is_timestamp(data_type)
+    )
+
+
+def _holding(files: file_parts.PartFiles, column: str, values: pa.ChunkedArray) -> int:
+    """How many live rows of files hold one of values in column (a null matching a null):
+    one column of every file read, no Spark job (on TPC-H SF 1's lineitem, 6M order keys:
+    against Spark's count of 0.8 s)."""
+    wanted = pc.unique(values)
+    every = list(range(files.files.num_rows))
+    reader = file_parts.read(Context.background(), files, every, [column], None, 0)
+    return sum(
+        pc.sum(pc.is_in(batch.column(column), value_set=wanted), min_count=0).as_py()
+        for batch in reader
+    )
+
+
+def _insert_values(fqn: str, pending: Pending, written: list[str]) -> str | None:
+    """A small INSERT as Spark's own `INSERT INTO t (…) VALUES (…)`, every value an exact,
+    typed SQL literal (sql_literal); None where it does not fit: more than INLINE_INSERT_ROWS
+    rows, rows already staged to a file, or a value without such a literal."""
+    if pending.files or not written or not 0 < pending.buffered_rows <= INLINE_INSERT_ROWS:
+        return None
+    staged = pa.Table.from_batches(pending.buffer)
+    columns = []
+    for name in written:
+        data_type = staged.schema.field(name).type
+        try:
+            literals = [sql_literal(v, data_type) for v in staged.column(name).to_pylist()]
+        except (ValueError, OverflowError):  # a date beyond Python's; the staged file takes it
+            return None
+        if any(literal is None for literal in literals):
+            return None
+        columns.append(literals)
+    rows = ", ".join(f"({', '.join(row)})" for row in zip(*columns, strict=True))
+    return f"INSERT INTO {fqn} ({', '.join(quote(n) for n in written)}) VALUES {rows}"
+
+
+def _rows_skipped(files: file_parts.PartFiles, column: str, values: pa.ChunkedArray) -> int | None:
+    """The rows of the files that hold none of values (non-null) in column, as the log tells
+    (a partition value not among them, or min/max bounds no value falls within): those Delta
+    skips for `column IN (values)`. None where the log's values do not compare with them."""
+    keys = sorted(v for v in values.to_pylist() if v is not None)
+    records = files.files.column("num_records").to_pylist()
+    try:
+        if column in files.partitions:
+            held = set(keys)
+            partition = files.files.column(f"partition.{column}").to_pylist()
+            return sum(n or 0 for n, v in zip(records, partition, strict=True) if v not in held)
+        lows = files.files.column(f"min.{column}").to_pylist()
+        highs = files.files.column(f"max.{column}").to_pylist()
+        skipped = 0
+        for rows, low, high in zip(records, lows, highs, strict=True):
+            if low is None or high is None:
+                continue  # no bounds: Delta reads the file
+            at = bisect.bisect_left(keys, low)
+            if at == len(keys) or keys[at] > high:
+                skipped += rows or 0
+        return skipped
+    except (KeyError, TypeError):  # no such statistics column; bounds of another type
+        return None
 
 
 def _distinct(keys: pa.Table) -> pa.Table | None:

@@ -1,11 +1,11 @@
 """A Delta table served over Flight: its layout, its scans, and DML staged per statement and
 applied as one Delta commit when the statement commits (commits.py).
 
-Each statement is one Delta commit: INSERT batches are staged as parquet files and appended
-once at commit; UPDATE and DELETE stage rowids and values and commit as one Delta UPDATE,
-DELETE or MERGE, whose own metrics give the statement's row count (Statement.changed_rows). A
-failure, a rollback, a disconnect or a killed server commits nothing: staged files are only
-ever read by the commit.
+Each statement is one Delta commit: INSERT batches are staged (as parquet files, past a few
+rows) and appended once at commit; UPDATE and DELETE stage rowids and values and commit as one
+Delta UPDATE, DELETE or MERGE, whose own metrics give the statement's row count
+(Statement.changed_rows). A failure, a rollback, a disconnect or a killed server commits
+nothing: staged rows are only ever read by the commit.
 
 Rows are addressed as the table's layout says (layout.py). pyairport's rowid column: the
 backend assigns rowids from blocks it claimed in the table's log, which no other writer gives

@@ -1,0 +1,54 @@
+"""Which rows Delta skips for a row-tracked UPDATE's `key IN (…)`, as the log tells
+(commits._rows_skipped): the files whose partition value or min/max bounds hold none of the
+keys. No Spark: the log's file table is made here as delta-rs gives it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+
+def _files(columns: dict[str, list[object]], partitions: tuple[str, ...] = ()) -> Any:
+    from pyairport.backends.spark.file_parts import PartFiles
+
+    return PartFiles(
+        location=Path("/nowhere"),
+        schema=pa.schema([("k", pa.int64())]),
+        partitions=partitions,
+        files=pa.table(columns),
+        masks={},
+    )
+
+
+def test_files_whose_bounds_hold_no_key_are_skipped() -> None:
+    from pyairport.backends.spark.commits import _rows_skipped
+
+    files = _files(
+        {
+            "num_records": [100, 50, 10, 7],
+            "min.k": [1, 200, 500, None],  # the last file has no statistics: read
+            "max.k": [99, 299, 500, None],
+        }
+    )
+    skipped = _rows_skipped(files, "k", pa.chunked_array([[250, 260, None]]))
+    assert skipped == 100 + 10
+    assert _rows_skipped(files, "k", pa.chunked_array([[1, 250, 500]])) == 0
+    assert _rows_skipped(files, "k", pa.chunked_array([[1000]])) == 160
+
+
+def test_partition_values_decide_for_a_partition_column() -> None:
+    from pyairport.backends.spark.commits import _rows_skipped
+
+    files = _files({"num_records": [5, 6, 7], "partition.k": ["eu", "us", None]}, partitions=("k",))
+    assert _rows_skipped(files, "k", pa.chunked_array([["eu"]])) == 6 + 7
+
+
+def test_statistics_the_keys_do_not_compare_with_decide_nothing() -> None:
+    from pyairport.backends.spark.commits import _rows_skipped
+
+    no_stats = _files({"num_records": [5]})
+    assert _rows_skipped(no_stats, "k", pa.chunked_array([[1]])) is None
+    other_type = _files({"num_records": [5], "min.k": ["a"], "max.k": ["z"]})
+    assert _rows_skipped(other_type, "k", pa.chunked_array([[1]])) is None
