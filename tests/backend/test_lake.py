@@ -414,7 +414,7 @@ def test_row_tracked_changes_by_the_first_column_or_by_every_column(
     ident = make_table(spark, fresh_lake, "tracked")
     monkeypatch.setattr(commits, "INLINE_KEYS", inline_keys)
     if counted_by_spark:
-        monkeypatch.setattr(commits, "_exactly_equal", lambda data_type: False)
+        monkeypatch.setattr(commits, "_exactly_equal", lambda data_type, features: False)
     statements: list[str] = []
     run_sql = spark.sql
 

@@ -1,6 +1,7 @@
-"""Which rows Delta skips for a row-tracked UPDATE's `key IN (…)`, as the log tells
-(commits._rows_skipped): the files whose partition value or min/max bounds hold none of the
-keys. No Spark: the log's file table is made here as delta-rs gives it."""
+"""A row-tracked table's key values (commits.py), without Spark: which rows Delta skips for an
+UPDATE's `key IN (…)`, as the log tells (the files whose partition value or min/max bounds
+hold none of the keys; the log's file table made here as delta-rs gives it), and which key
+types the server may count itself (where Arrow's equality is Spark's)."""
 
 from __future__ import annotations
 
@@ -52,3 +53,21 @@ def test_statistics_the_keys_do_not_compare_with_decide_nothing() -> None:
     assert _rows_skipped(no_stats, "k", pa.chunked_array([[1]])) is None
     other_type = _files({"num_records": [5], "min.k": ["a"], "max.k": ["z"]})
     assert _rows_skipped(other_type, "k", pa.chunked_array([[1]])) is None
+
+
+def test_keys_counted_by_arrow_only_where_its_equality_is_sparks() -> None:
+    from pyairport.backends.spark.commits import _exactly_equal
+
+    plain: frozenset[str] = frozenset({"rowTracking", "deletionVectors"})
+    for exact in (pa.int64(), pa.string(), pa.decimal128(10, 2), pa.date32(), pa.binary()):
+        assert _exactly_equal(exact, plain), exact
+    for inexact in (
+        pa.float64(),
+        pa.float32(),
+        pa.list_(pa.int64()),
+        pa.struct([("a", pa.int8())]),
+    ):
+        assert not _exactly_equal(inexact, plain), inexact
+    # strings Spark may compare without case: a collation
+    assert not _exactly_equal(pa.string(), plain | {"collations-preview"})
+    assert _exactly_equal(pa.int64(), plain | {"collations-preview"})
