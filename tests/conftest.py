@@ -107,3 +107,19 @@ def spark_connect_backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(60)
         log.close()
+
+
+@pytest.fixture
+def spark_statements(spark_backend: Any, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The text of every statement the run's Spark session is given by spark.sql from here on
+    to the end of the test (clear it to start again): what the server asked Spark."""
+    spark = spark_backend.spark
+    ran: list[str] = []
+    run_sql = spark.sql
+
+    def noted(query: str, *args: Any, **kwargs: Any) -> Any:
+        ran.append(query)
+        return run_sql(query, *args, **kwargs)
+
+    monkeypatch.setattr(spark, "sql", noted)
+    return ran

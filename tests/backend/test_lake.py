@@ -218,7 +218,7 @@ def test_each_table_scans_exactly_as_spark_reads_it(spark_backend: Any, lake: Pa
 
 
 def test_partitioned_column_mapped_and_deletion_vector_tables_scan_without_spark(
-    spark_backend: Any, lake: Path
+    spark_backend: Any, lake: Path, spark_statements: list[str]
 ) -> None:
     """delta-rs reads these shapes itself: whole, projected, filtered and at a version of the
     same shape, no Spark SQL and no Spark job runs, and the rows are Spark's."""
@@ -234,21 +234,16 @@ def test_partitioned_column_mapped_and_deletion_vector_tables_scan_without_spark
         client = AirportClient(location)
         try:
             client.list_schemas()  # opening the tables reads their layouts (Spark's part)
-            statements: list[str] = []
-            run_sql = spark.sql
             tracker = spark.sparkContext.statusTracker()
             jobs = set(tracker.getJobIdsForGroup())
-            spark.sql = lambda text, *a, **k: (statements.append(text), run_sql(text, *a, **k))[1]
-            try:
-                scanned = {name: client.scan("sales", name).read_all() for name in expected}
-                above_50 = Compare("order_id", ">", 50)
-                filtered = client.scan(
-                    "sales", "with_deletes", ["order_id"], filter=above_50
-                ).read_all()
-                at_1 = _scan_at(client, ["sales", "with_deletes"], "1")
-            finally:
-                del spark.sql
-            assert statements == [] and set(tracker.getJobIdsForGroup()) == jobs
+            spark_statements.clear()
+            scanned = {name: client.scan("sales", name).read_all() for name in expected}
+            above_50 = Compare("order_id", ">", 50)
+            filtered = client.scan(
+                "sales", "with_deletes", ["order_id"], filter=above_50
+            ).read_all()
+            at_1 = _scan_at(client, ["sales", "with_deletes"], "1")
+            assert spark_statements == [] and set(tracker.getJobIdsForGroup()) == jobs
         finally:
             client.close()
     for name, rows in expected.items():
@@ -402,6 +397,7 @@ def test_row_tracked_changes_by_the_first_column_or_by_every_column(
     inline_keys: int,
     counted_by_spark: bool,
     monkeypatch: pytest.MonkeyPatch,
+    spark_statements: list[str],
 ) -> None:
     """The first column names the rows to change only where no other row holds its value
     (and, for an UPDATE, no two rows to change share it); else every column does. A few
@@ -415,14 +411,6 @@ def test_row_tracked_changes_by_the_first_column_or_by_every_column(
     monkeypatch.setattr(commits, "INLINE_KEYS", inline_keys)
     if counted_by_spark:
         monkeypatch.setattr(commits, "_exactly_equal", lambda data_type, features: False)
-    statements: list[str] = []
-    run_sql = spark.sql
-
-    def noted(query: str, *args: Any, **kwargs: Any) -> Any:
-        statements.append(query.split(" ", 1)[0])
-        return run_sql(query, *args, **kwargs)
-
-    monkeypatch.setattr(spark, "sql", noted)
     # order 5 has three lines, order 6 two; a null order_id once
     spark.sql(
         f"INSERT INTO {ident} VALUES (5, 1.0), (5, 2.0), (5, 3.0), (6, 1.0), (6, 2.0), (NULL, 7.0)"
@@ -434,8 +422,9 @@ def test_row_tracked_changes_by_the_first_column_or_by_every_column(
         assert client.delete("sales", "tracked", [rowid[(5, 2.0)]]).total_changed == 1
         # every line of order 6: the order_id alone names them, each once
         both = [rowid[(6, 1.0)], rowid[(6, 2.0)]]
-        statements.clear()
+        spark_statements.clear()
         assert client.delete("sales", "tracked", both).total_changed == 2
+        statements = [query.split(" ", 1)[0] for query in spark_statements]
         assert ("DELETE" in statements, "MERGE" in statements) == (
             (True, False) if inline_keys else (False, True)
         )
@@ -477,7 +466,7 @@ def test_row_tracked_changes_by_the_first_column_or_by_every_column(
 
 
 def test_row_tracked_update_lists_its_keys_only_where_delta_skips_files_by_them(
-    spark_backend: Any, fresh_lake: Path, monkeypatch: pytest.MonkeyPatch
+    spark_backend: Any, fresh_lake: Path, spark_statements: list[str]
 ) -> None:
     """An UPDATE's MERGE on a row-tracked table carries its key values as a literal list
     only where the log's statistics show that Delta skips most of the table's files by it:
@@ -487,15 +476,7 @@ def test_row_tracked_update_lists_its_keys_only_where_delta_skips_files_by_them(
     ident = make_table(spark, fresh_lake, "tracked")
     for first in (100, 200, 300, 400):  # a file each, ranges apart
         spark.sql(f"INSERT INTO {ident} SELECT id, 1.0 FROM range({first}, {first + 100}, 1, 1)")
-    merges: list[str] = []
-    run_sql = spark.sql
-
-    def noted(query: str, *args: Any, **kwargs: Any) -> Any:
-        if query.startswith("MERGE"):
-            merges.append(query)
-        return run_sql(query, *args, **kwargs)
-
-    monkeypatch.setattr(spark, "sql", noted)
+    spark_statements.clear()
     with serving_lake(spark, fresh_lake) as client:
         rowid = {
             r["order_id"]: r["rowid"]
@@ -511,6 +492,7 @@ def test_row_tracked_update_lists_its_keys_only_where_delta_skips_files_by_them(
 
         assert update([210, 220, 230], 2.0) == 3  # one file of five
         assert update([150, 250, 350, 450], 3.0) == 4  # every file of 100 rows
+    merges = [query for query in spark_statements if query.startswith("MERGE")]
     assert len(merges) == 2
     assert " IN (" in merges[0] and " IN (" not in merges[1]
     changed = {

@@ -287,27 +287,18 @@ def test_small_updates_write_every_value_exactly(spark_backend: Any) -> None:
 
 
 def test_small_inserts_write_every_value_exactly(
-    spark_backend: Any, monkeypatch: pytest.MonkeyPatch
+    spark_backend: Any, monkeypatch: pytest.MonkeyPatch, spark_statements: list[str]
 ) -> None:
     """An INSERT of a few rows is Spark's own INSERT … VALUES: each type's edge values
     (_edge_values) come back exactly. More rows, or a value without an exact literal (a
     timestamp), go through a staged file."""
     from pyairport.backends.spark import commits
 
-    spark = spark_backend.spark
-    inserts: list[str] = []
-    run_sql = spark.sql
-
-    def noted(query: str, *args: Any, **kwargs: Any) -> Any:
-        if query.startswith("INSERT"):
-            inserts.append(query)
-        return run_sql(query, *args, **kwargs)
-
-    monkeypatch.setattr(spark, "sql", noted)
     table = spark_backend.table("unit", f"t_{uuid.uuid4().hex[:8]}", EXACT_TYPES)
     values = _edge_values()
     rows = pa.table({n: pa.array(v, EXACT_TYPES.field(n).type) for n, v in values.items()})
     table.insert(Context.background(), _reader(rows, 3), None)
+    inserts = [query for query in spark_statements if query.startswith("INSERT")]
     assert len(inserts) == 1 and " VALUES (" in inserts[0]
     _assert_exact(table.to_table(), values)
 
@@ -316,6 +307,7 @@ def test_small_inserts_write_every_value_exactly(
     timed = pa.schema([("t", pa.timestamp("us", "UTC"))])
     stamped = spark_backend.table("unit", f"t_{uuid.uuid4().hex[:8]}", timed)
     stamped.insert(Context.background(), _reader(pa.table({"t": [0]}, schema=timed), 1), None)
+    inserts = [query for query in spark_statements if query.startswith("INSERT")]
     assert [" VALUES (" in q for q in inserts] == [True, False, False]
     assert table.to_table().num_rows == 16
     assert stamped.to_table().column("t").cast(pa.int64()).to_pylist() == [0]
@@ -420,33 +412,27 @@ def test_a_table_is_created_in_one_commit_without_a_data_file(spark_backend: Any
 
 
 def test_a_scan_asks_spark_nothing_the_first_after_a_commit_included(
-    table: Any, monkeypatch: pytest.MonkeyPatch
+    table: Any, spark_statements: list[str]
 ) -> None:
     """delta-rs finds and reads the latest version: scanning an unchanged table, or one that
     pyairport or Spark SQL beside it has just changed, runs no Spark SQL and no Spark job;
     a commit from anywhere is seen by the next scan."""
     table.insert(Context.background(), _reader(_rows(4), 4), None)
     assert len(table.to_table()) == 4
-    statements: list[str] = []
-    run_sql = table.spark.sql
-    monkeypatch.setattr(
-        table.spark,
-        "sql",
-        lambda text, *a, **k: (statements.append(text), run_sql(text, *a, **k))[1],
-    )
+    spark_statements.clear()
     assert table.to_table().column("name").to_pylist() == ["n0", "n1", "n2", "n3"]
-    assert statements == []  # the same version: nothing asked of Spark
+    assert spark_statements == []  # the same version: nothing asked of Spark
     table.update_by_row_ids(
         Context.background(),
         pa.array([2], pa.int64()),
         _reader(pa.table({"name": ["ours"]}), 1),
         None,
     )
-    run_sql(f"UPDATE {table.fqn} SET name = 'beside' WHERE rowid = 4")
-    statements.clear()
+    table.spark.sql(f"UPDATE {table.fqn} SET name = 'beside' WHERE rowid = 4")
+    spark_statements.clear()
     jobs = set(table.spark.sparkContext.statusTracker().getJobIdsForGroup())
     assert table.to_table().column("name").to_pylist() == ["n0", "ours", "n2", "beside"]
-    assert statements == []
+    assert spark_statements == []
     assert set(table.spark.sparkContext.statusTracker().getJobIdsForGroup()) == jobs
 
 
