@@ -27,11 +27,16 @@ def _spark_tables(spark: Any) -> list[str]:
 
 
 def test_warm_up_runs_every_statement_and_leaves_nothing(
-    spark_backend: Any, tmp_path: Path
+    spark_backend: Any, tmp_path: Path, spark_statements: list[str]
 ) -> None:
     served, tables = _served(spark_backend), _spark_tables(spark_backend.spark)
     scratch = tmp_path / "scratch"
+    spark_statements.clear()
     assert warm_up(spark_backend.spark, scratch) > 0
+    kinds = {q.split()[0] for q in spark_statements}
+    assert {"UPDATE", "DELETE", "MERGE"} <= kinds
+    assert any(" VALUES (" in q for q in spark_statements)  # a few rows' INSERT
+    assert any(" FROM parquet." in q for q in spark_statements)  # a staged file's INSERT
     assert not scratch.exists()
     assert list(tmp_path.iterdir()) == []
     assert _served(spark_backend) == served

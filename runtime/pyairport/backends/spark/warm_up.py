@@ -32,6 +32,7 @@ from airport_contracts import Context
 
 from ...statement_scope import Statement, with_statement
 from .backend import SparkBackend
+from .commits import INLINE_INSERT_ROWS
 from .layout import ROWID
 from .sql import path_ident
 
@@ -39,7 +40,16 @@ SCHEMA = "warm_up"
 COLUMNS = pa.schema([("key", pa.int64()), ("note", pa.string())])
 BULK_ROWS = 200_000  # the row-tracked table's, written by Spark
 CHANGED_ROWS = 1_000  # the UPDATE's, at most
-ROWS = pa.table({"key": pa.array(range(8), pa.int64()), "note": [f"n{i}" for i in range(8)]})
+
+
+def _rows(start: int, stop: int) -> pa.Table:
+    keys = range(start, stop)
+    return pa.table({"key": pa.array(keys, pa.int64()), "note": [f"n{i}" for i in keys]})
+
+
+# Two INSERTs: a few rows (Spark's own INSERT … VALUES) and more (staged as a Parquet file)
+FEW_ROWS = _rows(0, 8)
+MORE_ROWS = _rows(8, 8 + INLINE_INSERT_ROWS + 1)
 
 
 def warm_up(spark: Any, scratch: Path) -> float:
@@ -71,10 +81,11 @@ def warm_up(spark: Any, scratch: Path) -> float:
 
 
 def _each_statement(table: Any) -> None:
-    """INSERT, then an UPDATE of up to CHANGED_ROWS rows spread over the table and a DELETE
-    of two, each its own statement as a client's would be."""
+    """Both kinds of INSERT, then an UPDATE of up to CHANGED_ROWS rows spread over the table
+    and a DELETE of two, each its own statement as a client's would be."""
     ctx = Context.background()
-    table.insert(ctx, ROWS.to_reader(), None)
+    for rows in (FEW_ROWS, MORE_ROWS):
+        table.insert(ctx, rows.to_reader(), None)
     ids = table.scan(ctx).read_all().column(ROWID)
     picked = ids.take(list(range(0, len(ids), max(1, len(ids) // CHANGED_ROWS))))
     changes = pa.table({"note": pa.array(["changed"] * len(picked)), ROWID: picked})
