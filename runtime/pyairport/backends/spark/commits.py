@@ -280,10 +280,11 @@ class DeltaChanges:
         else by every column."""
         version = self._latest_version()
         clause = f" VERSION AS OF {int(version)}"
+        files = self._files_at(version)  # None: Spark reads and counts
         ids = changes.column(ROWID).to_numpy()
         stored = self.layout.stored
         leading = [stored.names[0]]
-        current = self._tracked_rows(ids, int(version), leading)
+        current = self._tracked_rows(ids, int(version), leading, files)
         if not current.num_rows:
             return 0
         source = self._keyed(current, leading)
@@ -291,7 +292,7 @@ class DeltaChanges:
         # an UPDATE's MERGE sets each row from one source row: its key values must not repeat
         narrow = keys is not None and (operation == "delete" or keys.num_rows == current.num_rows)
         listed = _listed(keys, leading[0], stored) if narrow and keys is not None else None
-        if narrow and self._names_only(keys, current, version, listed):
+        if narrow and self._names_only(keys, current, version, files, listed):
             if operation == "delete" and listed is not None:  # Spark's own DELETE, files skipped
                 return affected(self._lake.spark.sql(f"DELETE FROM {self.fqn} WHERE {listed}"))
             if operation == "delete":
@@ -299,7 +300,7 @@ class DeltaChanges:
         else:
             listed = None
             columns = list(stored.names)
-            current = self._tracked_rows(ids, int(version), columns)
+            current = self._tracked_rows(ids, int(version), columns, files)
             source = self._keyed(current, columns)
             matches = self._count_joined(source, "JOIN", self._on(source), clause)
             if matches != current.num_rows:
@@ -310,7 +311,7 @@ class DeltaChanges:
                     f" {operation} them all)"
                 )
         on = self._on(source)
-        if listed is not None and self._skips_enough(version, current.column(leading[0])):
+        if listed is not None and self._skips_enough(files, current.column(leading[0])):
             on = f"{on} AND t.{listed}"  # the values as literals too: Delta skips files by them
         if operation == "delete":
             return self._merge(source, on, "DELETE")
@@ -355,7 +356,12 @@ class DeltaChanges:
         return " AND ".join(conditions)
 
     def _names_only(
-        self, keys: pa.Table, current: pa.Table, version: int, listed: str | None
+        self,
+        keys: pa.Table,
+        current: pa.Table,
+        version: int,
+        files: file_parts.PartFiles | None,
+        listed: str | None,
     ) -> bool:
         """Whether the table at version has just current's rows holding one of the values of
         its first column (keys: those values as stored): then that column names the rows to
@@ -366,8 +372,7 @@ class DeltaChanges:
         column = self.layout.stored.names[0]
         rows = int(current.num_rows)
         exact = _exactly_equal(current.schema.field(column).type, self.layout.features)
-        files = self._files_at(version) if exact else None
-        if files is not None:
+        if files is not None and exact:
             return _holding(files, column, current.column(column)) == rows
         clause = f" VERSION AS OF {int(version)}"
         if listed is None:
@@ -377,23 +382,23 @@ class DeltaChanges:
         (count,) = self._lake.spark.sql(query).first()
         return int(count) == rows
 
-    def _skips_enough(self, version: int, values: pa.ChunkedArray) -> bool:
+    def _skips_enough(self, files: file_parts.PartFiles | None, values: pa.ChunkedArray) -> bool:
         """Whether the MERGE should list values (of the first column) as literals too: where
         the files Delta skips by them hold at least SKIPPED_SHARE of the version's rows, by the
         log's partition values and statistics; or where the server does not read the log."""
-        files = self._files_at(version)
         if files is None:
             return True
         skipped = _rows_skipped(files, self.layout.stored.names[0], values)
         total = pc.sum(files.files.column("num_records"), min_count=0).as_py() or 0
         return skipped is None or skipped >= SKIPPED_SHARE * total
 
-    def _tracked_rows(self, ids: np.ndarray, version: int, columns: list[str]) -> pa.Table:
+    def _tracked_rows(
+        self, ids: np.ndarray, version: int, columns: list[str], files: file_parts.PartFiles | None
+    ) -> pa.Table:
         """Columns (and the rowid) of the rows of a row-tracked table with these rowids at
-        version: read from its files where the log gives their row ids (no Spark job), else
-        by Spark."""
+        version: read from its files (the version's, where the log gives their row ids: no
+        Spark job), else by Spark."""
         names = [*columns, ROWID]
-        files = self._files_at(version)
         if files is None:
             return self.rows_for(ids, f" VERSION AS OF {version}").select(names)
         wanted = filters.In(ROWID, tuple(int(i) for i in np.unique(ids)), negated=False)
