@@ -30,6 +30,7 @@ class Running:
         self.catalog = catalog
         self.transactions = transactions
         self.client = AirportClient(server.location)
+        self._emptied_at: dict[str, int | None] = {}  # a table's version when it was empty
 
     def table(self, schema: str, name: str = "users") -> Any:
         return self.catalog.schema(Context.background(), schema).table(Context.background(), name)
@@ -48,9 +49,22 @@ class Running:
             for table in schema.tables(Context.background()):
                 for method in DML_METHODS:
                     vars(table).pop(method, None)
-                if hasattr(table, "insert") and table.num_rows:
+                if hasattr(table, "insert") and self._written_since_emptied(table):
                     table.spark.sql(f"DELETE FROM {table.fqn}")
+                    self._emptied_at[table.fqn] = _log_version(table)
                 table.rowid_counter.restart()
+
+    def _written_since_emptied(self, table: Any) -> bool:
+        """Whether a Spark table may hold rows: a commit since the last reset emptied it (read
+        from its log, where Spark would take most of a second to count), or rows Spark counts
+        (before the first reset, or where the log is not read)."""
+        version = _log_version(table)
+        if version is not None and table.fqn in self._emptied_at:
+            return version != self._emptied_at[table.fqn]
+        if table.num_rows:
+            return True
+        self._emptied_at[table.fqn] = version
+        return False
 
     def record_options(self, schema: str) -> list[tuple[str, DMLOptions | None]]:
         """Wrap the table's DML methods to record the DMLOptions each call received."""
@@ -89,6 +103,14 @@ def serving(
     finally:
         running.client.close()
         server.stop(0)
+
+
+def _log_version(table: Any) -> int | None:
+    """A Spark table's latest version from its Delta log, None where it has no local folder."""
+    from pyairport.backends.spark.scans import log_version
+
+    location = table.layout.location
+    return None if location is None else log_version(location / "_delta_log")
 
 
 def _running(transactions: MemoryTransactionManager | None) -> Iterator[Running]:
