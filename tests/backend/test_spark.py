@@ -411,6 +411,20 @@ def test_a_table_is_created_in_one_commit_without_a_data_file(spark_backend: Any
     assert table.to_table().select(["id", "odd"]).to_pylist() == rows.to_pylist()
 
 
+def test_a_table_written_before_anything_read_it_is_scanned_without_spark(
+    table: Any, spark_statements: list[str]
+) -> None:
+    """A table opened (here: made) and written before its first scan: the scan compares the
+    new version's shape with that of the version its layout was read at, through delta-rs,
+    and asks Spark nothing; a column Spark SQL adds beside it is still seen."""
+    table.insert(Context.background(), _reader(_rows(2), 2), None)
+    spark_statements.clear()
+    assert table.to_table().column("name").to_pylist() == ["n0", "n1"]
+    assert spark_statements == []
+    table.spark.sql(f"ALTER TABLE {table.fqn} ADD COLUMNS (extra STRING)")
+    assert table.to_table().column("extra").to_pylist() == [None, None]
+
+
 def test_a_scan_asks_spark_nothing_the_first_after_a_commit_included(
     table: Any, spark_statements: list[str]
 ) -> None:

@@ -33,7 +33,8 @@ from .ddl import (
     remove_folder,
 )
 from .folders import WORK_PREFIX, folder_for, inside, name_of
-from .layout import CREATED_TABLE_PROPERTIES, ROW_TRACKING, ROWID, Layout, NotDelta, read_layout
+from .layout import CREATED_TABLE_PROPERTIES, ROW_TRACKING, ROWID, Layout, NotDelta
+from .layouts import Layouts
 from .session import is_connect
 from .sql import path_ident, quote
 from .table import SparkTable
@@ -80,6 +81,7 @@ class SparkBackend:
         table's folder (deviation table_refs_beside_tables)."""
         self.spark = spark
         self.shares_files = not is_connect(spark) or _is_loopback(remote)
+        self.layouts = Layouts(spark, self.shares_files)
         self.warehouse = warehouse.resolve() if warehouse is not None else None
         self.session_catalog = session_catalog
         self.enable_row_tracking = enable_row_tracking
@@ -144,7 +146,7 @@ class SparkBackend:
             if schema is not None and schema.table(Context.background(), table_name) is not None:
                 continue
             try:
-                layout = self._layout(ident)
+                layout = self._layout(ident, self._folder(schema_name, table_name))
             except Exception as exc:
                 log.warning(
                     "not serving %s.%s: it cannot be opened", schema_name, table_name, exc_info=exc
@@ -157,16 +159,16 @@ class SparkBackend:
                 if (schema.name(), table.name()) not in present:
                     schema.drop(table.name())
 
-    def _layout(self, ident: str) -> Layout | None:
+    def _layout(self, ident: str, folder: Path | None) -> Layout | None:
         """The table's layout, None when it is not a Delta table; row tracking turned on
         first when the operator asked for it and the table has no way to address rows."""
         try:
-            layout = read_layout(self.spark, ident)
+            layout = self.layouts.read(ident, folder)
         except NotDelta:
             return None  # a parquet, CSV, … table of the catalog: not served
         if layout.rowids is None and self.enable_row_tracking:
             self.spark.sql(f"ALTER TABLE {ident} SET TBLPROPERTIES ('{ROW_TRACKING}' = 'true')")
-            layout = read_layout(self.spark, ident)
+            layout = self.layouts.read(ident, folder)
         return layout
 
     def refresh(self) -> None:
@@ -218,6 +220,15 @@ class SparkBackend:
         schema_folder = self._schema_folder(schema_name)
         return inside(self.warehouse, schema_folder.name, folder_for(table_name))
 
+    def _folder(self, schema_name: str, table_name: str) -> Path | None:
+        """The folder a warehouse table is named by (Layouts keeps such tables' layouts)."""
+        if self.session_catalog or self.warehouse is None:
+            return None
+        return self._location(schema_name, table_name)
+
+    def _read_layout(self, schema_name: str, table_name: str, ident: str) -> Layout:
+        return self.layouts.read(ident, self._folder(schema_name, table_name))
+
     def table(
         self,
         schema_name: str,
@@ -246,7 +257,9 @@ class SparkBackend:
                     ID_FROM_ROWID_PROPERTY: id_from_rowid or "",
                 }
                 self._create(ident, schema_name, columns, properties)
-                table = self._open(schema_name, table_name, read_layout(self.spark, ident))
+                table = self._open(
+                    schema_name, table_name, self._read_layout(schema_name, table_name, ident)
+                )
                 if rows is not None and rows.num_rows:
                     table.insert_rows(
                         Context.background(),
@@ -254,7 +267,9 @@ class SparkBackend:
                         None,
                     )
                 return table
-            return self._open(schema_name, table_name, read_layout(self.spark, ident))
+            return self._open(
+                schema_name, table_name, self._read_layout(schema_name, table_name, ident)
+            )
 
     def _exists(self, schema_name: str, table_name: str) -> bool:
         if self.session_catalog:
@@ -297,7 +312,9 @@ class SparkBackend:
 
     def open_table(self, schema_name: str, table_name: str, ident: str) -> SparkTable:
         with self._lock:
-            return self._open(schema_name, table_name, read_layout(self.spark, ident))
+            return self._open(
+                schema_name, table_name, self._read_layout(schema_name, table_name, ident)
+            )
 
     def remove_table(self, schema_name: str, table_name: str) -> None:
         if self.session_catalog:

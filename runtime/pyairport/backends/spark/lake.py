@@ -14,6 +14,7 @@ import pyarrow as pa
 from airport_contracts import Table
 
 from ...catalog import MutableCatalog
+from .layouts import Layouts
 
 
 class Lake(Protocol):
@@ -23,6 +24,8 @@ class Lake(Protocol):
     """Whether Spark reads this process's files by path (classic, or Connect on loopback)."""
     staging: Path
     """Where statements stage the rows they send to Spark (never the warehouse)."""
+    layouts: Layouts
+    """How tables' layouts are read (kept by shape for tables named by folder)."""
 
     @property
     def catalog(self) -> MutableCatalog:

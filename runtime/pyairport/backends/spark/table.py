@@ -47,7 +47,7 @@ from .client_errors import client_errors
 from .column_ddl import DeltaColumns
 from .commits import DeltaChanges
 from .lake import Lake
-from .layout import ROWID, Layout, read_layout
+from .layout import ROWID, Layout
 from .planning import DeltaScanPlanning
 from .rowid_claims import RowidClaims
 from .rowid_counter import RowidCounter
@@ -124,18 +124,28 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
         if latest is None:
             if version != self._layout_version:
                 self.reread_layout()
-        elif self._layout_shape is None and version == self._layout_version:
-            self._layout_shape = direct.shape(latest)  # of the version the layout was read at
-        elif direct.shape(latest) != self._layout_shape:
+            return self.layout, version
+        if self._layout_shape is None:
+            self._layout_shape = self._shape_at(self._layout_version)
+        if direct.shape(latest) != self._layout_shape:
             self.reread_layout()
         else:
             self._layout_version = version
         return self.layout, version
 
+    def _shape_at(self, version: int | None) -> str | None:
+        """direct.shape of a version (that the layout was read at), None where delta-rs does
+        not open it. Read when first needed: a table opened and then written (CREATE TABLE,
+        then INSERT) compares its new version with it rather than asking Spark again."""
+        if version is None or self.snapshots is None:
+            return None
+        snapshot = self.snapshots.at(version)
+        return direct.shape(snapshot) if snapshot is not None else None
+
     def reread_layout(self) -> None:
         """Spark's reading of the table's layout, with the version and shape it was read at."""
         latest = self.snapshots.latest() if self.snapshots is not None else None
-        self.layout = read_layout(self.spark, self.layout.ident)
+        self.layout = self.backend.layouts.read(self.layout.ident, self.layout.location)
         if self.layout.location is not None:
             self._layout_version = log_version(self.layout.location / "_delta_log")
         self._layout_shape = direct.shape(latest) if latest is not None else None
