@@ -185,6 +185,11 @@ class Snapshots:
                 return self._latest
         return self._open(version)
 
+    def shape_at(self, version: int | None) -> str | None:
+        """shape() of the table at version, None where delta-rs does not open it."""
+        snapshot = self.at(version) if version is not None else None
+        return shape(snapshot) if snapshot is not None else None
+
     def _open(self, version: int | None) -> Any:
         from deltalake import DeltaTable
 

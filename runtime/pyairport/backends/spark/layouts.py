@@ -27,6 +27,8 @@ KEPT_SHAPES = 1024
 
 
 class Layouts:
+    """One backend's layouts: read by Spark once per shape, for tables named by folder."""
+
     def __init__(self, spark: Any, shares_files: bool) -> None:
         self.spark = spark
         self.shares_files = shares_files  # delta-rs reads the folders Spark names
@@ -39,7 +41,7 @@ class Layouts:
         if folder is None or not self._by_folder(ident, folder):
             return read_layout(self.spark, ident)
         version = log_version(folder / "_delta_log")
-        shape = _shape(folder, version)
+        shape = direct.Snapshots(folder).shape_at(version)
         if shape is not None:
             with self._lock:
                 known = self._by_shape.get(shape)
@@ -64,9 +66,3 @@ class Layouts:
             and os.path.normpath(folder) == str(folder)
             and ident == path_ident(str(folder))
         )
-
-
-def _shape(folder: Path, version: int | None) -> str | None:
-    """direct.shape of the folder's table at version, None where delta-rs does not open it."""
-    snapshot = direct.Snapshots(folder).at(version) if version is not None else None
-    return direct.shape(snapshot) if snapshot is not None else None

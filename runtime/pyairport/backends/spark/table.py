@@ -121,26 +121,20 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
         ):
             return self.layout, version
         latest = self.snapshots.latest(version) if self.snapshots is not None else None
-        if latest is None:
+        if latest is None or self.snapshots is None:
             if version != self._layout_version:
                 self.reread_layout()
             return self.layout, version
         if self._layout_shape is None:
-            self._layout_shape = self._shape_at(self._layout_version)
+            # the shape of the version the layout was read at, first needed now: a table
+            # opened and then written (CREATE TABLE, then INSERT) is compared through delta-rs
+            # rather than read by Spark again
+            self._layout_shape = self.snapshots.shape_at(self._layout_version)
         if direct.shape(latest) != self._layout_shape:
             self.reread_layout()
         else:
             self._layout_version = version
         return self.layout, version
-
-    def _shape_at(self, version: int | None) -> str | None:
-        """direct.shape of a version (that the layout was read at), None where delta-rs does
-        not open it. Read when first needed: a table opened and then written (CREATE TABLE,
-        then INSERT) compares its new version with it rather than asking Spark again."""
-        if version is None or self.snapshots is None:
-            return None
-        snapshot = self.snapshots.at(version)
-        return direct.shape(snapshot) if snapshot is not None else None
 
     def reread_layout(self) -> None:
         """Spark's reading of the table's layout, with the version and shape it was read at."""
