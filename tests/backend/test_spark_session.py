@@ -27,3 +27,40 @@ def test_a_connect_server_without_delta_is_one_line() -> None:
         )
         assert "\n" not in str(err.value)
     _require_delta(_Session("io.delta.sql.DeltaSparkSessionExtension"), "sc://h:1")
+
+
+class _Process:
+    def __init__(self, status: int | None) -> None:
+        self.status = status
+
+    def poll(self) -> int | None:
+        return self.status
+
+
+class _Gateway:
+    def __init__(self, status: int | None) -> None:
+        self.proc = _Process(status)
+
+
+@pytest.mark.spark
+def test_a_call_that_raced_the_jvms_death_is_the_engine_lost(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """py4j words a call cut off by the JVM's death in more ways than one (a class lookup with
+    no answer says "PythonUtils does not exist in the JVM"): whether the JVM has exited decides,
+    so the statement fails UNAVAILABLE and the server restarts rather than going on INTERNAL."""
+    from py4j.protocol import Py4JError, Py4JNetworkError
+    from pyspark import SparkContext
+
+    from pyairport.backends.spark.session import engine_lost
+
+    raced = Py4JError("PythonUtils does not exist in the JVM")
+    monkeypatch.setattr(SparkContext, "_gateway", _Gateway(-9))
+    assert engine_lost(raced)
+    assert engine_lost(Py4JNetworkError("Answer from Java side is empty"))
+    assert not engine_lost(ValueError("a client's own mistake"))
+    monkeypatch.setattr(SparkContext, "_gateway", _Gateway(None))
+    assert not engine_lost(raced)
+    assert engine_lost(Py4JError("An error occurred: Connection refused"))
+    monkeypatch.setattr(SparkContext, "_gateway", None)
+    assert not engine_lost(raced)

@@ -234,9 +234,7 @@ def jvm_exit_code(spark: Any) -> int | None:
     while it runs, and for a session whose JVM is not this process's (Spark Connect)."""
     if is_connect(spark):
         return None
-    from pyspark import SparkContext
-
-    process = getattr(SparkContext._gateway, "proc", None)
+    process = _local_jvm()
     return None if process is None else process.poll()
 
 
@@ -250,10 +248,22 @@ def engine_lost(exc: BaseException) -> bool:
 
     if isinstance(exc, (Py4JNetworkError, ConnectionError)):
         return True
+    if not isinstance(exc, Py4JError):
+        return False
     text = str(exc)
-    return isinstance(exc, Py4JError) and (
-        "Answer from Java side is empty" in text or "Connection refused" in text
-    )
+    if "Answer from Java side is empty" in text or "Connection refused" in text:
+        return True
+    # A call that raced the JVM's death can fail in other words ("PythonUtils does not exist
+    # in the JVM" when a class lookup got no answer): the process's own state decides.
+    process = _local_jvm()
+    return process is not None and process.poll() is not None
+
+
+def _local_jvm() -> Any:
+    """The JVM process this process started for Spark (a Popen), or None."""
+    from pyspark import SparkContext
+
+    return getattr(SparkContext._gateway, "proc", None)
 
 
 def default_driver_memory(total_bytes: int | None = None) -> str:
