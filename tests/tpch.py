@@ -20,34 +20,35 @@ TRACKED = (
     " 'delta.checkpointInterval' = '5'"
 )
 # The refresh functions, as a DuckDB user runs them against a catalog `{db}` (TPC-H's RF1 and
-# RF2 and an UPDATE, on one order in every `STEP` so that each scale factor changes 0.1%).
+# RF2 and an UPDATE, on one order in every `STEP` so that each scale factor changes 0.1%), with
+# the values `refresh_values` gives for a round.
 STEP = 1000
 NEW_KEYS = 100_000_000  # past every generated order key
 REFRESH = (
     (
         "RF1 orders",
         "INSERT INTO {db}.orders SELECT o_orderkey + {new} AS o_orderkey, * EXCLUDE (o_orderkey)"
-        " FROM memory.main.orders WHERE o_orderkey % {step} = 1",
+        " FROM memory.main.orders WHERE o_orderkey % {step} = {insert}",
     ),
     (
         "RF1 lineitem",
         "INSERT INTO {db}.lineitem SELECT l_orderkey + {new} AS l_orderkey, * EXCLUDE (l_orderkey)"
-        " FROM memory.main.lineitem WHERE l_orderkey % {step} = 1",
+        " FROM memory.main.lineitem WHERE l_orderkey % {step} = {insert}",
     ),
     (
         "RF2 lineitem",
         "DELETE FROM {db}.lineitem WHERE l_orderkey IN"
-        " (SELECT o_orderkey FROM memory.main.orders WHERE o_orderkey % {step} = 2)",
+        " (SELECT o_orderkey FROM memory.main.orders WHERE o_orderkey % {step} = {delete})",
     ),
     (
         "RF2 orders",
         "DELETE FROM {db}.orders WHERE o_orderkey IN"
-        " (SELECT o_orderkey FROM memory.main.orders WHERE o_orderkey % {step} = 2)",
+        " (SELECT o_orderkey FROM memory.main.orders WHERE o_orderkey % {step} = {delete})",
     ),
     (
         "UPDATE orders",
         "UPDATE {db}.orders SET o_comment = 'refreshed', o_totalprice = o_totalprice + 1"
-        " WHERE o_orderkey % {step} = 3",
+        " WHERE o_orderkey % {step} = {update}",
     ),
 )
 
@@ -141,11 +142,25 @@ def differences_from_reference(got: Sequence[tuple[Any, ...]], want: list[list[s
     return ""
 
 
-def refresh(connection: Any, database: str) -> None:
-    """The refresh functions against database (the attached lake, or DuckDB's own copy). They
-    read DuckDB's own copy for their rows and keys: refresh the lake first."""
-    for _, statement in REFRESH:
-        connection.execute(statement.format(db=database, new=NEW_KEYS, step=STEP))
+def refresh_values(round_: int = 0) -> dict[str, int]:
+    """What REFRESH's statements are formatted with in round round_ (0 first): each round
+    inserts keys of its own and deletes and updates orders no other round touches (orders
+    whose key leaves its own remainder by STEP), so that rounds may follow one another."""
+    return {
+        "new": NEW_KEYS * (round_ + 1),
+        "step": STEP,
+        "insert": 3 * round_ + 1,
+        "delete": 3 * round_ + 2,
+        "update": 3 * round_ + 3,
+    }
+
+
+def refresh(connection: Any, database: str, rounds: int = 1) -> None:
+    """The refresh functions against database (the attached lake, or DuckDB's own copy), rounds
+    times. They read DuckDB's own copy for their rows and keys: refresh the lake first."""
+    for round_ in range(rounds):
+        for _, statement in REFRESH:
+            connection.execute(statement.format(db=database, **refresh_values(round_)))
 
 
 TOTALS = (
