@@ -12,12 +12,13 @@ geometric mean and the worst, and the server's peak resident memory (its Python 
 Spark's JVM) while the queries ran.
 
 With --dml, the refresh functions (RF1: INSERT of new orders and their lineitems; RF2: DELETE by
-`IN (subquery)`; an UPDATE) run through DuckDB on the row-tracked lake, timed beside Spark SQL
+`IN (subquery)`; an UPDATE) run through DuckDB (on one thread) on the row-tracked lake, timed
+beside Spark SQL
 doing the same to a copy of the same tables (INSERT … SELECT, MERGE … WHEN MATCHED THEN DELETE,
 MERGE … UPDATE), --dml-rounds times on rows no other round touches (the first round is each
 JVM's first run of these statements on these tables, the Spark SQL's after its own MERGEs of
-RF2, the server's after its warm-up's), and the changed tables are compared with DuckDB's own
-after the same statements.
+RF2, the server's after its warm-up's; each round and the medians are printed), and the changed
+tables are compared with DuckDB's own after the same statements.
 
     python bench/tpch.py --scale 1 --dml
     python bench/tpch.py --scale 1 --shapes plain --serve '--data-socket auto --scan-parts 2'
