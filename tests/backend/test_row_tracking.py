@@ -149,3 +149,63 @@ def test_what_spark_still_reads_streams_in_bounded_pieces(
         assert len(pieces) == files > 1
     finally:
         backend.close()
+
+
+def test_rows_found_by_their_ids_read_only_the_files_that_may_hold_them(
+    spark_backend: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """How a row-tracked UPDATE or DELETE finds its rows (file_parts.read with rowids): the
+    rows with those ids, as Spark numbers them, including a rewritten row's kept id; a file
+    whose ids (its base row id and its row count) miss them all is not read, one holding
+    rewritten rows always is."""
+    import numpy as np
+
+    from pyairport.backends.spark import SparkBackend, file_parts
+
+    spark = spark_backend.spark
+    ident = f"delta.`{tmp_path / 's' / 't'}`"
+    spark.sql(f"CREATE TABLE {ident} (a BIGINT, b STRING) USING delta TBLPROPERTIES ({PROPERTIES})")
+    for start in (0, 1000, 2000):
+        spark.sql(f"INSERT INTO {ident} SELECT id, 'x' FROM range({start}, {start + 1000})")
+    spark.sql(f"UPDATE {ident} SET b = 'updated' WHERE a = 1500")  # a new file, its id kept
+    ids = {
+        r["a"]: r["rowid"]
+        for r in spark.sql(f"SELECT _metadata.row_id AS rowid, a FROM {ident}").collect()
+    }
+    files = spark.sql(f"SELECT count(DISTINCT _metadata.file_path) FROM {ident}").first()[0]
+    wanted = np.array(sorted([ids[10], ids[1500], ids[2999], 10**12]), dtype=np.int64)
+    checked: list[str] = []  # each batch whose rows were checked against the ids, by how
+    members, within = file_parts._members, file_parts._within
+
+    def by_id(batch_ids: pa.Array, sorted_ids: np.ndarray) -> np.ndarray:
+        checked.append("by id")
+        return members(batch_ids, sorted_ids)
+
+    def by_position(sorted_ids: np.ndarray, start: int, count: int) -> np.ndarray:
+        checked.append("by position")
+        return within(sorted_ids, start, count)
+
+    monkeypatch.setattr(file_parts, "_members", by_id)
+    monkeypatch.setattr(file_parts, "_within", by_position)
+    backend = SparkBackend(spark, tmp_path)
+    try:
+        ctx = Context.background()
+        table: Any = backend.catalog.schema(ctx, "s").table(ctx, "t")  # type: ignore[union-attr]
+        layout, version = table.fresh_layout()
+        part = table.part_files(layout, table.direct_snapshot(layout, None, version))
+        every = list(range(part.files.num_rows))
+        read = file_parts.read(ctx, part, every, ["rowid", "a", "b"], None, 0, wanted).read_all()
+        assert sorted(read.select(["rowid", "a", "b"]).to_pylist(), key=str) == sorted(
+            [
+                {"rowid": ids[10], "a": 10, "b": "x"},
+                {"rowid": ids[1500], "a": 1500, "b": "updated"},
+                {"rowid": ids[2999], "a": 2999, "b": "x"},
+            ],
+            key=str,
+        )
+        # each one batch here: the files of a = 10 and a = 2999, the one a = 1500 was in
+        # (its id still in the file's range; its deletion vector drops it), by position; and
+        # its new one, which keeps its id, by id
+        assert sorted(checked) == ["by id", *["by position"] * 3] and len(checked) < files
+    finally:
+        backend.close()

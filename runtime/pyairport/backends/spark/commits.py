@@ -28,7 +28,6 @@ import pyarrow.parquet as pq
 
 from airport_contracts import Context
 
-from ... import filters
 from ..arrow_convert import convert
 from ..shaping import full_width
 from . import file_parts
@@ -58,8 +57,10 @@ INLINE_INSERT_ROWS = 64
 # own `DELETE … WHERE column IN (…)`, and Spark's count (where the server does not read the
 # files) filters by them: Delta skips the files that hold none of them. On TPC-H SF 1's
 # lineitem, 1,500 order keys: the DELETE 2.7 s against the MERGE's 5.8 s, Spark's count 0.8 s
-# against its semi join's 1.6 s (counted in the files instead: no Spark job).
-INLINE_KEYS = 4_096
+# against its semi join's 1.6 s (counted in the files instead: no Spark job). On SF 3's
+# (2026-11-30, warm rounds): 4,500 keys 2.8–5.0 s against the MERGE's 8.4–9.6 s, 18,000 keys
+# 3.5–4.0 s, 36,000 keys 5.3 s against 9.3 s; 144,000 keys 16 s against the MERGE's 12 s.
+INLINE_KEYS = 16_384
 # An UPDATE's MERGE lists them too only where Delta skips files holding at least this share of
 # the table's rows by them: a list it skips nothing by costs the MERGE (TPC-H SF 1's orders,
 # 1,500 keys spread over every file: 3.2 s against 2.6 s without, medians of 8 warm runs),
@@ -401,10 +402,9 @@ class DeltaChanges:
         names = [*columns, ROWID]
         if files is None:
             return self.rows_for(ids, f" VERSION AS OF {version}").select(names)
-        wanted = filters.In(ROWID, tuple(int(i) for i in np.unique(ids)), negated=False)
         every = list(range(files.files.num_rows))
-        read = file_parts.read(Context.background(), files, every, names, wanted, 0).read_all()
-        return read.select(names)
+        reader = file_parts.read(Context.background(), files, every, names, None, 0, np.unique(ids))
+        return reader.read_all().select(names)
 
     def _count_joined(self, source: pa.Table, join: str, on: str, clause: str) -> int:
         """How many rows the table (at clause's version) joined (JOIN, LEFT SEMI JOIN) to

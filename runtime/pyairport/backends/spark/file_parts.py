@@ -131,16 +131,20 @@ def read(
     wanted: list[str],
     predicate: filters.Predicate | None,
     limit: int,
+    rowids: np.ndarray | None = None,
 ) -> pa.RecordBatchReader:
     """The rows of the files at indexes, full width in the served schema (the columns not
-    wanted null), filtered; limit > 0 stops after that many rows."""
+    wanted null), filtered; limit > 0 stops after that many rows. rowids (sorted): only the
+    rows with these ids, and of a row-tracked table no file whose ids miss them all read."""
     expression = filters.arrow_expression(predicate) if predicate is not None else None
     needed = list(dict.fromkeys(wanted + (filters.columns_of(predicate) if predicate else [])))
+    if rowids is not None and ROWID not in needed:
+        needed.append(ROWID)
 
     def batches() -> Iterator[pa.RecordBatch]:
         remaining = limit or None
         for index in indexes:
-            for batch in _file_batches(part, index, needed, expression):
+            for batch in _file_batches(part, index, needed, expression, rowids):
                 ctx.raise_if_done()
                 if remaining is not None:
                     batch = batch.slice(0, remaining)
@@ -154,7 +158,7 @@ def read(
 
 
 def _file_batches(
-    part: PartFiles, index: int, needed: list[str], expression: Any
+    part: PartFiles, index: int, needed: list[str], expression: Any, rowids: np.ndarray | None
 ) -> Iterator[pa.RecordBatch]:
     relative = unquote(part.files.column("path")[index].as_py())
     path = part.location / relative
@@ -171,6 +175,11 @@ def _file_batches(
     base = part.base_row_ids.get(str(Path(relative))) if part.base_row_ids is not None else None
     if tracked and base is None:
         raise RuntimeError(f"the log gives no base row id for {relative}")
+    if rowids is not None and base is not None and materialized is None:
+        # every row's id is base + its position: a file none of rowids falls in is not read
+        records = part.files.column("num_records")[index].as_py()
+        if records is not None and not _any_within(rowids, base, base + records):
+            return
     mask = part.masks.get(str(Path(relative)))
     in_order = mask is not None or tracked
     pushed = not in_order and _on(expression, present, needed) and read == present
@@ -194,14 +203,46 @@ def _file_batches(
             if columns
             else batch.select([])
         )
-        if mask is not None:
-            named = named.filter(pa.array(mask[offset : offset + rows]))
+        keep = mask[offset : offset + rows] if mask is not None else None
+        if rowids is not None:
+            asked = (
+                _within(rowids, base + offset, rows)
+                if tracked and base is not None and materialized is None
+                else _members(named.column(ROWID), rowids)
+            )
+            keep = asked if keep is None else keep & asked
+        if keep is not None:
+            named = named.filter(pa.array(keep))
         offset += rows
         named = _completed(part, index, named, needed)
         if expression is not None and not pushed:
             named = named.filter(expression)
         if named.num_rows:
             yield named
+
+
+def _any_within(sorted_ids: np.ndarray, low: int, high: int) -> bool:
+    """Whether any of sorted_ids is in [low, high)."""
+    at = int(np.searchsorted(sorted_ids, low))
+    return at < len(sorted_ids) and int(sorted_ids[at]) < high
+
+
+def _within(sorted_ids: np.ndarray, start: int, count: int) -> np.ndarray:
+    """Which of count rows whose ids run from start on are among sorted_ids."""
+    low, high = np.searchsorted(sorted_ids, [start, start + count])
+    asked = np.zeros(count, dtype=bool)
+    asked[sorted_ids[low:high] - start] = True
+    return asked
+
+
+def _members(ids: pa.Array, sorted_ids: np.ndarray) -> np.ndarray:
+    """Which of ids are among sorted_ids: a binary search each (Arrow's is_in would hash
+    the whole set again for every batch)."""
+    values = ids.to_numpy(zero_copy_only=False)
+    if not len(sorted_ids):
+        return np.zeros(len(values), dtype=bool)
+    at = np.minimum(np.searchsorted(sorted_ids, values), len(sorted_ids) - 1)
+    return np.asarray(sorted_ids[at] == values)
 
 
 def _on(expression: Any, present: list[str], needed: list[str]) -> bool:
