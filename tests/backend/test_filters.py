@@ -5,6 +5,8 @@ row the whole filter keeps (DuckDB re-applies the filter, so extra rows are harm
 from __future__ import annotations
 
 import json
+from datetime import date
+from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
@@ -16,8 +18,17 @@ from airport_contracts import Context, ScanOptions
 from pyairport import filters
 from pyairport.backends.memory import memory_table
 
-COLUMNS = pa.schema([("rowid", pa.int64()), ("id", pa.int64()), ("name", pa.string())])
-NAMES = ["id", "name", "rowid"]  # DuckDB's binding order need not be the table's
+COLUMNS = pa.schema(
+    [
+        ("rowid", pa.int64()),
+        ("id", pa.int64()),
+        ("name", pa.string()),
+        ("day", pa.date32()),
+        ("price", pa.decimal128(15, 4)),
+        ("huge", pa.decimal128(38, 10)),
+    ]
+)
+NAMES = ["id", "name", "rowid", "day", "price", "huge"]  # DuckDB's order need not be the table's
 
 
 def col(name: str, type_id: str = "BIGINT") -> dict[str, Any]:
@@ -37,6 +48,22 @@ def const(value: Any, type_id: str = "BIGINT") -> dict[str, Any]:
         "type": "VALUE_CONSTANT",
         "alias": "",
         "value": {"type": {"id": type_id, "type_info": None}, "is_null": False, "value": value},
+    }
+
+
+def decimal_const(serialized: Any, width: int, scale: int) -> dict[str, Any]:
+    """A DECIMAL constant as DuckDB writes it: its unscaled value (a hugeint's halves past
+    18 digits), the width and scale in the type."""
+    info = {"type": "DECIMAL_TYPE_INFO", "alias": "", "width": width, "scale": scale}
+    return {
+        "expression_class": "BOUND_CONSTANT",
+        "type": "VALUE_CONSTANT",
+        "alias": "",
+        "value": {
+            "type": {"id": "DECIMAL", "type_info": info},
+            "is_null": False,
+            "value": serialized,
+        },
     }
 
 
@@ -134,11 +161,68 @@ def test_unknown_parts_widen_and_never_narrow() -> None:
     assert parse(op("OPERATOR_NOT", known)) == filters.Not(filters.Compare("id", "==", 1))
 
 
+def test_dates_and_decimals_as_duckdb_writes_them() -> None:
+    """A DATE is its days since 1970; a DECIMAL its unscaled integer with the type's scale,
+    a hugeint's upper and lower 64 bits past 18 digits (as DuckDB 1.4 sends them)."""
+    day = col("day", "DATE")
+    assert parse(cmp("GREATERTHANOREQUALTO", day, const(8766, "DATE"))) == filters.Compare(
+        "day", ">=", date(1994, 1, 1)
+    )
+    assert parse(cmp("LESSTHAN", day, const(-719162, "DATE"))) == filters.Compare(
+        "day", "<", date(1, 1, 1)
+    )
+    between = {
+        "expression_class": "BOUND_BETWEEN",
+        "type": "COMPARE_BETWEEN",
+        "input": col("price", "DECIMAL"),
+        "lower": decimal_const(500, 15, 4),
+        "upper": decimal_const(-700, 15, 4),
+        "lower_inclusive": True,
+        "upper_inclusive": False,
+    }
+    assert parse(between) == filters.Between(
+        "price", Decimal("0.0500"), Decimal("-0.0700"), True, False
+    )
+    largest = 10**38 - 1
+    halves = {"upper": largest >> 64, "lower": largest & (2**64 - 1)}
+    negative = {"upper": -1, "lower": 2**64 - 17500000000}  # -1.75
+    assert parse(
+        op(
+            "COMPARE_IN",
+            col("huge", "DECIMAL"),
+            decimal_const(halves, 38, 10),
+            decimal_const(negative, 38, 10),
+        )
+    ) == filters.In(
+        "huge",
+        (Decimal("9999999999999999999999999999.9999999999"), Decimal("-1.7500000000")),
+        False,
+    )
+
+
+def test_dates_and_decimals_that_do_not_fit_are_left_to_duckdb() -> None:
+    price, huge, day = col("price", "DECIMAL"), col("huge", "DECIMAL"), col("day", "DATE")
+    # DuckDB's infinite dates, and days past Python's
+    assert parse(cmp("GREATERTHAN", day, const(2**31 - 1, "DATE"))) is None
+    assert parse(cmp("GREATERTHAN", day, const(-(2**31) + 1, "DATE"))) is None
+    assert parse(cmp("EQUAL", day, const("2024-01-01", "DATE"))) is None
+    # another scale than the column's, wider than its type, or than the column's
+    assert parse(cmp("EQUAL", price, decimal_const(5, 15, 2))) is None
+    assert parse(cmp("EQUAL", price, decimal_const(10**5, 4, 2))) is None
+    assert parse(cmp("EQUAL", price, decimal_const(10**16, 18, 4))) is None
+    assert parse(cmp("EQUAL", price, decimal_const(5, 39, 4))) is None
+    # a hugeint's halves out of their 64 bits, or not integers
+    assert parse(cmp("EQUAL", huge, decimal_const({"upper": 0, "lower": 2**64}, 38, 10))) is None
+    assert parse(cmp("EQUAL", huge, decimal_const({"upper": 0, "lower": 1.5}, 38, 10))) is None
+    # a date against a decimal, a decimal against an integer column
+    assert parse(cmp("EQUAL", price, const(8766, "DATE"))) is None
+    assert parse(cmp("EQUAL", col("id"), decimal_const(5, 15, 0))) is None
+
+
 def test_what_is_never_pushed_down() -> None:
     assert filters.parse(b"not json", COLUMNS) is None
     assert filters.parse(b"", COLUMNS) is None
     assert filters.parse(b'{"filters": 3}', COLUMNS) is None
-    assert parse(cmp("EQUAL", col("id"), const("2024-01-01", "DATE"))) is None
     no_id = pa.schema([("rowid", pa.int64()), ("name", pa.string())])
     assert filters.parse(document(cmp("EQUAL", col("id"), const(1))), no_id) is None
     # a constant that does not fit its column is left to DuckDB (no backend casts)
@@ -256,6 +340,9 @@ def test_a_filtered_scan_keeps_every_row_the_filter_keeps(tree: list[dict[str, A
 
 # --- writing: what a client sends (filters.to_json) -------------------------------------------
 
+dates = st.dates(min_value=date(1, 1, 1), max_value=date(9999, 12, 31))
+prices = st.decimals(-(10**11) + 1, 10**11 - 1, places=4)  # DECIMAL(15, 4)
+huge_values = st.decimals(-(10**28) + 1, 10**28 - 1, places=10)  # DECIMAL(38, 10): a hugeint
 predicate_leaves = st.one_of(
     st.builds(
         filters.Compare,
@@ -279,6 +366,16 @@ predicate_leaves = st.one_of(
         st.booleans(),
         st.booleans(),
     ),
+    st.builds(filters.Compare, st.just("day"), st.sampled_from(["==", "<", ">="]), dates),
+    st.builds(filters.Between, st.just("day"), dates, dates, st.booleans(), st.booleans()),
+    st.builds(filters.Compare, st.just("price"), st.sampled_from(["==", "!=", ">"]), prices),
+    st.builds(
+        filters.In,
+        st.just("price"),
+        st.lists(prices, min_size=1, max_size=3).map(tuple),
+        st.booleans(),
+    ),
+    st.builds(filters.Compare, st.just("huge"), st.sampled_from(["<=", "=="]), huge_values),
 )
 predicates = st.recursive(
     predicate_leaves,
@@ -313,6 +410,25 @@ SQL_ROWS = pa.table(
         "rowid": pa.array(range(10), pa.int64()),
         "id": pa.array([1, -2, 3, None, 2**63 - 1, -(2**63), 0, 8, 5, -5], pa.int64()),
         "name": ["a", "it's", None, "", "ü", '"q"', "a\\b", "zz", "A", "%_"],
+        "day": pa.array(
+            [date(1970, 1, 1), date(1, 1, 1), date(9999, 12, 31), None, date(1969, 12, 31)]
+            + [date(1994, 1, 1), date(2000, 2, 29), date(1994, 1, 2), date(2024, 6, 1), None],
+            pa.date32(),
+        ),
+        "price": pa.array(
+            [Decimal(v) if v else None for v in ["0.0500", "-0.0700", "0.0000", None, "24.0000"]]
+            + [
+                Decimal(v) for v in ["99999999999.9999", "-99999999999.9999", "0.0001", "7", "0.05"]
+            ],
+            pa.decimal128(15, 4),
+        ),
+        "huge": pa.array(
+            [Decimal("9999999999999999999999999999.9999999999"), None, Decimal("-1.75")]
+            + [Decimal("-9999999999999999999999999999.9999999999"), Decimal("0")] * 2
+            + [Decimal("1e-10"), Decimal("123456789012345678.5")]
+            + [None],
+            pa.decimal128(38, 10),
+        ),
     }
 )
 
@@ -379,3 +495,24 @@ def test_the_sql_delta_rs_runs_keeps_exactly_the_rows_the_filter_keeps(
     ).read_all()
     expected = [r["rowid"] for r in SQL_ROWS.to_pylist() if _sql_truth(predicate, r) is True]
     assert sorted(kept.column("rowid").to_pylist()) == expected
+
+
+@pytest.fixture(scope="module")
+def spark_rows(spark_backend: Any) -> Any:
+    return spark_backend.spark.createDataFrame(SQL_ROWS)
+
+
+@pytest.mark.spark
+@settings(max_examples=40, deadline=None)
+@given(predicates)
+@example(filters.Between("price", Decimal("-0.0700"), Decimal("0.0500"), True, False))
+@example(filters.In("day", (date(1, 1, 1), date(9999, 12, 31)), negated=True))
+@example(filters.Compare("huge", "<=", Decimal("-1.7500000000")))
+def test_spark_keeps_exactly_the_rows_the_filter_keeps(
+    spark_rows: Any, predicate: filters.Predicate
+) -> None:
+    """filters.spark_column (scans Spark serves: a timestamp time point, a remote lake) on
+    the same rows: dates and decimals compared as Spark's own types, exactly."""
+    kept = spark_rows.where(filters.spark_column(predicate, spark_rows)).select("rowid")
+    expected = [r["rowid"] for r in SQL_ROWS.to_pylist() if _sql_truth(predicate, r) is True]
+    assert sorted(r["rowid"] for r in kept.collect()) == expected

@@ -266,6 +266,52 @@ def test_a_spark_lakes_statistics_give_duckdbs_own_answers(
 
 
 @pytest.mark.spark
+def test_a_spark_lakes_dates_and_decimals_are_filtered_by_the_server(
+    spark_lake: tuple[Any, str, str], open_session: OpenSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DuckDB's filters on DATE and DECIMAL columns (TPC-H's on dates, discounts, quantities)
+    run in the server: only the matching rows cross the wire, and the answers are DuckDB's
+    own."""
+    from pyairport.backends.spark import direct
+
+    spark, ident, location = spark_lake
+    sent: list[int] = []
+    read = direct.read
+
+    def counted(*args: Any, **kwargs: Any) -> pa.RecordBatchReader:
+        rows = read(*args, **kwargs).read_all()
+        sent.append(rows.num_rows)
+        return pa.RecordBatchReader.from_batches(rows.schema, rows.to_batches())
+
+    monkeypatch.setattr(direct, "read", counted)
+    duck = open_session(location)
+    _own(duck, "typed", _spark_rows(spark, ident))
+    queries = [
+        f"SELECT i, d, day FROM {{t}} WHERE {where}"
+        for where in (
+            "day >= DATE '2020-09-01'",
+            "day BETWEEN DATE '2020-02-01' AND DATE '2020-02-29'",
+            "day IN (DATE '2020-01-02', DATE '2020-03-03') OR day IS NULL",
+            "d IN (1.00, 33.33, 50.67)",
+            "d >= 50 AND d < 60.5",
+            "d <> 2.33 AND day < DATE '2020-01-20'",
+            "NOT (d BETWEEN 0.05 AND 90)",
+        )
+    ]
+    for query in queries:
+        sent.clear()
+        mine = sorted(duck.run(query.format(t="typed")))
+        assert sorted(duck.run(query.format(t="lake.sales.typed"))) == mine, query
+        assert sent == [len(mine)], query  # the filter ran in the server, not in DuckDB
+    # split into parts, each part's files read by pyarrow with the filter as its expression
+    monkeypatch.setattr(SPLIT, "max_parts", 3)
+    monkeypatch.setattr(SPLIT, "rows_per_part", 1)
+    parts = open_session(location)
+    _own(parts, "typed", _spark_rows(spark, ident))
+    _same_answers(parts, "lake.sales.typed", "typed", queries)
+
+
+@pytest.mark.spark
 def test_a_spark_lakes_split_scans_equal_one_endpoint(
     spark_lake: tuple[Any, str, str], open_session: OpenSession
 ) -> None:

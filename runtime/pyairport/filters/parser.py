@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import functools
 import json
+from datetime import date
+from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
 
+from . import constants
 from .model import And, Between, Compare, In, IsNull, Not, Or, Predicate
 
 # DuckDB logical type ids whose JSON constants are plain JSON scalars with the same meaning.
@@ -162,9 +165,17 @@ class _Reader:
         if node["expression_class"] != "BOUND_CONSTANT":
             raise _Unsupported(node["expression_class"])
         value = node["value"]
-        if value["type"]["id"] not in SCALAR_TYPES or value.get("is_null"):
+        type_id = value["type"]["id"]
+        if value.get("is_null"):
             raise _Unsupported("constant")
-        scalar = value["value"]
+        if type_id in SCALAR_TYPES:
+            scalar = value["value"]
+        elif type_id == "DATE":
+            scalar = constants.date_value(value["value"])
+        elif type_id == "DECIMAL":
+            scalar = constants.decimal_value(value["value"], value["type"]["type_info"])
+        else:
+            raise _Unsupported("constant")
         if not _fits(scalar, self.columns[column]):
             raise _Unsupported("constant type")
         return scalar
@@ -177,4 +188,12 @@ def _fits(value: Any, column: pa.DataType) -> bool:
         return bool(pa.types.is_integer(column)) and -(2**63) <= value < 2**63
     if isinstance(value, str):
         return bool(pa.types.is_string(column) or pa.types.is_large_string(column))
+    if isinstance(value, date):
+        return bool(pa.types.is_date32(column))
+    if isinstance(value, Decimal):  # DuckDB casts the constant to the column's type
+        return bool(
+            pa.types.is_decimal(column)
+            and constants.scale_of(value) == column.scale
+            and constants.digits_of(value) <= column.precision
+        )
     return False  # floats: see the module docstring

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import operator
+from datetime import date
 from typing import Any
 
 from .model import Predicate
@@ -17,11 +18,18 @@ def spark_column(predicate: Predicate, frame: Any) -> Any:
         predicate,
         Translator(
             column=frame.__getitem__,
-            literal=lambda value: value,
+            literal=_literal,
             is_null=lambda c: c.isNull(),
-            is_in=lambda c, values: c.isin(values),
+            is_in=lambda c, values: c.isin([_literal(v) for v in values]),
             both=operator.and_,
             either=operator.or_,
             negate=operator.invert,
         ),
     )
+
+
+def _literal(value: Any) -> Any:
+    """A constant as PySpark takes it. A date goes as its ISO text, which Spark casts to the
+    date column's type: PySpark's own conversion of a date writes a year before 1000 without
+    its leading zeros, which the JVM refuses."""
+    return value.isoformat() if isinstance(value, date) else value

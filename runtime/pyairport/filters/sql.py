@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import date
+from decimal import Decimal
 from typing import Any
 
+from . import constants
 from .model import Predicate
 from .translate import Translator, translate
 
@@ -44,13 +47,20 @@ class _SqlText:
 
 
 def _sql_literal(value: Any) -> _SqlText:
-    """A constant the parser admitted (boolean, integer or string) as a SQL literal."""
+    """A constant the parser admitted (boolean, integer, string, date or decimal) as a SQL
+    literal. A decimal is cast from its exact text: DataFusion reads `0.05` as a double."""
     if isinstance(value, bool):
         return _SqlText("TRUE" if value else "FALSE")
     if isinstance(value, int):
         return _SqlText(str(value))
     if isinstance(value, str):
         return _SqlText("'" + value.replace("'", "''") + "'")
+    if isinstance(value, date):
+        return _SqlText(f"DATE '{value.isoformat()}'")
+    if isinstance(value, Decimal):
+        scale = constants.scale_of(value)
+        width = max(constants.digits_of(value), scale, 1)
+        return _SqlText(f"CAST('{value:f}' AS DECIMAL({width}, {scale}))")
     raise TypeError(f"no SQL literal for {type(value).__name__}")
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from . import constants
 from .model import And, Between, Compare, In, IsNull, Not, Predicate
 from .parser import COMPARISONS
 
@@ -25,6 +26,8 @@ _DUCKDB_TYPES: tuple[tuple[Callable[[pa.DataType], bool], Callable[[pa.DataType]
     (pa.types.is_float32, lambda t: "FLOAT"),
     (pa.types.is_float64, lambda t: "DOUBLE"),
     (lambda t: pa.types.is_string(t) or pa.types.is_large_string(t), lambda t: "VARCHAR"),
+    (pa.types.is_date32, lambda t: "DATE"),
+    (pa.types.is_decimal, lambda t: "DECIMAL"),
 )
 
 
@@ -32,7 +35,7 @@ def to_json(predicate: Predicate, schema: pa.Schema) -> str:
     """The predicate as DuckDB's `json_filters` over a table with this schema: what DuckDB's
     Airport extension sends in an `endpoints` request, and what `parse` reads back. A top-level
     AND becomes separate filters, as DuckDB writes them. Columns of other types than boolean,
-    integer, floating point and string cannot be written (ValueError)."""
+    integer, floating point, string, date and decimal cannot be written (ValueError)."""
     names = schema.names
     columns = {f.name: f.type for f in schema}
     writer = _Writer(names, columns)
@@ -64,18 +67,32 @@ class _Writer:
             "expression_class": "BOUND_COLUMN_REF",
             "type": "BOUND_COLUMN_REF",
             "alias": "",
-            "return_type": {"id": self.type_id(name), "type_info": None},
+            "return_type": self.logical_type(name),
             "binding": {"table_index": 0, "column_index": self.names.index(name)},
             "depth": 0,
         }
 
+    def logical_type(self, column: str) -> dict[str, Any]:
+        type_id = self.type_id(column)
+        data_type = self.columns[column]
+        if type_id != "DECIMAL":
+            return {"id": type_id, "type_info": None}
+        shape = {"width": data_type.precision, "scale": data_type.scale}
+        return {"id": type_id, "type_info": {"type": "DECIMAL_TYPE_INFO", **shape}}
+
     def constant(self, value: Any, column: str) -> dict[str, Any]:
-        data_type = {"id": self.type_id(column), "type_info": None}
+        logical = self.logical_type(column)
+        serialized = value
+        if logical["id"] == "DATE":
+            serialized = constants.serialized_date(value)
+        elif logical["id"] == "DECIMAL":
+            info = logical["type_info"]
+            serialized = constants.serialized_decimal(value, info["width"], info["scale"])
         return {
             "expression_class": "BOUND_CONSTANT",
             "type": "VALUE_CONSTANT",
             "alias": "",
-            "value": {"type": data_type, "is_null": value is None, "value": value},
+            "value": {"type": logical, "is_null": value is None, "value": serialized},
         }
 
     def operator(self, kind: str, children: list[dict[str, Any]]) -> dict[str, Any]:
