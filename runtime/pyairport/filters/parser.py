@@ -192,7 +192,7 @@ def _fits(value: Any, column: pa.DataType) -> bool:
         return bool(pa.types.is_date32(column))
     if isinstance(value, Decimal):  # DuckDB casts the constant to the column's type
         return bool(
-            pa.types.is_decimal(column)
+            pa.types.is_decimal128(column)  # as DuckDB reads DECIMAL; other widths: DuckDB filters
             and constants.scale_of(value) == column.scale
             and constants.digits_of(value) <= column.precision
         )

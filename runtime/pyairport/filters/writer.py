@@ -27,7 +27,7 @@ _DUCKDB_TYPES: tuple[tuple[Callable[[pa.DataType], bool], Callable[[pa.DataType]
     (pa.types.is_float64, lambda t: "DOUBLE"),
     (lambda t: pa.types.is_string(t) or pa.types.is_large_string(t), lambda t: "VARCHAR"),
     (pa.types.is_date32, lambda t: "DATE"),
-    (pa.types.is_decimal, lambda t: "DECIMAL"),
+    (pa.types.is_decimal128, lambda t: "DECIMAL"),
 )
 
 
