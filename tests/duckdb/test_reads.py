@@ -9,7 +9,6 @@ from __future__ import annotations
 import decimal
 from collections.abc import Iterator
 from datetime import date, datetime
-from pathlib import Path
 from typing import Any
 
 import msgpack
@@ -195,14 +194,15 @@ SPARK_TYPED = (
 )
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def spark_lake(
-    spark_backend: Any, tmp_path: Path, airport_extension_path: str
+    spark_backend: Any, tmp_path_factory: pytest.TempPathFactory, airport_extension_path: str
 ) -> Iterator[tuple[Any, str, str]]:
     """A table plain Spark wrote in several files and partitions, with deletion vectors after
-    a DELETE and an UPDATE; yields (spark, its SQL name, the server's location)."""
+    a DELETE and an UPDATE; yields (spark, its SQL name, the server's location). The tests
+    only read it: they share it (and its server)."""
     spark = spark_backend.spark
-    lake = tmp_path / "lake"
+    lake = tmp_path_factory.mktemp("lake")
     ident = f"delta.`{lake / 'sales' / 'typed'}`"
     spark.sql(f"CREATE TABLE {ident} {SPARK_TYPED}")
     spark.sql(
