@@ -5,7 +5,7 @@ row the whole filter keeps (DuckDB re-applies the filter, so extra rows are harm
 from __future__ import annotations
 
 import json
-from datetime import date
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -26,9 +26,12 @@ COLUMNS = pa.schema(
         ("day", pa.date32()),
         ("price", pa.decimal128(15, 4)),
         ("huge", pa.decimal128(38, 10)),
+        ("at", pa.timestamp("us", tz="UTC")),  # Spark's TIMESTAMP: an instant
+        ("wall", pa.timestamp("us")),  # TIMESTAMP_NTZ: a wall clock
     ]
 )
-NAMES = ["id", "name", "rowid", "day", "price", "huge"]  # DuckDB's order need not be the table's
+# DuckDB's order need not be the table's
+NAMES = ["id", "name", "rowid", "day", "price", "huge", "at", "wall"]
 
 
 def col(name: str, type_id: str = "BIGINT") -> dict[str, Any]:
@@ -200,6 +203,50 @@ def test_dates_and_decimals_as_duckdb_writes_them() -> None:
     )
 
 
+def test_timestamps_as_duckdb_writes_them() -> None:
+    """A TIMESTAMP is its wall clock's microseconds since 1970, a TIMESTAMP WITH TIME ZONE its
+    instant's (as DuckDB 1.4 sends them; DuckDB casts the constant to the column's type)."""
+    at = col("at", "TIMESTAMP WITH TIME ZONE")
+    wall = col("wall", "TIMESTAMP")
+    assert parse(
+        cmp("GREATERTHAN", at, const(1577836800500000, "TIMESTAMP WITH TIME ZONE"))
+    ) == filters.Compare("at", ">", datetime(2020, 1, 1, 0, 0, 0, 500000, tzinfo=UTC))
+    assert parse(
+        op(
+            "COMPARE_IN",
+            wall,
+            const(1704067200123456, "TIMESTAMP"),
+            const(-62135596800000000, "TIMESTAMP"),
+        )
+    ) == filters.In("wall", (datetime(2024, 1, 1, 0, 0, 0, 123456), datetime(1, 1, 1)), False)
+    assert parse(cmp("LESSTHAN", wall, const(253402300799999999, "TIMESTAMP"))) == (
+        filters.Compare("wall", "<", datetime(9999, 12, 31, 23, 59, 59, 999999))
+    )
+
+
+def test_timestamps_that_do_not_fit_are_left_to_duckdb() -> None:
+    at, wall = col("at", "TIMESTAMP WITH TIME ZONE"), col("wall", "TIMESTAMP")
+    # DuckDB's infinities (±(2**63 - 1)) and times past Python's
+    assert parse(cmp("GREATERTHAN", wall, const(-(2**63) + 1, "TIMESTAMP"))) is None
+    assert parse(cmp("LESSTHAN", wall, const(2**63 - 1, "TIMESTAMP"))) is None
+    assert parse(cmp("LESSTHAN", wall, const(253402300800000000, "TIMESTAMP"))) is None
+    assert parse(cmp("EQUAL", wall, const("2024-01-01", "TIMESTAMP"))) is None
+    # an instant against a wall clock and back, nanoseconds, a date against a timestamp
+    assert parse(cmp("EQUAL", wall, const(0, "TIMESTAMP WITH TIME ZONE"))) is None
+    assert parse(cmp("EQUAL", at, const(0, "TIMESTAMP"))) is None
+    assert parse(cmp("EQUAL", wall, const(0, "TIMESTAMP_NS"))) is None
+    assert parse(cmp("EQUAL", wall, const(0, "DATE"))) is None
+    assert parse(cmp("EQUAL", col("day", "DATE"), const(0, "TIMESTAMP"))) is None
+    nanos = pa.schema([("wall", pa.timestamp("ns"))])
+    document_ns = json.dumps(
+        {
+            "filters": [cmp("EQUAL", col("wall", "TIMESTAMP_NS"), const(0, "TIMESTAMP"))],
+            "column_binding_names_by_index": NAMES,
+        }
+    )
+    assert filters.parse(document_ns, nanos) is None
+
+
 def test_dates_and_decimals_that_do_not_fit_are_left_to_duckdb() -> None:
     price, huge, day = col("price", "DECIMAL"), col("huge", "DECIMAL"), col("day", "DATE")
     # DuckDB's infinite dates, and days past Python's
@@ -343,6 +390,8 @@ def test_a_filtered_scan_keeps_every_row_the_filter_keeps(tree: list[dict[str, A
 dates = st.dates(min_value=date(1, 1, 1), max_value=date(9999, 12, 31))
 prices = st.decimals(-(10**11) + 1, 10**11 - 1, places=4)  # DECIMAL(15, 4)
 huge_values = st.decimals(-(10**28) + 1, 10**28 - 1, places=10)  # DECIMAL(38, 10): a hugeint
+walls = st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31, 23, 59, 59))
+instants = walls.map(lambda wall: wall.replace(tzinfo=UTC))
 predicate_leaves = st.one_of(
     st.builds(
         filters.Compare,
@@ -376,6 +425,15 @@ predicate_leaves = st.one_of(
         st.booleans(),
     ),
     st.builds(filters.Compare, st.just("huge"), st.sampled_from(["<=", "=="]), huge_values),
+    st.builds(filters.Compare, st.just("at"), st.sampled_from(["<", ">=", "!="]), instants),
+    st.builds(filters.Between, st.just("wall"), walls, walls, st.booleans(), st.booleans()),
+    st.builds(
+        filters.In,
+        st.just("at"),
+        st.lists(instants, min_size=1, max_size=3).map(tuple),
+        st.booleans(),
+    ),
+    st.builds(filters.Compare, st.just("wall"), st.sampled_from(["==", ">"]), walls),
 )
 predicates = st.recursive(
     predicate_leaves,
@@ -396,7 +454,7 @@ def test_what_a_client_writes_the_server_reads_back(predicate: filters.Predicate
 
 
 def test_a_filter_on_a_column_the_json_cannot_carry_is_refused() -> None:
-    schema = pa.schema([("at", pa.timestamp("us")), ("id", pa.int64())])
+    schema = pa.schema([("at", pa.timestamp("ns")), ("id", pa.int64())])
     with pytest.raises(ValueError, match="cannot filter column 'at' of type timestamp"):
         filters.to_json(filters.IsNull("at", False), schema)
     with pytest.raises(ValueError, match="the table has no such column"):
@@ -428,6 +486,24 @@ SQL_ROWS = pa.table(
             + [Decimal("1e-10"), Decimal("123456789012345678.5")]
             + [None],
             pa.decimal128(38, 10),
+        ),
+        "at": pa.array(
+            [datetime(1970, 1, 1, tzinfo=UTC), datetime(1, 1, 1, tzinfo=UTC), None]
+            + [datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)]
+            + [
+                datetime(2024, 2, 29, 12, 0, 0, 5, tzinfo=UTC),
+                datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+            ]
+            + [datetime(1500, 6, 1, 12, tzinfo=UTC), datetime(2024, 2, 29, 12, 0, 0, 6, tzinfo=UTC)]
+            + [datetime(2262, 4, 12, tzinfo=UTC), None],
+            pa.timestamp("us", tz="UTC"),
+        ),
+        "wall": pa.array(
+            [datetime(2024, 2, 29, 12), None, datetime(1, 1, 1, 0, 0, 0, 1)]
+            + [datetime(9999, 12, 31, 23, 59, 59, 999999), datetime(1970, 1, 1)]
+            + [datetime(1677, 9, 21), datetime(2024, 2, 29, 12, 0, 0, 1), None]
+            + [datetime(1969, 12, 31, 23, 59, 59), datetime(3000, 1, 1)],
+            pa.timestamp("us"),
         ),
     }
 )
@@ -478,6 +554,19 @@ def _sql_truth(predicate: filters.Predicate, row: dict[str, Any]) -> bool | None
     )
 
 
+@settings(max_examples=200, deadline=None)
+@given(predicates)
+@example(filters.Compare("at", "<", datetime(1, 1, 1, 0, 0, 0, 1, tzinfo=UTC)))
+def test_pyarrow_keeps_every_row_the_filter_keeps(predicate: filters.Predicate) -> None:
+    """filters.arrow_expression (the memory backend; a Delta table's parts read by pyarrow)
+    on the same rows keeps every row SQL keeps: instants against a zoned column, wall clocks
+    against one without (pyarrow's `is_in` is false for a null where SQL says null, so a NOT
+    over it may keep more, which DuckDB filters again)."""
+    kept = SQL_ROWS.filter(filters.arrow_expression(predicate)).column("rowid").to_pylist()
+    expected = [r["rowid"] for r in SQL_ROWS.to_pylist() if _sql_truth(predicate, r) is True]
+    assert set(expected) <= set(kept)
+
+
 @pytest.mark.spark  # delta-rs comes with the [spark] extra
 @settings(max_examples=200, deadline=None)
 @given(predicates)
@@ -508,11 +597,13 @@ def spark_rows(spark_backend: Any) -> Any:
 @example(filters.Between("price", Decimal("-0.0700"), Decimal("0.0500"), True, False))
 @example(filters.In("day", (date(1, 1, 1), date(9999, 12, 31)), negated=True))
 @example(filters.Compare("huge", "<=", Decimal("-1.7500000000")))
+@example(filters.Compare("at", ">=", datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)))
+@example(filters.Between("wall", datetime(1, 1, 1), datetime(1970, 1, 1), False, True))
 def test_spark_keeps_exactly_the_rows_the_filter_keeps(
     spark_rows: Any, predicate: filters.Predicate
 ) -> None:
     """filters.spark_column (scans Spark serves: a timestamp time point, a remote lake) on
-    the same rows: dates and decimals compared as Spark's own types, exactly."""
+    the same rows: dates, timestamps and decimals compared as Spark's own types, exactly."""
     kept = spark_rows.where(filters.spark_column(predicate, spark_rows)).select("rowid")
     expected = [r["rowid"] for r in SQL_ROWS.to_pylist() if _sql_truth(predicate, r) is True]
     assert sorted(r["rowid"] for r in kept.collect()) == expected

@@ -927,3 +927,92 @@ def test_two_lakes_plain_spark_wrote_as_two_catalogs_to_a_pyarrow_client(
         server.stop(0)
         for backend in backends:
             backend.close()
+
+
+# Spark writes a TIMESTAMP as Parquet's INT96; read through nanoseconds (delta-rs's and
+# pyarrow's way) a value outside 1677–2262 wraps around: 9999-12-31 came back as 1816.
+EDGE_TIMESTAMPS = (
+    "0001-01-01 00:00:00.000001",
+    "1500-06-01 12:00:00",
+    "2024-02-29 12:00:00.000005",
+    "9999-12-31 23:59:59.999999",
+)
+
+
+@pytest.mark.parametrize("tracked", [False, True], ids=["plain", "row-tracked"])
+def test_timestamps_spark_wrote_read_exactly_from_year_1_to_9999(
+    spark_backend: Any, fresh_lake: Path, monkeypatch: pytest.MonkeyPatch, tracked: bool
+) -> None:
+    """A "valid until 9999-12-31" and a year-1 TIMESTAMP, top-level and in a struct, read as
+    Spark reads them: whole, split into parts, row-tracked; and filtered by them."""
+    import datetime
+
+    from pyairport.backends.scan_parts import SPLIT
+    from pyairport.filters import Compare
+
+    spark = spark_backend.spark
+    ident = f"delta.`{fresh_lake / 'sales' / 'valid'}`"
+    properties = " TBLPROPERTIES ('delta.enableRowTracking' = 'true')" if tracked else ""
+    spark.sql(
+        f"CREATE TABLE {ident} (id INT, until TIMESTAMP, local TIMESTAMP_NTZ,"
+        f" span STRUCT<since: TIMESTAMP>) USING delta{properties}"
+    )
+    values = ", ".join(
+        f"({i}, TIMESTAMP '{t}Z', TIMESTAMP_NTZ '{t}', named_struct('since', TIMESTAMP '{t}Z'))"
+        for i, t in enumerate(EDGE_TIMESTAMPS)
+    )
+    spark.sql(f"INSERT INTO {ident} SELECT /*+ REPARTITION(2) */ * FROM VALUES {values}")
+    expected = spark_rows(spark, ident)
+    assert [r["until"].year for r in sorted(expected, key=lambda r: r["id"])] == [
+        1,
+        1500,
+        2024,
+        9999,
+    ]
+    with serving_lake(spark, fresh_lake) as client:
+        assert served_rows(client.scan("sales", "valid").read_all()) == expected
+        for predicate, ids in (
+            (Compare("until", ">", datetime.datetime(2000, 1, 1, tzinfo=datetime.UTC)), [2, 3]),
+            (Compare("local", "<", datetime.datetime(1500, 6, 1, 12)), [0]),
+        ):
+            kept = client.scan("sales", "valid", ["id"], predicate).read_all()
+            assert sorted(kept.column("id").to_pylist()) == ids, predicate
+        monkeypatch.setattr(SPLIT, "max_parts", 2)
+        monkeypatch.setattr(SPLIT, "rows_per_part", 1)
+        assert served_rows(client.scan("sales", "valid").read_all()) == expected
+
+
+def test_delta_rs_reads_timestamps_only_where_the_log_bounds_them_within_its_years() -> None:
+    """Which versions delta-rs still reads (the faster reader) and which go to pyarrow."""
+    import datetime
+
+    from pyairport.backends.spark.direct import misreads_timestamps
+
+    utc = datetime.UTC
+    zoned = pa.timestamp("us", tz="UTC")
+    schema = pa.schema([("id", pa.int64()), ("at", zoned), ("wall", pa.timestamp("us"))])
+
+    def files(low: datetime.datetime, high: datetime.datetime) -> pa.Table:
+        return pa.table(
+            {
+                "path": ["a.parquet"],
+                "num_records": [1],
+                "min.at": pa.array([low], zoned),
+                "max.at": pa.array([high], zoned),
+            }
+        )
+
+    inside = files(
+        datetime.datetime(1990, 1, 1, tzinfo=utc), datetime.datetime(2100, 1, 1, tzinfo=utc)
+    )
+    assert not misreads_timestamps(inside, schema)
+    assert misreads_timestamps(
+        files(datetime.datetime(1, 1, 1, tzinfo=utc), inside["max.at"][0].as_py()), schema
+    )
+    assert misreads_timestamps(
+        files(inside["min.at"][0].as_py(), datetime.datetime(9999, 12, 31, tzinfo=utc)), schema
+    )
+    assert misreads_timestamps(inside.drop_columns(["max.at"]), schema)  # no bounds in the log
+    # TIMESTAMP_NTZ is 64-bit microseconds in Spark's files; a zoned one in a struct has no bounds
+    assert not misreads_timestamps(inside, pa.schema([("wall", pa.timestamp("us"))]))
+    assert misreads_timestamps(inside, pa.schema([("span", pa.struct([("since", zoned)]))]))

@@ -266,12 +266,12 @@ def test_a_spark_lakes_statistics_give_duckdbs_own_answers(
 
 
 @pytest.mark.spark
-def test_a_spark_lakes_dates_and_decimals_are_filtered_by_the_server(
+def test_a_spark_lakes_dates_timestamps_and_decimals_are_filtered_by_the_server(
     spark_lake: tuple[Any, str, str], open_session: OpenSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """DuckDB's filters on DATE and DECIMAL columns (TPC-H's on dates, discounts, quantities)
-    run in the server: only the matching rows cross the wire, and the answers are DuckDB's
-    own."""
+    """DuckDB's filters on DATE, TIMESTAMP [WITH TIME ZONE] and DECIMAL columns (TPC-H's on
+    dates, discounts, quantities; a lake's on event times) run in the server: only the
+    matching rows cross the wire, and the answers are DuckDB's own."""
     from pyairport.backends.spark import direct
 
     spark, ident, location = spark_lake
@@ -287,9 +287,14 @@ def test_a_spark_lakes_dates_and_decimals_are_filtered_by_the_server(
     duck = open_session(location)
     _own(duck, "typed", _spark_rows(spark, ident))
     queries = [
-        f"SELECT i, d, day FROM {{t}} WHERE {where}"
+        f"SELECT i, d, day, ts, ntz FROM {{t}} WHERE {where}"
         for where in (
             "day >= DATE '2020-09-01'",
+            "ts >= TIMESTAMPTZ '2024-01-01 00:02:30.123456+00'",
+            "ts BETWEEN TIMESTAMPTZ '2024-01-01 01:00:00+01' AND '2024-01-01 00:00:20+00'",
+            "ts IN (TIMESTAMPTZ '2024-01-01 00:00:07.123456+00', '2024-01-01 00:00:08+00')",
+            "ntz < TIMESTAMP '2024-01-01 00:30:00' AND i > 0",
+            "ntz = TIMESTAMP '2024-01-03 00:01:00' OR ntz IS NULL",
             "day BETWEEN DATE '2020-02-01' AND DATE '2020-02-29'",
             "day IN (DATE '2020-01-02', DATE '2020-03-03') OR day IS NULL",
             "d IN (1.00, 33.33, 50.67)",

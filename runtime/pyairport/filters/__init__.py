@@ -12,7 +12,8 @@ predicate at all: the scan returns every row and DuckDB filters.
 The JSON is DuckDB's serialization of bound expressions: {"filters": [...],
 "column_binding_names_by_index": [...]}, each filter with "expression_class" and "type".
 Only comparisons, IN / NOT IN, BETWEEN, IS [NOT] NULL, AND, OR and NOT over plain columns
-and constants of boolean, integer, VARCHAR, DATE and DECIMAL types are translated
+and constants of boolean, integer, VARCHAR, DATE, TIMESTAMP [WITH TIME ZONE] and DECIMAL
+types are translated
 (constants.py), and a constant only where it matches its column's type, a decimal's scale
 included (so no backend has to cast, which Spark's ANSI mode would turn into a runtime
 error). Floating-point columns are never filtered: DuckDB orders NaN above

@@ -1,16 +1,22 @@
 """DuckDB's serialized constants (the `value` of a BOUND_CONSTANT in its filter JSON) as the
 Python values the predicates hold, and back. Booleans, integers and strings are plain JSON
-scalars. A DATE is its days since 1970-01-01. A DECIMAL is its unscaled integer, its width
-and scale in the type's `type_info`; wider than 18 digits DuckDB keeps it as a 128-bit
-hugeint, written as {"upper": signed high 64 bits, "lower": unsigned low 64 bits}."""
+scalars. A DATE is its days since 1970-01-01. A TIMESTAMP is its microseconds since
+1970-01-01 00:00 on the wall clock (a naive datetime here), a TIMESTAMP WITH TIME ZONE the
+microseconds of its instant since 1970-01-01 00:00 UTC (a datetime in UTC here). A DECIMAL is
+its unscaled integer, its width and scale in the type's `type_info`; wider than 18 digits
+DuckDB keeps it as a 128-bit hugeint, written as {"upper": signed high 64 bits, "lower":
+unsigned low 64 bits}."""
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 EPOCH = date(1970, 1, 1)
+EPOCH_TIME = datetime(1970, 1, 1)
+TIMESTAMP = "TIMESTAMP"
+TIMESTAMP_TZ = "TIMESTAMP WITH TIME ZONE"
 WIDEST_DECIMAL = 38
 _INT64_DECIMAL_WIDTH = 18  # wider decimals are hugeints in DuckDB
 
@@ -24,6 +30,19 @@ def date_value(days: Any) -> date:
         return EPOCH + timedelta(days=days)
     except OverflowError as error:
         raise ValueError("a DATE beyond Python's") from error
+
+
+def timestamp_value(micros: Any, zoned: bool) -> datetime:
+    """A TIMESTAMP (zoned: WITH TIME ZONE) constant's time, naive or in UTC. ValueError for
+    what Python's datetimes cannot hold (DuckDB's infinities, years past 9999), which is
+    then not pushed down."""
+    if not isinstance(micros, int) or isinstance(micros, bool):
+        raise ValueError("a TIMESTAMP constant is a number of microseconds")
+    try:
+        wall = EPOCH_TIME + timedelta(microseconds=micros)
+    except OverflowError as error:
+        raise ValueError("a TIMESTAMP beyond Python's") from error
+    return wall.replace(tzinfo=UTC) if zoned else wall
 
 
 def decimal_value(serialized: Any, type_info: Any) -> Decimal:
@@ -57,6 +76,13 @@ def decimal_shape(type_info: Any) -> tuple[int, int]:
 
 def serialized_date(value: date) -> int:
     return (value - EPOCH).days
+
+
+def serialized_timestamp(value: datetime) -> int:
+    """A time as DuckDB writes a TIMESTAMP (naive) or TIMESTAMP WITH TIME ZONE constant."""
+    wall = value.astimezone(UTC).replace(tzinfo=None) if value.tzinfo is not None else value
+    elapsed = wall - EPOCH_TIME
+    return (elapsed.days * 86_400 + elapsed.seconds) * 1_000_000 + elapsed.microseconds
 
 
 def serialized_decimal(value: Decimal, width: int, scale: int) -> int | dict[str, int]:

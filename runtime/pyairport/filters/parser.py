@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
-from datetime import date
+from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -172,6 +172,8 @@ class _Reader:
             scalar = value["value"]
         elif type_id == "DATE":
             scalar = constants.date_value(value["value"])
+        elif type_id in (constants.TIMESTAMP, constants.TIMESTAMP_TZ):
+            scalar = constants.timestamp_value(value["value"], type_id == constants.TIMESTAMP_TZ)
         elif type_id == "DECIMAL":
             scalar = constants.decimal_value(value["value"], value["type"]["type_info"])
         else:
@@ -188,6 +190,14 @@ def _fits(value: Any, column: pa.DataType) -> bool:
         return bool(pa.types.is_integer(column)) and -(2**63) <= value < 2**63
     if isinstance(value, str):
         return bool(pa.types.is_string(column) or pa.types.is_large_string(column))
+    if isinstance(value, datetime):  # before date: a datetime is a date too
+        # microseconds, as DuckDB's TIMESTAMP and Delta's; an instant only against a zoned
+        # column, a wall clock only against one without a zone (DuckDB casts the constant)
+        return bool(
+            pa.types.is_timestamp(column)
+            and column.unit == "us"
+            and (column.tz is None) == (value.tzinfo is None)
+        )
     if isinstance(value, date):
         return bool(pa.types.is_date32(column))
     if isinstance(value, Decimal):  # DuckDB casts the constant to the column's type

@@ -29,7 +29,9 @@ def spark_column(predicate: Predicate, frame: Any) -> Any:
 
 
 def _literal(value: Any) -> Any:
-    """A constant as PySpark takes it. A date goes as its ISO text, which Spark casts to the
-    date column's type: PySpark's own conversion of a date writes a year before 1000 without
-    its leading zeros, which the JVM refuses."""
+    """A constant as PySpark takes it. A date or a timestamp goes as its ISO text, which
+    Spark casts to the column's type (a timestamp's text with its offset, +00:00, when it is
+    an instant): PySpark's own conversion of a date writes a year before 1000 without its
+    leading zeros, which the JVM refuses, and turns a wall clock into an instant in the
+    Python process's time zone."""
     return value.isoformat() if isinstance(value, date) else value

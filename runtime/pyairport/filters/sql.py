@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -47,14 +47,20 @@ class _SqlText:
 
 
 def _sql_literal(value: Any) -> _SqlText:
-    """A constant the parser admitted (boolean, integer, string, date or decimal) as a SQL
-    literal. A decimal is cast from its exact text: DataFusion reads `0.05` as a double."""
+    """A constant the parser admitted (boolean, integer, string, date, timestamp or decimal)
+    as a SQL literal. A decimal is cast from its exact text: DataFusion reads `0.05` as a
+    double. A timestamp is its microseconds cast to Delta's type as delta-rs reads it (an
+    instant in UTC, or a wall clock): DataFusion folds the cast, and skips files by it."""
     if isinstance(value, bool):
         return _SqlText("TRUE" if value else "FALSE")
     if isinstance(value, int):
         return _SqlText(str(value))
     if isinstance(value, str):
         return _SqlText("'" + value.replace("'", "''") + "'")
+    if isinstance(value, datetime):  # before date: a datetime is a date too
+        zone = 'Some("UTC")' if value.tzinfo is not None else "None"
+        micros = constants.serialized_timestamp(value)
+        return _SqlText(f"arrow_cast({micros}, 'Timestamp(Microsecond, {zone})')")
     if isinstance(value, date):
         return _SqlText(f"DATE '{value.isoformat()}'")
     if isinstance(value, Decimal):

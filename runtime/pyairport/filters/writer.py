@@ -27,6 +27,10 @@ _DUCKDB_TYPES: tuple[tuple[Callable[[pa.DataType], bool], Callable[[pa.DataType]
     (pa.types.is_float64, lambda t: "DOUBLE"),
     (lambda t: pa.types.is_string(t) or pa.types.is_large_string(t), lambda t: "VARCHAR"),
     (pa.types.is_date32, lambda t: "DATE"),
+    (
+        lambda t: pa.types.is_timestamp(t) and t.unit == "us",
+        lambda t: constants.TIMESTAMP if t.tz is None else constants.TIMESTAMP_TZ,
+    ),
     (pa.types.is_decimal128, lambda t: "DECIMAL"),
 )
 
@@ -35,7 +39,8 @@ def to_json(predicate: Predicate, schema: pa.Schema) -> str:
     """The predicate as DuckDB's `json_filters` over a table with this schema: what DuckDB's
     Airport extension sends in an `endpoints` request, and what `parse` reads back. A top-level
     AND becomes separate filters, as DuckDB writes them. Columns of other types than boolean,
-    integer, floating point, string, date and decimal cannot be written (ValueError)."""
+    integer, floating point, string, date, microsecond timestamp and decimal cannot be
+    written (ValueError)."""
     names = schema.names
     columns = {f.name: f.type for f in schema}
     writer = _Writer(names, columns)
@@ -85,6 +90,8 @@ class _Writer:
         serialized = value
         if logical["id"] == "DATE":
             serialized = constants.serialized_date(value)
+        elif logical["id"] in (constants.TIMESTAMP, constants.TIMESTAMP_TZ):
+            serialized = constants.serialized_timestamp(value)
         elif logical["id"] == "DECIMAL":
             info = logical["type_info"]
             serialized = constants.serialized_decimal(value, info["width"], info["scale"])

@@ -6,7 +6,10 @@ asked for. So a part's files are read with pyarrow's Parquet reader, and the log
 what the files alone do not say: each file's partition values (the log's, which win over
 any copy in the file), the rows its deletion vector deletes (delta-rs's keep masks), and the
 columns a file was written without (null), and a row-tracked table's row ids (row_ids.py).
-The served types come from the layout, as delta-rs's batches' do (full_width). A table with
+The served types come from the layout, as delta-rs's batches' do (full_width). A TIMESTAMP
+Spark wrote as Parquet's INT96 (its default) is read as microseconds, the Delta type, so
+that every value from year 1 to 9999 reads exactly (through nanoseconds, pyarrow's default,
+a value outside 1677–2262 wraps around). A table with
 column mapping is read by the columns' physical names where only its top-level columns have
 physical names of their own; one whose nested fields have them too is scanned whole by
 delta-rs (and Spark, for its row ids).
@@ -35,6 +38,7 @@ from .row_ids import row_ids
 from .scans import SCAN_BATCH_ROWS
 
 PHYSICAL_NAME = "delta.columnMapping.physicalName"
+PARQUET = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(coerce_int96_timestamp_unit="us"))
 
 
 def physical_names(snapshot: Any, location: Path | None) -> dict[str, str] | None:
@@ -164,7 +168,7 @@ def _file_batches(
     path = part.location / relative
     tracked = part.base_row_ids is not None and ROWID in needed
     stored = [n for n in needed if n not in part.partitions and not (tracked and n == ROWID)]
-    dataset = ds.dataset(str(path), format="parquet")
+    dataset = _dataset(part, path)
     present = [n for n in stored if part.in_files(n) in dataset.schema.names]
     read = [part.in_files(n) for n in present]
     materialized = part.materialized_row_id if tracked else None
@@ -219,6 +223,24 @@ def _file_batches(
             named = named.filter(expression)
         if named.num_rows:
             yield named
+
+
+def _dataset(part: PartFiles, path: Path) -> ds.Dataset:
+    """A file as a dataset whose timestamp columns have the layout's type: an INT96 column
+    (no time zone in the file) compares with a filter's instants as the table's TIMESTAMP."""
+    dataset = ds.dataset(str(path), format=PARQUET)
+    layout_types = {part.in_files(f.name): f.type for f in part.schema}
+    fields = [
+        field.with_type(layout_types[field.name])
+        if pa.types.is_timestamp(field.type)
+        and pa.types.is_timestamp(layout_types.get(field.name, field.type))
+        and field.type != layout_types[field.name]
+        else field
+        for field in dataset.schema
+    ]
+    if fields == list(dataset.schema):
+        return dataset
+    return ds.dataset(str(path), format=PARQUET, schema=pa.schema(fields))
 
 
 def _any_within(sorted_ids: np.ndarray, low: int, high: int) -> bool:

@@ -185,11 +185,32 @@ def read_part(
     if "rows" in part:
         return direct.null_rows(layout.schema, int(part["rows"]))
     if "files" not in part or layout.location is None:
-        return direct.read(ctx, snapshot, layout.schema, wanted, predicate, limit)
+        return read_version(ctx, snapshots, layout, snapshot, wanted, predicate, limit)
     files_read = part_files(snapshots, layout, snapshot)
     if files_read is None or part.get("digest") != file_parts.digest(files_read.files):
         raise PartGone("the table's files are not those the scan was planned over")
     return file_parts.read(ctx, files_read, list(part["files"]), wanted, predicate, limit)
+
+
+def read_version(
+    ctx: Context,
+    snapshots: direct.Snapshots,
+    layout: Layout,
+    snapshot: Any,
+    wanted: list[str],
+    predicate: filters.Predicate | None,
+    limit: int,
+) -> pa.RecordBatchReader:
+    """A version whole, in today's shape: by delta-rs, or by pyarrow where delta-rs would
+    misread its timestamps (direct.misreads_timestamps; SparkTable.direct_snapshot leaves
+    to Spark a version neither reads)."""
+    if direct.misreads_timestamps(snapshots.files(snapshot), layout.schema):
+        files = part_files(snapshots, layout, snapshot)
+        if files is None:
+            raise RuntimeError("the table's timestamps cannot be read without Spark here")
+        every = list(range(files.files.num_rows))
+        return file_parts.read(ctx, files, every, wanted, predicate, limit)
+    return direct.read(ctx, snapshot, layout.schema, wanted, predicate, limit)
 
 
 def part_files(

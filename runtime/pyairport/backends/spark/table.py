@@ -48,7 +48,7 @@ from .column_ddl import DeltaColumns
 from .commits import DeltaChanges
 from .lake import Lake
 from .layout import ROWID, Layout
-from .planning import DeltaScanPlanning
+from .planning import DeltaScanPlanning, read_version
 from .rowid_claims import RowidClaims
 from .rowid_counter import RowidCounter
 from .scans import Scanner, as_of, log_version
@@ -171,8 +171,9 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
                 count = self.snapshots.row_count(snapshot) if self.snapshots else None
                 if count is not None:  # counted from the log: no file is read
                     return direct.null_rows(schema, count)
-            if snapshot is not None and not (layout.rowids == "tracked" and ROWID in wanted):
-                return direct.read(ctx, snapshot, schema, wanted, predicate, limit)
+            tracked_ids = layout.rowids == "tracked" and ROWID in wanted
+            if snapshot is not None and self.snapshots is not None and not tracked_ids:
+                return read_version(ctx, self.snapshots, layout, snapshot, wanted, predicate, limit)
             files = self.part_files(layout, snapshot) if snapshot is not None else None
             if files is not None:  # a row-tracked table's row ids, from its log and files
                 every = list(range(files.files.num_rows))
@@ -211,6 +212,11 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
             return None
         if direct.shape(snapshot) != self._layout_shape:
             return None  # another shape (a past one, or a commit since the layout was read)
+        if (
+            direct.misreads_timestamps(self.snapshots.files(snapshot), layout.schema)
+            and self.part_files(layout, snapshot) is None
+        ):
+            return None  # neither delta-rs nor pyarrow reads its timestamps exactly here
         return snapshot
 
     def schema_for_request(self, ctx: Context, request: SchemaRequest) -> pa.Schema:
