@@ -986,7 +986,7 @@ def test_delta_rs_reads_timestamps_only_where_the_log_bounds_them_within_its_yea
     """Which versions delta-rs still reads (the faster reader) and which go to pyarrow."""
     import datetime
 
-    from pyairport.backends.spark.direct import misreads_timestamps
+    from pyairport.backends.spark.delta_stats import misread_timestamps
 
     utc = datetime.UTC
     zoned = pa.timestamp("us", tz="UTC")
@@ -1005,14 +1005,14 @@ def test_delta_rs_reads_timestamps_only_where_the_log_bounds_them_within_its_yea
     inside = files(
         datetime.datetime(1990, 1, 1, tzinfo=utc), datetime.datetime(2100, 1, 1, tzinfo=utc)
     )
-    assert not misreads_timestamps(inside, schema)
-    assert misreads_timestamps(
+    assert not misread_timestamps(inside, schema)
+    assert misread_timestamps(
         files(datetime.datetime(1, 1, 1, tzinfo=utc), inside["max.at"][0].as_py()), schema
     )
-    assert misreads_timestamps(
+    assert misread_timestamps(
         files(inside["min.at"][0].as_py(), datetime.datetime(9999, 12, 31, tzinfo=utc)), schema
     )
-    assert misreads_timestamps(inside.drop_columns(["max.at"]), schema)  # no bounds in the log
+    assert misread_timestamps(inside.drop_columns(["max.at"]), schema)  # no bounds in the log
     # TIMESTAMP_NTZ is 64-bit microseconds in Spark's files; a zoned one in a struct has no bounds
-    assert not misreads_timestamps(inside, pa.schema([("wall", pa.timestamp("us"))]))
-    assert misreads_timestamps(inside, pa.schema([("span", pa.struct([("since", zoned)]))]))
+    assert not misread_timestamps(inside, pa.schema([("wall", pa.timestamp("us"))]))
+    assert misread_timestamps(inside, pa.schema([("span", pa.struct([("since", zoned)]))]))

@@ -1,5 +1,6 @@
 """What a Delta version's log says of its files, read by delta-rs without opening them: the
-column statistics DuckDB plans with (StatisticsTable).
+column statistics DuckDB plans with (StatisticsTable), and whether delta-rs reads the
+version's timestamps exactly (misread_timestamps).
 
 The log's per-file statistics are bounds of the rows each file was written with: deletion
 vectors only remove rows, so they still hold (the counts of nulls and rows are upper bounds,
@@ -11,7 +12,7 @@ every number: no float bounds are given.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pyarrow as pa
@@ -67,3 +68,43 @@ def column_stats(files: pa.Table, field: pa.Field) -> ColumnStats:
             high = pa.scalar(high.as_py() + timedelta(milliseconds=1), high.type)
         low, high = low.cast(field.type), high.cast(field.type)
     return ColumnStats(has_not_null=has_not_null, has_null=has_null, min=low, max=high)
+
+
+# The years 64-bit nanoseconds since 1970 reach (1677-09-21 to 2262-04-11), with a margin.
+_NANOSECOND_YEARS = (datetime(1678, 1, 1), datetime(2262, 1, 1))
+
+
+def misread_timestamps(files: pa.Table, schema: pa.Schema) -> bool:
+    """Whether delta-rs may misread a version's TIMESTAMP columns. Spark writes them as
+    Parquet's INT96 (its default), which delta-rs 1.6 reads through nanoseconds: a value
+    outside 1677–2262 wraps around (9999-12-31, a common "valid until", reads as 1816).
+    True unless the log's bounds put every such column's values within those years (the
+    files are then read by pyarrow, which reads INT96 as microseconds: file_parts)."""
+    for field in schema:
+        if not _holds_zoned_timestamp(field.type):
+            continue
+        lows, highs = _column(files, f"min.{field.name}"), _column(files, f"max.{field.name}")
+        if not pa.types.is_timestamp(field.type) or lows is None or highs is None:
+            return True  # nested, or no bounds in the log
+        if lows.null_count or highs.null_count:
+            return True
+        if len(files) and (
+            pc.min(lows).as_py().replace(tzinfo=None) < _NANOSECOND_YEARS[0]
+            or pc.max(highs).as_py().replace(tzinfo=None) >= _NANOSECOND_YEARS[1]
+        ):
+            return True
+    return False
+
+
+def _holds_zoned_timestamp(type_: pa.DataType) -> bool:
+    """A TIMESTAMP (with a time zone: Spark's TimestampType), alone or nested. Spark writes
+    TIMESTAMP_NTZ as 64-bit microseconds, which every reader reads exactly."""
+    if pa.types.is_timestamp(type_):
+        return type_.tz is not None
+    if pa.types.is_struct(type_):
+        return any(_holds_zoned_timestamp(type_.field(i).type) for i in range(type_.num_fields))
+    if pa.types.is_map(type_):
+        return _holds_zoned_timestamp(type_.key_type) or _holds_zoned_timestamp(type_.item_type)
+    if pa.types.is_list(type_) or pa.types.is_large_list(type_):
+        return _holds_zoned_timestamp(type_.value_type)
+    return False

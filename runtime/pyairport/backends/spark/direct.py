@@ -16,7 +16,6 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Iterable
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -199,55 +198,6 @@ class Snapshots:
         except Exception as exc:  # delta-rs's errors: DeltaError, DeltaProtocolError, OSError
             log.debug("delta-rs cannot open %s at %s: %s", self.location, version, exc)
             return None
-
-
-# The years nanoseconds since 1970 in 64 bits reach (1677-09-21 to 2262-04-11), with a margin.
-_NANOSECOND_YEARS = (datetime(1678, 1, 1), datetime(2262, 1, 1))
-
-
-def misreads_timestamps(files: pa.Table, schema: pa.Schema) -> bool:
-    """Whether delta-rs may misread a version's TIMESTAMP columns. Spark writes them as
-    Parquet's INT96 (its default), which delta-rs 1.6 reads through nanoseconds: a value
-    outside 1677–2262 wraps around (9999-12-31, a common "valid until", reads as 1816).
-    Unless the log's bounds put every such column's values within those years, the files
-    are read by pyarrow (file_parts), which reads INT96 as microseconds. files: files_of."""
-    for field in schema:
-        if not _holds_zoned_timestamp(field.type):
-            continue
-        lows = (
-            files.column(f"min.{field.name}") if f"min.{field.name}" in files.column_names else None
-        )
-        highs = (
-            files.column(f"max.{field.name}") if f"max.{field.name}" in files.column_names else None
-        )
-        if not pa.types.is_timestamp(field.type) or lows is None or highs is None:
-            return True  # nested, or no bounds in the log
-        if not len(files):
-            continue
-        if lows.null_count or highs.null_count:
-            return True
-        low, high = _naive(pc.min(lows).as_py()), _naive(pc.max(highs).as_py())
-        if low < _NANOSECOND_YEARS[0] or high >= _NANOSECOND_YEARS[1]:
-            return True
-    return False
-
-
-def _holds_zoned_timestamp(type_: pa.DataType) -> bool:
-    """A TIMESTAMP (with a time zone: Spark's TimestampType), alone or nested. Spark writes
-    TIMESTAMP_NTZ as 64-bit microseconds, which every reader reads exactly."""
-    if pa.types.is_timestamp(type_):
-        return type_.tz is not None
-    if pa.types.is_struct(type_):
-        return any(_holds_zoned_timestamp(type_.field(i).type) for i in range(type_.num_fields))
-    if pa.types.is_map(type_):
-        return _holds_zoned_timestamp(type_.key_type) or _holds_zoned_timestamp(type_.item_type)
-    if pa.types.is_list(type_) or pa.types.is_large_list(type_):
-        return _holds_zoned_timestamp(type_.value_type)
-    return False
-
-
-def _naive(value: datetime) -> datetime:
-    return value.replace(tzinfo=None)
 
 
 def readable(snapshot: Any, features: frozenset[str]) -> bool:

@@ -229,12 +229,12 @@ def _dataset(part: PartFiles, path: Path) -> ds.Dataset:
     """A file as a dataset whose timestamp columns have the layout's type: an INT96 column
     (no time zone in the file) compares with a filter's instants as the table's TIMESTAMP."""
     dataset = ds.dataset(str(path), format=PARQUET)
-    layout_types = {part.in_files(f.name): f.type for f in part.schema}
+    served = {part.in_files(f.name): f.type for f in part.schema}
     fields = [
-        field.with_type(layout_types[field.name])
+        field.with_type(served[field.name])
         if pa.types.is_timestamp(field.type)
-        and pa.types.is_timestamp(layout_types.get(field.name, field.type))
-        and field.type != layout_types[field.name]
+        and pa.types.is_timestamp(served.get(field.name, pa.null()))
+        and field.type != served[field.name]
         else field
         for field in dataset.schema
     ]

@@ -202,9 +202,9 @@ def read_version(
     limit: int,
 ) -> pa.RecordBatchReader:
     """A version whole, in today's shape: by delta-rs, or by pyarrow where delta-rs would
-    misread its timestamps (direct.misreads_timestamps; SparkTable.direct_snapshot leaves
+    misread its timestamps (delta_stats.misread_timestamps; SparkTable.direct_snapshot leaves
     to Spark a version neither reads)."""
-    if direct.misreads_timestamps(snapshots.files(snapshot), layout.schema):
+    if delta_stats.misread_timestamps(snapshots.files(snapshot), layout.schema):
         files = part_files(snapshots, layout, snapshot)
         if files is None:
             raise RuntimeError("the table's timestamps cannot be read without Spark here")

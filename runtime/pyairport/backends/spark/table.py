@@ -42,7 +42,7 @@ from airport_contracts import (
 from ... import filters
 from ..base import BackendTable
 from ..shaping import UpdateColumns, conform_insert, returning_reader
-from . import detached, direct, file_parts
+from . import delta_stats, detached, direct, file_parts
 from .client_errors import client_errors
 from .column_ddl import DeltaColumns
 from .commits import DeltaChanges
@@ -213,7 +213,7 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
         if direct.shape(snapshot) != self._layout_shape:
             return None  # another shape (a past one, or a commit since the layout was read)
         if (
-            direct.misreads_timestamps(self.snapshots.files(snapshot), layout.schema)
+            delta_stats.misread_timestamps(self.snapshots.files(snapshot), layout.schema)
             and self.part_files(layout, snapshot) is None
         ):
             return None  # neither delta-rs nor pyarrow reads its timestamps exactly here
