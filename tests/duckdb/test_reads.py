@@ -9,6 +9,7 @@ from __future__ import annotations
 import decimal
 from collections.abc import Iterator
 from datetime import date, datetime
+from pathlib import Path
 from typing import Any
 
 import msgpack
@@ -343,3 +344,43 @@ def test_a_spark_lakes_split_scans_equal_one_endpoint(
     assert answers["SELECT count(*) FROM {t}"] == [
         (spark.sql(f"SELECT count(*) FROM {ident}").first()[0],)
     ]
+
+
+@pytest.mark.spark
+def test_a_spark_lakes_timestamps_far_from_today_read_as_spark_wrote_them(
+    spark_backend: Any, tmp_path: Path, open_session: OpenSession
+) -> None:
+    """A "valid until 9999-12-31" and a year-1 TIMESTAMP Spark wrote (Parquet's INT96, which
+    read through nanoseconds wraps around to 1816 and 1754) reach DuckDB as Spark reads them,
+    and DuckDB's filters on them run in the server."""
+    spark = spark_backend.spark
+    ident = f"delta.`{tmp_path / 'hr' / 'contracts'}`"
+    spark.sql(
+        f"CREATE TABLE {ident} (id INT, valid_from TIMESTAMP, valid_to TIMESTAMP) USING delta"
+    )
+    spark.sql(
+        f"INSERT INTO {ident} VALUES (1, TIMESTAMP '0001-01-01 00:00:00Z', TIMESTAMP '2020-01-01 00:00:00Z'),"
+        " (2, TIMESTAMP '2020-01-01 00:00:00Z', TIMESTAMP '9999-12-31 23:59:59.999999Z')"
+    )
+    spark_text = spark.sql(
+        f"SELECT id, string(valid_from), string(valid_to) FROM {ident} ORDER BY id"
+    ).collect()
+    with lake_server(spark, tmp_path) as location:
+        duck = open_session(location)
+        duck.run("SET TimeZone = 'UTC'")
+        served = duck.run(
+            "SELECT id, strftime(valid_from, '%Y-%m-%d %H:%M:%S.%f'),"
+            " strftime(valid_to, '%Y-%m-%d %H:%M:%S.%f') FROM lake.hr.contracts ORDER BY id"
+        )
+        assert served == [
+            (1, "0001-01-01 00:00:00.000000", "2020-01-01 00:00:00.000000"),
+            (2, "2020-01-01 00:00:00.000000", "9999-12-31 23:59:59.999999"),
+        ]
+        assert [tuple(r) for r in spark_text] == [
+            (1, "0001-01-01 00:00:00", "2020-01-01 00:00:00"),
+            (2, "2020-01-01 00:00:00", "9999-12-31 23:59:59.999999"),
+        ]
+        current = (
+            "SELECT id FROM lake.hr.contracts WHERE valid_to > TIMESTAMPTZ '2026-01-01 00:00:00+00'"
+        )
+        assert duck.run(current) == [(2,)]

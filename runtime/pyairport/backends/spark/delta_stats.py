@@ -65,7 +65,9 @@ def column_stats(files: pa.Table, field: pa.Field) -> ColumnStats:
     ):
         low, high = pc.min(lows), pc.max(highs)
         if pa.types.is_timestamp(field.type):
-            high = pa.scalar(high.as_py() + timedelta(milliseconds=1), high.type)
+            # in Arrow's integers: 9999-12-31 23:59:59.999 plus a millisecond is past
+            # Python's datetimes
+            high = pc.add(high, pa.scalar(timedelta(milliseconds=1), pa.duration(high.type.unit)))
         low, high = low.cast(field.type), high.cast(field.type)
     return ColumnStats(has_not_null=has_not_null, has_null=has_null, min=low, max=high)
 
@@ -86,12 +88,15 @@ def misread_timestamps(files: pa.Table, schema: pa.Schema) -> bool:
         lows, highs = _column(files, f"min.{field.name}"), _column(files, f"max.{field.name}")
         if not pa.types.is_timestamp(field.type) or lows is None or highs is None:
             return True  # nested, or no bounds in the log
+        if not pa.types.is_timestamp(lows.type) or not pa.types.is_timestamp(highs.type):
+            return True  # bounds delta-rs did not read as times
         if lows.null_count or highs.null_count:
             return True
-        if len(files) and (
-            pc.min(lows).as_py().replace(tzinfo=None) < _NANOSECOND_YEARS[0]
-            or pc.max(highs).as_py().replace(tzinfo=None) >= _NANOSECOND_YEARS[1]
-        ):
+        if not len(files):
+            continue
+        # compared as Arrow values: a bound past year 9999 is no Python datetime
+        first, last = pa.array(_NANOSECOND_YEARS, pa.timestamp("us")).cast(lows.type)
+        if pc.less(pc.min(lows), first).as_py() or pc.greater_equal(pc.max(highs), last).as_py():
             return True
     return False
 
