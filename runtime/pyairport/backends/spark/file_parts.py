@@ -28,6 +28,7 @@ from urllib.parse import unquote, urlparse
 import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as ds
+import pyarrow.fs as pafs
 
 from airport_contracts import Context
 
@@ -39,6 +40,7 @@ from .scans import SCAN_BATCH_ROWS
 
 PHYSICAL_NAME = "delta.columnMapping.physicalName"
 PARQUET = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(coerce_int96_timestamp_unit="us"))
+_LOCAL = pafs.LocalFileSystem()
 
 
 def physical_names(snapshot: Any, location: Path | None) -> dict[str, str] | None:
@@ -227,20 +229,18 @@ def _file_batches(
 
 def _dataset(part: PartFiles, path: Path) -> ds.Dataset:
     """A file as a dataset whose timestamp columns have the layout's type: an INT96 column
-    (no time zone in the file) compares with a filter's instants as the table's TIMESTAMP."""
-    dataset = ds.dataset(str(path), format=PARQUET)
+    (no time zone in the file) compares with a filter's instants as the table's TIMESTAMP.
+    The file's footer is read once, by its fragment."""
+    fragment = PARQUET.make_fragment(str(path), filesystem=_LOCAL)
     served = {part.in_files(f.name): f.type for f in part.schema}
     fields = [
         field.with_type(served[field.name])
         if pa.types.is_timestamp(field.type)
         and pa.types.is_timestamp(served.get(field.name, pa.null()))
-        and field.type != served[field.name]
         else field
-        for field in dataset.schema
+        for field in fragment.physical_schema
     ]
-    if fields == list(dataset.schema):
-        return dataset
-    return ds.dataset(str(path), format=PARQUET, schema=pa.schema(fields))
+    return ds.FileSystemDataset([fragment], pa.schema(fields), PARQUET, _LOCAL)
 
 
 def _any_within(sorted_ids: np.ndarray, low: int, high: int) -> bool:
