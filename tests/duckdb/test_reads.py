@@ -267,12 +267,12 @@ def test_a_spark_lakes_statistics_give_duckdbs_own_answers(
 
 
 @pytest.mark.spark
-def test_a_spark_lakes_dates_timestamps_and_decimals_are_filtered_by_the_server(
+def test_a_spark_lakes_dates_timestamps_decimals_and_likes_are_filtered_by_the_server(
     spark_lake: tuple[Any, str, str], open_session: OpenSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """DuckDB's filters on DATE, TIMESTAMP [WITH TIME ZONE] and DECIMAL columns (TPC-H's on
-    dates, discounts, quantities; a lake's on event times) run in the server: only the
-    matching rows cross the wire, and the answers are DuckDB's own."""
+    dates, discounts, quantities; a lake's on event times) and its LIKEs run in the server:
+    only the matching rows cross the wire, and the answers are DuckDB's own."""
     from pyairport.backends.spark import direct
 
     spark, ident, location = spark_lake
@@ -302,6 +302,13 @@ def test_a_spark_lakes_dates_timestamps_and_decimals_are_filtered_by_the_server(
             "d >= 50 AND d < 60.5",
             "d <> 2.33 AND day < DATE '2020-01-20'",
             "NOT (d BETWEEN 0.05 AND 90)",
+            "s LIKE 's1%'",
+            "s LIKE '%é' OR s LIKE '%3'",
+            "s LIKE '%9%' AND i < 200",
+            "s LIKE 's_5%'",
+            "s NOT LIKE 's%5' AND s NOT LIKE '%9%'",
+            "s LIKE 'up!_' ESCAPE '!' OR starts_with(s, 'upd')",
+            "s LIKE 's\\%'",  # no escape in DuckDB's LIKE: a backslash, which no s has
         )
     ]
     for query in queries:

@@ -135,6 +135,26 @@ def _column(index: int, type_id: str) -> dict[str, Any]:
     }
 
 
+def _varchar(text: str) -> dict[str, Any]:
+    return {
+        "expression_class": "BOUND_CONSTANT",
+        "type": "VALUE_CONSTANT",
+        "alias": "",
+        "value": {"type": {"id": "VARCHAR", "type_info": None}, "is_null": False, "value": text},
+    }
+
+
+def _function(name: str, *children: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "expression_class": "BOUND_FUNCTION",
+        "type": "BOUND_FUNCTION",
+        "alias": "",
+        "return_type": {"id": "BOOLEAN", "type_info": None},
+        "children": list(children),
+        "name": name,
+    }
+
+
 def _compare(kind: str, column: dict[str, Any], value: Any, type_id: str) -> dict[str, Any]:
     constant = {
         "expression_class": "BOUND_CONSTANT",
@@ -165,6 +185,20 @@ def test_pushed_down_filters_run_in_the_backend(any_srv: Running) -> None:
     # a filter the server cannot translate (a constant of another type) is left to DuckDB
     loose = _filter_json(_compare("COMPARE_EQUAL", _column(0, "BIGINT"), "x", "VARCHAR"))
     assert _scan(srv, "dml_schema", "users", [0], loose).num_rows == 5
+    # and so is a string no UTF-8 holds (JSON's lone surrogate), which no engine can compare
+    lone = _filter_json(_compare("COMPARE_EQUAL", _column(1, "VARCHAR"), "\ud800", "VARCHAR"))
+    assert _scan(srv, "dml_schema", "users", [1], lone).num_rows == 5
+    # WHERE name LIKE '%y' OR name NOT LIKE '_' (DuckDB's suffix function and its !~~)
+    name, y, one = _column(1, "VARCHAR"), _varchar("y"), _varchar("_")
+    likes = _filter_json(
+        {
+            "expression_class": "BOUND_CONJUNCTION",
+            "type": "CONJUNCTION_OR",
+            "alias": "",
+            "children": [_function("suffix", name, y), _function("!~~", name, one)],
+        }
+    )
+    assert _scan(srv, "dml_schema", "users", [1], likes).column("name").to_pylist() == ["Cy"]
 
 
 def test_catalog_version_bytes_and_changes(srv: Running) -> None:

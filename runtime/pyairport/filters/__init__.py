@@ -11,18 +11,18 @@ predicate at all: the scan returns every row and DuckDB filters.
 
 The JSON is DuckDB's serialization of bound expressions: {"filters": [...],
 "column_binding_names_by_index": [...]}, each filter with "expression_class" and "type".
-Only comparisons, IN / NOT IN, BETWEEN, IS [NOT] NULL, AND, OR and NOT over plain columns
-and constants of boolean, integer, VARCHAR, DATE, TIMESTAMP [WITH TIME ZONE] and DECIMAL
-types are translated
-(constants.py), and a constant only where it matches its column's type, a decimal's scale
-included (so no backend has to cast, which Spark's ANSI mode would turn into a runtime
-error). Floating-point columns are never filtered: DuckDB orders NaN above
-every number and pyarrow's comparisons are false for NaN, so a pushed-down `x > 5` would
-lose the NaN rows DuckDB keeps.
+Only comparisons, IN / NOT IN, BETWEEN, IS [NOT] NULL, [NOT] LIKE (patterns.py), AND, OR and
+NOT over plain columns and constants of boolean, integer, VARCHAR, DATE, TIMESTAMP [WITH TIME
+ZONE] and DECIMAL types are translated (constants.py), and a constant only where it matches
+its column's type, a decimal's scale included (so no backend has to cast, which Spark's ANSI
+mode would turn into a runtime error). Floating-point columns are never filtered: DuckDB
+orders NaN above every number and pyarrow's comparisons are false for NaN, so a pushed-down
+`x > 5` would lose the NaN rows DuckDB keeps. ILIKE is left to DuckDB: engines fold case
+differently beyond ASCII.
 """
 
 from .arrow import arrow_expression
-from .model import And, Between, Compare, In, IsNull, Not, Or, Predicate, columns_of
+from .model import And, Between, Compare, In, IsNull, Like, Not, Or, Predicate, columns_of
 from .parser import parse
 from .spark import spark_column
 from .sql import sql_identifier, sql_text
@@ -35,6 +35,7 @@ __all__ = [
     "Compare",
     "In",
     "IsNull",
+    "Like",
     "Not",
     "Or",
     "Predicate",

@@ -23,6 +23,7 @@ def arrow_expression(predicate: Predicate) -> Any:
             literal=pc.scalar,
             is_null=lambda c: c.is_null(),
             is_in=lambda c, values: c.isin(pa.array(values)),
+            like=lambda c, pattern: pc.match_like(c, pattern),
             both=operator.and_,
             either=operator.or_,
             negate=operator.invert,

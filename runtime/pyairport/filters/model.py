@@ -1,5 +1,5 @@
-"""The predicate tree a DuckDB filter becomes: comparisons, IN, IS NULL, BETWEEN and the
-boolean combinators over plain columns and constants."""
+"""The predicate tree a DuckDB filter becomes: comparisons, IN, IS NULL, BETWEEN, LIKE and
+the boolean combinators over plain columns and constants."""
 
 from __future__ import annotations
 
@@ -37,6 +37,14 @@ class Between:
 
 
 @dataclass(frozen=True)
+class Like:
+    """column LIKE pattern, the pattern as patterns.py writes it (`\\` escapes)."""
+
+    column: str
+    pattern: str
+
+
+@dataclass(frozen=True)
 class And:
     children: tuple[Predicate, ...]
 
@@ -51,7 +59,7 @@ class Not:
     child: Predicate
 
 
-Predicate = Compare | In | IsNull | Between | And | Or | Not
+Predicate = Compare | In | IsNull | Between | Like | And | Or | Not
 
 
 def columns_of(predicate: Predicate) -> list[str]:

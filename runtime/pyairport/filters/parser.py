@@ -11,8 +11,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from . import constants
-from .model import And, Between, Compare, In, IsNull, Not, Or, Predicate
+from . import constants, patterns
+from .model import And, Between, Compare, In, IsNull, Like, Not, Or, Predicate
 
 # DuckDB logical type ids whose JSON constants are plain JSON scalars with the same meaning.
 SCALAR_TYPES = frozenset(
@@ -40,6 +40,18 @@ COMPARISONS = {
     "COMPARE_GREATERTHANOREQUALTO": ">=",
 }
 """DuckDB's comparison expression types, by the operator they compare with."""
+AFFIXES = {
+    "prefix": "{}%",
+    "starts_with": "{}%",
+    "suffix": "%{}",
+    "ends_with": "%{}",
+    "contains": "%{}%",
+}
+"""DuckDB's string functions that are a LIKE of plain text (DuckDB makes them of `LIKE 'ab%'`,
+`'%ab'` and `'%ab%'`), by the pattern they are."""
+LIKES = {"~~": False, "!~~": True, "like_escape": False, "not_like_escape": True}
+"""DuckDB's LIKE functions (its NOT LIKE are their own functions), by whether they negate; the
+`escape` ones take the escape character as a third argument."""
 _FLIPPED = {"==": "==", "!=": "!=", "<": ">", ">": "<", "<=": ">=", ">=": "<="}
 
 
@@ -123,6 +135,8 @@ class _Reader:
                 ),
                 True,
             )
+        if kind == "BOUND_FUNCTION":
+            return self.function(node["name"], node["children"]), True
         if kind == "BOUND_OPERATOR":
             children = node["children"]
             if kind_type in ("OPERATOR_IS_NULL", "OPERATOR_IS_NOT_NULL") and len(children) == 1:
@@ -148,6 +162,36 @@ class _Reader:
             return Compare(column, op, self.constant(right, column))
         column = self.column(right)
         return Compare(column, _FLIPPED[op], self.constant(left, column))
+
+    def function(self, name: Any, children: list[Any]) -> Predicate:
+        """A LIKE, however DuckDB wrote it, of a string column and VARCHAR constants."""
+        if name in AFFIXES and len(children) == 2:
+            column = self.string_column(children[0])
+            return Like(column, AFFIXES[name].format(patterns.literal(self.text(children[1]))))
+        if name in LIKES and len(children) == (3 if name.endswith("escape") else 2):
+            column = self.string_column(children[0])
+            escape = self.text(children[2]) if len(children) == 3 else ""
+            like = Like(column, patterns.from_duckdb(self.text(children[1]), escape))
+            return Not(like) if LIKES[name] else like
+        raise _Unsupported("function")
+
+    def string_column(self, node: dict[str, Any]) -> str:
+        column = self.column(node)
+        if not _is_string(self.columns[column]):
+            raise _Unsupported("not a string column")
+        return column
+
+    def text(self, node: dict[str, Any]) -> str:
+        """A VARCHAR constant's text."""
+        if node["expression_class"] != "BOUND_CONSTANT":
+            raise _Unsupported(node["expression_class"])
+        value = node["value"]
+        text = value["value"]
+        if value["type"]["id"] != "VARCHAR" or value.get("is_null"):
+            raise _Unsupported("text")
+        if not isinstance(text, str) or not _utf8(text):
+            raise _Unsupported("text")
+        return text
 
     def column(self, node: dict[str, Any]) -> str:
         if node["expression_class"] != "BOUND_COLUMN_REF":
@@ -189,7 +233,7 @@ def _fits(value: Any, column: pa.DataType) -> bool:
     if isinstance(value, int):
         return bool(pa.types.is_integer(column)) and -(2**63) <= value < 2**63
     if isinstance(value, str):
-        return bool(pa.types.is_string(column) or pa.types.is_large_string(column))
+        return _is_string(column) and _utf8(value)
     if isinstance(value, datetime):  # before date: a datetime is a date too
         # microseconds, as DuckDB's TIMESTAMP and Delta's; an instant only against a zoned
         # column, a wall clock only against one without a zone (DuckDB casts the constant)
@@ -207,3 +251,17 @@ def _fits(value: Any, column: pa.DataType) -> bool:
             and constants.digits_of(value) <= column.precision
         )
     return False  # floats: see the module docstring
+
+
+def _is_string(column: pa.DataType) -> bool:
+    return bool(pa.types.is_string(column) or pa.types.is_large_string(column))
+
+
+def _utf8(text: str) -> bool:
+    """Whether UTF-8 can hold text: JSON can carry a lone surrogate, which no engine can
+    compare (a filter with one is left to DuckDB)."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -21,6 +21,7 @@ def spark_column(predicate: Predicate, frame: Any) -> Any:
             literal=_literal,
             is_null=lambda c: c.isNull(),
             is_in=lambda c, values: c.isin([_literal(v) for v in values]),
+            like=lambda c, pattern: c.like(pattern),
             both=operator.and_,
             either=operator.or_,
             negate=operator.invert,

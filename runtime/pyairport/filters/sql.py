@@ -92,6 +92,7 @@ def sql_text(predicate: Predicate) -> str:
                     f"(CASE WHEN {c.text} IS NULL THEN NULL"
                     f" ELSE {c.text} IN ({', '.join(_sql_literal(v).text for v in values)}) END)"
                 ),
+                like=lambda c, pattern: _SqlText(f"({c.text} LIKE {_sql_literal(pattern).text})"),
                 both=lambda a, b: _SqlText(f"({a.text} AND {b.text})"),
                 either=lambda a, b: _SqlText(f"({a.text} OR {b.text})"),
                 negate=lambda a: _SqlText(f"(NOT {a.text})"),

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .model import And, Between, Compare, In, IsNull, Not, Predicate
+from .model import And, Between, Compare, In, IsNull, Like, Not, Predicate
 
 _OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
     "==": operator.eq,
@@ -22,13 +22,15 @@ _OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
 
 @dataclass(frozen=True)
 class Translator:
-    """How a backend spells the predicate tree: column reference, literal, and the boolean
-    combinators of its expression language."""
+    """How a backend spells the predicate tree: column reference, literal, IS NULL, IN,
+    LIKE (of a pattern as patterns.py writes it) and the boolean combinators of its
+    expression language."""
 
     column: Callable[[str], Any]
     literal: Callable[[Any], Any]
     is_null: Callable[[Any], Any]
     is_in: Callable[[Any, list[Any]], Any]
+    like: Callable[[Any, str], Any]
     both: Callable[[Any, Any], Any]
     either: Callable[[Any, Any], Any]
     negate: Callable[[Any], Any]
@@ -43,6 +45,8 @@ def translate(predicate: Predicate, to: Translator) -> Any:
     if isinstance(predicate, IsNull):
         null = to.is_null(to.column(predicate.column))
         return to.negate(null) if predicate.negated else null
+    if isinstance(predicate, Like):
+        return to.like(to.column(predicate.column), predicate.pattern)
     if isinstance(predicate, Between):
         column = to.column(predicate.column)
         low = (operator.ge if predicate.lower_inclusive else operator.gt)(

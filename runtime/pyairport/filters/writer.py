@@ -9,8 +9,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from . import constants
-from .model import And, Between, Compare, In, IsNull, Not, Predicate
+from . import constants, patterns
+from .model import And, Between, Compare, In, IsNull, Like, Not, Predicate
 from .parser import COMPARISONS
 
 # The DuckDB logical type a constant of an Arrow column's type is written as.
@@ -40,7 +40,8 @@ def to_json(predicate: Predicate, schema: pa.Schema) -> str:
     Airport extension sends in an `endpoints` request, and what `parse` reads back. A top-level
     AND becomes separate filters, as DuckDB writes them. Columns of other types than boolean,
     integer, floating point, string, date, microsecond timestamp and decimal cannot be
-    written (ValueError)."""
+    written (ValueError), nor a LIKE of another column than a string or whose pattern's `\\`
+    escapes anything but `%`, `_` or `\\`."""
     names = schema.names
     columns = {f.name: f.type for f in schema}
     writer = _Writer(names, columns)
@@ -111,6 +112,32 @@ class _Writer:
             "children": children,
         }
 
+    def like(self, predicate: Like) -> dict[str, Any]:
+        """DuckDB's `~~` where the pattern escapes nothing, else its `like_escape` with the
+        pattern's own escape character (which means the same there)."""
+        if self.type_id(predicate.column) != "VARCHAR":
+            raise ValueError(f"cannot match column {predicate.column!r}: it is not a string")
+        pattern = patterns.check(predicate.pattern)
+        texts = [pattern] if patterns.ESCAPE not in pattern else [pattern, patterns.ESCAPE]
+        varchar = {"id": "VARCHAR", "type_info": None}
+        return {
+            "expression_class": "BOUND_FUNCTION",
+            "type": "BOUND_FUNCTION",
+            "alias": "",
+            "return_type": {"id": "BOOLEAN", "type_info": None},
+            "children": [
+                self.column(predicate.column),
+                *(self.constant(text, predicate.column) for text in texts),
+            ],
+            "name": "~~" if len(texts) == 1 else "like_escape",
+            "arguments": [varchar] * (1 + len(texts)),
+            "original_arguments": [],
+            "catalog_name": "system",
+            "schema_name": "main",
+            "has_serialize": False,
+            "is_operator": len(texts) == 1,
+        }
+
     def expression(self, predicate: Predicate) -> dict[str, Any]:
         if isinstance(predicate, Compare):
             kind = next(k for k, op in COMPARISONS.items() if op == predicate.op)
@@ -128,6 +155,8 @@ class _Writer:
         if isinstance(predicate, IsNull):
             kind = "OPERATOR_IS_NOT_NULL" if predicate.negated else "OPERATOR_IS_NULL"
             return self.operator(kind, [self.column(predicate.column)])
+        if isinstance(predicate, Like):
+            return self.like(predicate)
         if isinstance(predicate, Between):
             return {
                 "expression_class": "BOUND_BETWEEN",
