@@ -34,7 +34,9 @@ def name_problem(name: str) -> str | None:
     for character in name:
         if character == "\0":
             return "it holds a NUL character"
-        if unicodedata.category(character) in ("Cc", "Cs") or character in _LINE_BREAKS:
+        if unicodedata.category(character) == "Cs":  # JSON's \\ud800 brings one; UTF-8 has none
+            return f"it holds the lone surrogate U+{ord(character):04X}"
+        if unicodedata.category(character) == "Cc" or character in _LINE_BREAKS:
             return f"it holds the control character U+{ord(character):04X}"
     size = len(name.encode())
     if size > MAX_NAME_BYTES:

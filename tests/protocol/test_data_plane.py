@@ -137,6 +137,7 @@ def test_the_grants_hold_on_the_data_socket(server: AirportServer, team: Team) -
         b"not json",
         b'{"catalog": "sales", "schema": "../../etc", "table": "passwd"}',
         TicketData(catalog="sales", schema="dml_schema", table="nope").to_json(),
+        b'{"catalog": "sales", "schema": "\\ud800", "table": "users"}',  # no UTF-8 holds it
     ],
 )
 def test_a_forged_ticket_is_refused_in_one_line(

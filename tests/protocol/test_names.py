@@ -6,6 +6,7 @@ tests/backend/test_confinement.py."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import msgpack
@@ -177,6 +178,25 @@ def test_every_lookup_refuses_a_bad_name(lake: Running, name: str) -> None:
         except AssertionError as failed:
             raise AssertionError(f"{call_name}: {error.code} {error.message!r}") from failed
     assert (_state(lake), lake.client.scan(S, "t").read_all()) == before
+
+
+@pytest.mark.parametrize("kind", ["schema", "table"])
+def test_a_lone_surrogate_a_tickets_json_brings_is_refused_by_the_name_rule(
+    lake: Running, kind: str
+) -> None:
+    """JSON can write a surrogate no UTF-8 holds (`\\ud800`): the name rule refuses it, its
+    message naming the name as Go would read it (U+FFFD); it could not be sent before."""
+    names = {"schema": S, "table": "t", kind: "x\ud800"}
+    ticket = json.dumps(names).encode()  # ASCII, the surrogate as its escape
+    client = lake.client
+    error = refusal(
+        lambda: list(
+            client.stub.DoGet(flight_pb2.Ticket(ticket=ticket), metadata=client.metadata())
+        )
+    )
+    reason = "it holds the lone surrogate U+D800"
+    params = {"kind": kind, "name": _quoted("x\ufffd"), "reason": reason}
+    assert_error_row("name_invalid", params, error.code, error.message)
 
 
 @pytest.mark.parametrize("name", GOOD_NAMES, ids=[repr(n)[:24] for n in GOOD_NAMES])

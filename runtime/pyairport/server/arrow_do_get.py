@@ -24,6 +24,7 @@ from airport_contracts import AirportError, Context, StatusCode
 
 from ..dispatch import ProgressReport, ServedScan
 from ..wire.compression import codec_for
+from ..wire.go_text import go_string
 from .ahead import Ahead
 from .grpc_call import first_values
 from .internal_error import unexpected
@@ -187,7 +188,8 @@ def _sent_as(exc: Exception, what: str) -> Exception:
     status where Arrow has one; anything else logged here and INTERNAL, never a traceback."""
     sent: Exception
     if isinstance(exc, AirportError):
-        sent = _FLIGHT_ERRORS.get(StatusCode(exc.code), flight.FlightServerError)(exc.message)
+        refused = _FLIGHT_ERRORS.get(StatusCode(exc.code), flight.FlightServerError)
+        sent = refused(go_string(exc.message))
     elif isinstance(exc, flight.FlightError):
         sent = exc
     else:

@@ -46,6 +46,7 @@ from ..dispatch import (
 from ..dispatch.scan_location import WorkerPool, with_data_workers, with_scan_location
 from ..observers import with_observer
 from ..wire.compression import BatchEncoder, codec_for, on_this_host
+from ..wire.go_text import go_string
 from ..wire.ipc import FlightDataInput, encode_app_metadata, encode_batch, encode_schema
 from . import call_log
 from .ahead import Ahead
@@ -93,7 +94,7 @@ no row names, carries GetFlightInfo's)."""
 
 
 def _abort(grpc_context: grpc.ServicerContext, error: AirportError) -> None:
-    grpc_context.abort(grpc.StatusCode[StatusCode(error.code).name], error.message)
+    grpc_context.abort(grpc.StatusCode[StatusCode(error.code).name], go_string(error.message))
 
 
 class FlightService(flight_pb2_grpc.FlightServiceServicer):
