@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from pyairport.client import AirportClient, RemoteError
-from pyairport.wire.ipc import schema_message
+from pyairport.wire.ipc import batch_message, schema_message
 
 from .conftest import Running, users
 
@@ -30,6 +30,17 @@ def _good_then_overflowing() -> list[pa.RecordBatch]:
         pa.record_batch([pa.array([7], pa.uint64()), pa.array(["ok"])], schema=schema),
         pa.record_batch([pa.array([2**64 - 1], pa.uint64()), pa.array(["big"])], schema=schema),
     ]
+
+
+def _strings(offsets: list[int], data: bytes) -> pa.Array:
+    """A string column as a client's buffers may hold it: checked by nothing but Arrow's
+    cheap validation (offsets within the data), which pyarrow runs here."""
+    buffer = pa.py_buffer(pa.array(offsets, pa.int32()).buffers()[1])
+    return pa.Array.from_buffers(pa.string(), len(offsets) - 1, [None, buffer, pa.py_buffer(data)])
+
+
+NOT_UTF8 = _strings([0, 2], b"\xff\xfe")
+BACKWARDS = _strings([0, 3, 1], b"abc")  # the second string ends before it starts
 
 
 # (what is sent, details of the answer)
@@ -74,6 +85,18 @@ EXCHANGE_CASES: dict[str, tuple[Callable[[AirportClient, str], object], str]] = 
         lambda c, s: c.insert(s, "users", pa.table({"id": [1.5]})),
         "input column 'id' (double) has a value that does not convert to int64",
     ),
+    "insert a string that is not UTF-8": (
+        lambda c, s: c.insert(s, "users", pa.table({"id": [1], "name": NOT_UTF8})),
+        "input column 'name' (string) holds a string that is not UTF-8",
+    ),
+    "insert offsets out of order": (
+        lambda c, s: c.insert(s, "users", pa.table({"name": BACKWARDS, "id": [1, 2]})),
+        "input column 'name' (string) holds data that is not valid Arrow",
+    ),
+    "update with a string that is not UTF-8": (
+        lambda c, s: c.update(s, "users", pa.table({"email": NOT_UTF8, "rowid": ROWID})),
+        "input column 'email' (string) holds a string that is not UTF-8",
+    ),
 }
 
 PUT_CASES: dict[str, tuple[Callable[[AirportClient, str], object], str]] = {
@@ -92,6 +115,18 @@ PUT_CASES: dict[str, tuple[Callable[[AirportClient, str], object], str]] = {
             s, "users", pa.table({"id": [1], "name": ["a"], OVERLONG: ["b"]})
         ),
         f"column 2 is '{'x' * 64}…' (string), table has 'email' (string)",
+    ),
+    "put a string that is not UTF-8": (
+        lambda c, s: c.put_insert(
+            s, "users", pa.table({"id": [1], "name": ["a"], "email": NOT_UTF8})
+        ),
+        "input column 'email' (string) holds a string that is not UTF-8",
+    ),
+    "put offsets out of order": (
+        lambda c, s: c.put_update(
+            s, "users", [1, 2], pa.table({"id": [1, 2], "name": BACKWARDS, "email": ["b", "c"]})
+        ),
+        "input column 'name' (string) holds data that is not valid Arrow",
     ),
 }
 
@@ -154,3 +189,20 @@ def test_a_dictionary_encoded_column_is_refused_before_any_batch(
         f"schema mismatch: input column '{name}' is dictionary-encoded ({data_type});"
         " the stream carries no dictionaries"
     )
+
+
+def test_data_that_is_not_valid_arrow_is_refused_on_every_dml_exchange(srv: Running) -> None:
+    """A DELETE's batch is checked too, its extra columns included (the table reads only the
+    rowid, but Arrow's own reading of the batch may touch them)."""
+    srv.client.insert("dml_schema", "users", users([1, 2], ["Ann", "Bo"]))
+    before = srv.rows("dml_schema")
+    batch = pa.record_batch({"rowid": pa.array([1, 2], pa.int64()), "name": BACKWARDS})
+    headers = [("airport-flight-path", "dml_schema/users"), ("airport-operation", "delete")]
+    messages = [schema_message(batch.schema), batch_message(batch)]
+    with pytest.raises(grpc.RpcError) as err:
+        list(srv.client.stub.DoExchange(iter(messages), metadata=headers))
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT  # type: ignore[attr-defined]
+    assert err.value.details() == (  # type: ignore[attr-defined]
+        "schema mismatch: input column 'name' (string) holds data that is not valid Arrow"
+    )
+    assert srv.rows("dml_schema") == before

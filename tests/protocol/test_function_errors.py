@@ -196,7 +196,13 @@ def _scalar(srv: Running, path: str, batch: pa.RecordBatch, chunks: bool = True)
     return _exchange(srv, "scalar_function", path, messages, chunks)
 
 
-def _in_out(srv: Running, path: str, parameters: bytes = b"", chunks: bool = True) -> RemoteError:
+def _in_out(
+    srv: Running,
+    path: str,
+    parameters: bytes = b"",
+    chunks: bool = True,
+    batch: pa.RecordBatch | None = None,
+) -> RemoteError:
     """An in-out call: the descriptor with the arguments' message, the rows' schema, a batch."""
     app_metadata = msgpack.packb(
         {
@@ -207,7 +213,7 @@ def _in_out(srv: Running, path: str, parameters: bytes = b"", chunks: bool = Tru
             "at_value": "",
         }
     )
-    batch = pa.record_batch([pa.array(["a"])], names=["v"])
+    batch = pa.record_batch([pa.array(["a"])], names=["v"]) if batch is None else batch
     messages = [
         flight_pb2.FlightData(
             flight_descriptor=flight_pb2.FlightDescriptor(
@@ -264,6 +270,12 @@ def _remote(call: Callable[[], object]) -> RemoteError:
 
 
 INT = pa.record_batch([pa.array([1, 2], pa.int64())], names=["param1"])
+NOT_UTF8 = pa.Array.from_buffers(
+    pa.string(),
+    1,
+    [None, pa.py_buffer(pa.array([0, 2], pa.int32()).buffers()[1]), pa.py_buffer(b"\xc3\x28")],
+)
+"""A string whose bytes are not UTF-8: Arrow's cheap validation (pyarrow's here) passes it."""
 TWO = _arguments(pa.array([2], pa.int64()))
 
 TRIGGERS: dict[str, tuple[Callable[[Running], RemoteError], dict[str, Any]]] = {
@@ -315,6 +327,14 @@ TRIGGERS: dict[str, tuple[Callable[[Running], RemoteError], dict[str, Any]]] = {
             "schema": "fns",
             "function": "wrong_type",
             "error": "output array type mismatch: expected string, got int64",
+        },
+    ),
+    "function_input_invalid": (
+        lambda s: _scalar(s, "fns/upper", pa.record_batch([NOT_UTF8], names=["param1"])),
+        {
+            "schema": "fns",
+            "function": "upper",
+            "details": "column 'param1' (string) holds a string that is not UTF-8",
         },
     ),
     "function_argument_types": (
@@ -393,3 +413,22 @@ def test_a_failed_call_leaves_the_server_serving(fsrv: Running) -> None:
     read = client.do_get(flight.Ticket(info.endpoint[0].ticket.ticket)).read_all()
     client.close()
     assert read.column("result").to_pylist() == ["x", "x"]
+
+
+def test_data_that_is_not_valid_arrow_reaches_no_function(fsrv: Running) -> None:
+    """An in-out function's rows and a table function's arguments are checked as a scalar
+    function's input is (function_input_invalid above)."""
+    rows = pa.record_batch([NOT_UTF8], names=["v"])
+    error = _in_out(fsrv, "fns/echo", batch=rows)
+    details = "column 'v' (string) holds a string that is not UTF-8"
+    params = {"schema": "fns", "function": "echo", "details": details}
+    assert_error_row("function_input_invalid", params, error.code, error.message)
+    arguments = _arguments(pa.array([2], pa.int64()), NOT_UTF8)
+    for refused in (
+        _flight_info(fsrv, "fns", "rows", parameters=arguments),
+        _get(fsrv, {"schema": "fns", "table_function": "rows", "function_params": arguments}),
+    ):
+        details = "column 'param2' (string) holds a string that is not UTF-8"
+        assert_error_row(
+            "function_parameters_invalid", {"error": details}, refused.code, refused.message
+        )

@@ -63,10 +63,11 @@ def run_put(
             input_schema = validation.data_schema(table_schema)
         facts = validation.Facts(row, input_schema, table_schema)
         validation.check(RulePhase.INPUT_SCHEMA, facts)
+        check = validation.check(RulePhase.INPUT_BATCHES, facts)
         call_table = getattr(table, method.method)
         result: DMLResult | None
         if by_row_ids:
-            feed = Feed(run.ctx, stream.batches(), statement)
+            feed = Feed(run.ctx, stream.batches(), statement, check)
             batches = list(feed)
             read = replace(facts, row_ids=descriptor.row_ids, rows=feed.rows, run=run, table=table)
             validation.check(RulePhase.ROWS_READ, read)
@@ -81,7 +82,7 @@ def run_put(
                 reader = pa.RecordBatchReader.from_batches(with_ids.schema, with_ids.to_batches())
                 result = run.call(None, call_table, reader, opts)
         else:
-            feed = Feed(run.ctx, stream.batches(), statement)
+            feed = Feed(run.ctx, stream.batches(), statement, check)
             reader = pa.RecordBatchReader.from_batches(input_schema, iter(feed))
             result = run.call(feed, call_table, reader, opts)
             feed.drain()

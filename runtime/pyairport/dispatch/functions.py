@@ -6,7 +6,7 @@ FUNCTION_WIRE); the functions are the catalog's schemas' (Schema.scalar_function
 from __future__ import annotations
 
 import logging
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -18,6 +18,7 @@ from airport_contracts import (
     FunctionAppMetadata,
     FunctionArgumentTypes,
     FunctionExtraData,
+    FunctionInputInvalid,
     FunctionOutputSchemaFailed,
     FunctionParametersInvalid,
     FunctionSchemaFailed,
@@ -44,6 +45,7 @@ from .events import ExchangeEvent, ExchangeInput, ExchangeRequest, OutputBatch, 
 from .flight_infos import REUSE_CONNECTION
 from .function_rows import in_out_answers
 from .tables import Tables
+from .validation import invalid_column
 
 log = logging.getLogger("pyairport.functions")
 
@@ -113,7 +115,22 @@ def decode_parameters(raw: bytes) -> pa.RecordBatch:
         raise FunctionParametersInvalid(error=f"not an Arrow IPC stream: {exc}") from None
     if not batches:
         raise FunctionParametersInvalid(error="no parameter record found")
+    problem = invalid_column(batches[0])
+    if problem is not None:
+        raise FunctionParametersInvalid(error=problem)
     return batches[0]
+
+
+def valid_input(
+    schema: str, function: str, batches: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """A function's input batches, each refused before the function reads it when its data
+    is not valid Arrow (deviation function_arguments_checked)."""
+    for batch in batches:
+        problem = invalid_column(batch)
+        if problem is not None:
+            raise FunctionInputInvalid(schema=schema, function=function, details=problem)
+        yield batch
 
 
 def parameter_values(arguments: pa.RecordBatch) -> list[Any]:
@@ -232,7 +249,7 @@ class Functions:
             return
         check_arguments(schema_name, function, SCALAR, input_schema)
         yield OutputSchema(output)
-        for batch in stream.batches():
+        for batch in valid_input(schema_name, name, stream.batches()):
             try:
                 result = function.execute(ctx, batch)
             except AirportError:
@@ -283,7 +300,7 @@ class Functions:
         answers = in_out_answers(
             lambda rows: function.execute(ctx, params, rows, options),
             input_schema,
-            stream.batches(),
+            valid_input(schema_name, name, stream.batches()),
             output,
         )
         try:

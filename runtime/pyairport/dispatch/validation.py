@@ -143,6 +143,19 @@ def no_null_rowids(facts: Facts) -> BatchCheck:
     return check
 
 
+@rule(Rule.INPUT_IS_VALID_ARROW, RulePhase.INPUT_BATCHES)
+def valid_arrow(facts: Facts) -> BatchCheck:
+    """input_is_valid_arrow, for each batch."""
+    mismatch = facts.row.rule_error(Rule.INPUT_IS_VALID_ARROW)
+
+    def check(batch: pa.RecordBatch) -> None:
+        problem = invalid_column(batch)
+        if problem is not None:
+            raise mismatch(details=f"input {problem}")
+
+    return check
+
+
 _SHOWN_CHARACTERS = 64
 """How much of a client's column name or type an error repeats."""
 
@@ -363,3 +376,18 @@ def row_ids_within_limit(facts: Facts) -> None:
     count, limit = len(facts.row_ids or ()), facts.row_ids_limit
     if limit is not None and count > limit:
         raise facts.row.rule_error(Rule.ROW_IDS_WITHIN_LIMIT)(count=count, limit=limit)
+
+
+def invalid_column(batch: pa.RecordBatch) -> str | None:
+    """The first column of a client's batch whose data Arrow's full validation refuses, and
+    why, without Arrow's text (which repeats the client's values); None when all are valid.
+    An IPC reader takes the buffers as they came: a table or a function reading past one
+    reads the server's memory. About 8 ms a million rows of four columns, one a string."""
+    for field, column in zip(batch.schema, batch.columns, strict=True):
+        try:
+            column.validate(full=True)
+        except pa.ArrowInvalid as invalid:
+            utf8 = "UTF8" in str(invalid)
+            what = "a string that is not UTF-8" if utf8 else "data that is not valid Arrow"
+            return f"column {shown(field.name)} ({shown_type(field.type)}) holds {what}"
+    return None
