@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -10,7 +11,7 @@ import grpc
 import pyarrow as pa
 import pytest
 
-from airport_contracts import Context, DMLOptions, DMLResult
+from airport_contracts import Context, DMLOptions, DMLResult, flight_pb2
 from airport_contracts.contract import ERROR_TABLE
 from pyairport.client import AirportClient, RemoteError, remote_error
 from pyairport.demo import memory_demo_catalog
@@ -227,3 +228,35 @@ def refusal(call: Callable[[], object]) -> RemoteError:
     except grpc.RpcError as error:
         return remote_error(error)
     raise AssertionError("the call was not refused")
+
+
+def compressed(table: pa.Table) -> bytes:
+    """table as an Arrow IPC stream with ZSTD-compressed buffers, as a pyarrow client may
+    write it (DuckDB never compresses what it sends)."""
+    sink = pa.BufferOutputStream()
+    options = pa.ipc.IpcWriteOptions(compression="zstd")
+    with pa.ipc.new_stream(sink, table.schema, options=options) as writer:
+        writer.write_table(table)
+    return bytes(sink.getvalue().to_pybytes())
+
+
+def compressed_messages(table: pa.Table) -> list[flight_pb2.FlightData]:
+    """compressed(table) as Flight messages: its schema, then each batch."""
+    stream = pa.ipc.MessageReader.open_stream(pa.py_buffer(compressed(table)))
+    return [
+        flight_pb2.FlightData(
+            data_header=message.metadata.to_pybytes(),
+            data_body=message.body.to_pybytes() if message.body else b"",
+        )
+        for message in stream
+    ]
+
+
+HUGE_BYTES = 65 * 1024 * 1024
+
+
+@functools.cache
+def huge_name() -> pa.Table:
+    """One name of HUGE_BYTES: a few kilobytes ZSTD-compressed, more than a message carries
+    (64 MiB by default). In memory: its two offsets (8 bytes) and its characters."""
+    return pa.table({"name": pa.array(["x" * HUGE_BYTES])})

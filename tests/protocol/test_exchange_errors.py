@@ -15,7 +15,16 @@ from pyairport.backends.memory import memory_table
 from pyairport.catalog import CatalogSchema, MutableCatalog
 from pyairport.wire.ipc import batch_message, schema_message
 
-from .conftest import FailingInsert, Running, assert_error_row, serving, users
+from .conftest import (
+    HUGE_BYTES,
+    FailingInsert,
+    Running,
+    assert_error_row,
+    compressed_messages,
+    huge_name,
+    serving,
+    users,
+)
 
 
 def _call(
@@ -196,6 +205,10 @@ TRIGGERS: dict[str, tuple[Trigger, dict[str, str]]] = {
     "operation_failed": (
         lambda s: _failing_insert(),
         {"operation": "INSERT", "error": "disk full"},
+    ),
+    "input_batch_too_large": (
+        lambda s: _on(s, _dml("insert"), compressed_messages(huge_name())),
+        {"size": str(8 + HUGE_BYTES), "limit": str(64 * 1024 * 1024)},
     ),
     "schema_mismatch": (
         lambda s: _on(s, _dml("insert"), _stream(pa.table({"nickname": ["x"]}))),

@@ -30,7 +30,15 @@ from pyairport.catalog import CatalogSchema, MutableCatalog
 from pyairport.client import RemoteError
 from pyairport.demo import USERS_COLUMNS
 
-from .conftest import Running, assert_error_row, serving, users
+from .conftest import (
+    HUGE_BYTES,
+    Running,
+    assert_error_row,
+    compressed,
+    huge_name,
+    serving,
+    users,
+)
 
 ROWID_ID = 2**64 - 1
 
@@ -451,7 +459,26 @@ def _path(*parts: str) -> flight_pb2.FlightDescriptor:
     return flight_pb2.FlightDescriptor(type=flight_pb2.FlightDescriptor.PATH, path=list(parts))
 
 
+def _series_call(arguments: bytes) -> bytes:
+    """A DoGet ticket of demo_schema.series called with these arguments (an IPC stream)."""
+    import base64
+
+    params = base64.b64encode(arguments).decode()
+    ticket = {"schema": "demo_schema", "table_function": "series", "function_params": params}
+    return json.dumps(ticket).encode()
+
+
+def _huge_arguments() -> bytes:
+    arguments = pa.table({"start": [1], "stop": [2]}).append_column("x", huge_name()["name"])
+    return compressed(arguments)
+
+
 TRIGGERS: dict[str, tuple[Callable[[Running], RemoteError], dict[str, Any]]] = {
+    # series(1, 2) with a third argument of 65 MiB, compressed to a few kilobytes
+    "input_batch_too_large": (
+        lambda s: _get(s, _series_call(_huge_arguments())),
+        {"size": str(8 + 8 + 8 + HUGE_BYTES), "limit": str(64 * 1024 * 1024)},
+    ),
     "catalog_payload_empty": (
         lambda s: _error(lambda: s.client.action("catalog_version", b"")),
         {},

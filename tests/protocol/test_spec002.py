@@ -25,7 +25,15 @@ from pyairport.server import AirportServer, ServerConfig
 from pyairport.transactions import MemoryTransactionManager, TransactionError
 from pyairport.wire.ipc import batch_message, read_message, schema_message
 
-from .conftest import FailingInsert, Running, assert_error_row, users
+from .conftest import (
+    HUGE_BYTES,
+    FailingInsert,
+    Running,
+    assert_error_row,
+    compressed_messages,
+    huge_name,
+    users,
+)
 
 
 def _go_json(value: dict[str, Any]) -> bytes:
@@ -182,6 +190,18 @@ def _raw_put(
     def call() -> None:
         try:
             list(srv.client.stub.DoPut(iter(messages), metadata=sorted((headers or {}).items())))
+        except grpc.RpcError as error:
+            raise RemoteError(error.code(), error.details()) from None  # type: ignore[attr-defined]
+
+    return _error(call)
+
+
+def _raw_exchange(
+    srv: Running, messages: list[flight_pb2.FlightData], headers: list[tuple[str, str]]
+) -> RemoteError:
+    def call() -> None:
+        try:
+            list(srv.client.stub.DoExchange(iter(messages), metadata=headers))
         except grpc.RpcError as error:
             raise RemoteError(error.code(), error.details()) from None  # type: ignore[attr-defined]
 
@@ -597,3 +617,33 @@ def test_row_ids_exist_asks_for_the_named_rows_and_reads_a_batch_at_a_time(srv: 
     assert asked == [filters.Between("rowid", min(named), max(named), True, True)]
     first = srv.rows("dml_schema")[0]
     assert (first["id"], first["name"]) == (1, "user_1")  # the failed statement changed nothing
+
+
+def test_compressed_batches_are_read_up_to_the_message_limit(srv: Running) -> None:
+    """A client's ZSTD-compressed batches are read on DoPut and DoExchange (arrow-go's reader
+    reads them too); one that would decompress to more than a message may carry is refused
+    before it is decompressed (deviation decompressed_input_bounded), and nothing changes."""
+
+    def put(table: pa.Table) -> list[flight_pb2.FlightData]:
+        messages = compressed_messages(table)
+        descriptor = flight_pb2.FlightDescriptor(
+            type=flight_pb2.FlightDescriptor.CMD, cmd=json.dumps(PUT).encode()
+        )
+        messages[0].flight_descriptor.CopyFrom(descriptor)
+        return messages
+
+    list(srv.client.stub.DoPut(iter(put(users([1], ["Ann"])))))
+    exchange = [("airport-flight-path", "dml_schema/users"), ("airport-operation", "insert")]
+    list(
+        srv.client.stub.DoExchange(iter(compressed_messages(users([2], ["Bo"]))), metadata=exchange)
+    )
+    stored = srv.rows("dml_schema")
+    assert sorted(r["name"] for r in stored) == ["Ann", "Bo"]
+    huge = pa.table({"id": [3], "name": huge_name()["name"], "email": ["c@x"]})
+    for refused in (
+        _raw_put(srv, put(huge)),
+        _raw_exchange(srv, compressed_messages(huge), exchange),
+    ):
+        params = {"size": str(8 + HUGE_BYTES + 8 + 8 + 3), "limit": str(64 * 1024 * 1024)}
+        assert_error_row("input_batch_too_large", params, refused.code, refused.message)
+    assert srv.rows("dml_schema") == stored

@@ -33,6 +33,7 @@ from airport_support.vocabulary import RulePhase
 
 from ..access.audit import audit
 from ..access.grants import Right, needing
+from ..wire.ipc_body import MAX_MESSAGE_BYTES
 from . import validation
 from .catalog_actions import CatalogActions
 from .ddl_actions import DdlActions, binder
@@ -94,6 +95,8 @@ class Dispatcher(Handlers[ExchangeCall, PutCall, ActionCall]):
     transactions is the optional TransactionManager; without it, DML runs without
     transactions and the transaction actions answer as protocol §2.2-2.3 describe.
     max_row_ids: the longest row_ids a spec-002 call may send (None: no limit).
+    max_batch_bytes: the most a client's compressed batch (a table function's arguments) may
+    decompress to.
     routes: the dispatch table (the generated one unless a test gives another).
     """
 
@@ -102,12 +105,13 @@ class Dispatcher(Handlers[ExchangeCall, PutCall, ActionCall]):
         catalog: Catalog,
         transactions: TransactionManager | None = None,
         max_row_ids: int | None = None,
+        max_batch_bytes: int = MAX_MESSAGE_BYTES,
         routes: Mapping[tuple[str, str], Route] = ROUTES,
     ) -> None:
         self.catalog = catalog
         self.name = catalog_name(catalog)
         self.transactions = transactions
-        self.tables = Tables(catalog, max_row_ids)
+        self.tables = Tables(catalog, max_row_ids, max_batch_bytes)
         infos = FlightInfos(catalog)  # type: ignore[arg-type]
         self.functions = Functions(self.tables)
         self.read_actions = CatalogActions(self.tables, infos, self.functions)

@@ -41,6 +41,7 @@ from airport_support.rows import FunctionKindRow
 
 from ..observers import observer_from_context
 from ..wire.column_ids import names_for_ids
+from ..wire.ipc_body import check_decompressed
 from .events import ExchangeEvent, ExchangeInput, ExchangeRequest, OutputBatch, OutputSchema
 from .flight_infos import REUSE_CONNECTION
 from .function_rows import in_out_answers
@@ -106,11 +107,20 @@ def check_arguments(schema_name: str, function: Any, kind: FunctionKindRow, got:
         )
 
 
-def decode_parameters(raw: bytes) -> pa.RecordBatch:
-    """A call's arguments: an Arrow IPC stream of one row, a column per parameter."""
+def decode_parameters(raw: bytes, max_batch_bytes: int) -> pa.RecordBatch:
+    """A call's arguments: an Arrow IPC stream of one row, a column per parameter (each
+    batch's decompressed size checked before it is read)."""
     try:
-        reader = pa.ipc.open_stream(pa.py_buffer(raw))
-        batches = list(reader)
+        messages = pa.ipc.MessageReader.open_stream(pa.py_buffer(raw))
+        schema = pa.ipc.read_schema(messages.read_next_message())
+        batches = []
+        for message in messages:
+            if message.type != "record batch":
+                raise pa.ArrowInvalid(f"a {message.type} message after the schema")
+            check_decompressed(message.metadata, message.body, max_batch_bytes)
+            batches.append(pa.ipc.read_record_batch(message, schema))
+    except StopIteration:
+        raise FunctionParametersInvalid(error="not an Arrow IPC stream: it is empty") from None
     except (pa.ArrowInvalid, OSError) as exc:
         raise FunctionParametersInvalid(error=f"not an Arrow IPC stream: {exc}") from None
     if not batches:
@@ -321,11 +331,12 @@ class Functions:
         except InvalidPayload as exc:
             raise FunctionParametersInvalid(error=exc.problem) from None
 
-    @staticmethod
-    def _in_out_arguments(schema_name: str, function: Any, message: InOutParameters) -> list[Any]:
+    def _in_out_arguments(
+        self, schema_name: str, function: Any, message: InOutParameters
+    ) -> list[Any]:
         if not message.parameters:
             return []
-        arguments = decode_parameters(message.parameters)
+        arguments = decode_parameters(message.parameters, self.tables.max_batch_bytes)
         check_arguments(schema_name, function, IN_OUT, arguments.schema)
         return parameter_values(arguments)
 
@@ -344,7 +355,11 @@ class Functions:
             raise TableFunctionPathInvalid(path="[" + " ".join(path) + "]")
         schema_name, name = path
         function, kind = self._table_function(ctx, schema_name, name, for_flight_info=True)
-        arguments = decode_parameters(request.parameters) if request.parameters else None
+        arguments = (
+            decode_parameters(request.parameters, self.tables.max_batch_bytes)
+            if request.parameters
+            else None
+        )
         if arguments is not None:
             check_arguments(schema_name, function, kind, arguments.schema)
         params = parameter_values(arguments) if arguments is not None else []
@@ -424,7 +439,7 @@ class Functions:
         """The endpoints action's ticket for a table function call (Go's
         createTableFunctionTicket): its arguments, and its columns by name."""
         function, kind = self._table_function(ctx, schema_name, name)
-        arguments = decode_parameters(raw_parameters)
+        arguments = decode_parameters(raw_parameters, self.tables.max_batch_bytes)
         check_arguments(schema_name, function, kind, arguments.schema)
         schema = self._schema_for(ctx, function, kind, parameter_values(arguments), None)
         return TicketData(
@@ -442,7 +457,7 @@ class Functions:
         """DoGet of a table function ticket: its rows, in the schema it declared."""
         function, kind = self._table_function(ctx, ticket.schema, ticket.table_function)
         self._called(ctx, ticket.schema, function)
-        arguments = decode_parameters(ticket.function_params)
+        arguments = decode_parameters(ticket.function_params, self.tables.max_batch_bytes)
         check_arguments(ticket.schema, function, kind, arguments.schema)  # a forged ticket's too
         params = parameter_values(arguments)
         declared = self._schema_for(ctx, function, kind, params, None)

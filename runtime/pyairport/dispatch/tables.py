@@ -32,6 +32,7 @@ from airport_support.vocabulary import RulePhase
 
 from ..access.grants import admit_schema
 from ..names import check_name
+from ..wire.ipc_body import MAX_MESSAGE_BYTES
 from . import validation
 
 
@@ -54,11 +55,18 @@ SCAN_LOOKUP = LookupErrors(None, ScanSchemaNotFound, None, ScanTableNotFound)
 
 class Tables:
     """The catalog as the runners see it. max_row_ids: the longest row_ids a spec-002 call
-    may send (None: no limit)."""
+    may send (None: no limit); max_batch_bytes: the most a client's compressed batch may
+    decompress to."""
 
-    def __init__(self, catalog: Catalog, max_row_ids: int | None = None) -> None:
+    def __init__(
+        self,
+        catalog: Catalog,
+        max_row_ids: int | None = None,
+        max_batch_bytes: int = MAX_MESSAGE_BYTES,
+    ) -> None:
         self.catalog = catalog
         self.max_row_ids = max_row_ids
+        self.max_batch_bytes = max_batch_bytes
 
     def schema(
         self, ctx: Context, name: str, failed: ErrorFactory | None = SchemaLookupFailed

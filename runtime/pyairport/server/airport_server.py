@@ -25,6 +25,7 @@ from ..access.policy import Policy
 from ..dispatch import Dispatcher
 from ..dispatch.dispatcher import catalog_name
 from ..wire.compression import SETTINGS as COMPRESSION_SETTINGS
+from ..wire.ipc_body import MAX_MESSAGE_BYTES
 from . import call_log
 from .allocator import keep_message_memory
 from .data_plane import DataPlane
@@ -47,7 +48,7 @@ class ServerConfig:
     host: str = "127.0.0.1"
     port: int = 8815  # 0 picks a free port
     max_workers: int = 32  # each open DoExchange/DoPut holds one worker for its duration
-    max_message_bytes: int = 64 * 1024 * 1024
+    max_message_bytes: int = MAX_MESSAGE_BYTES  # a compressed batch decompresses to no more
     # The headers of one call: an identity provider's JWT runs to 8-16 KiB (many claims), which
     # gRPC's defaults (8 KiB soft, 16 KiB hard) refuse, at random between the two, before the
     # authenticator sees it. 64 KiB leaves a 32 KiB token room for the other headers.
@@ -140,7 +141,12 @@ class AirportServer:
         # Scan endpoints name this address (protocol §2.7), known once the port is bound.
         self.catalogs.set_location(self.location)
         self._service = FlightService(
-            self.catalogs, extra_actions, self.access, self.metrics, config.compression
+            self.catalogs,
+            extra_actions,
+            self.access,
+            self.metrics,
+            config.compression,
+            max_batch_bytes=config.max_message_bytes,
         )
         add_to_server(self._service, self._server)
         # Where data workers on other hosts join (worker_link.py): beside Flight, not in it.
@@ -157,7 +163,9 @@ class AirportServer:
         name = catalog_name(catalog)
         if transactions is None and self.catalog_transactions is not None:
             transactions = CatalogTransactions(self.catalog_transactions, name)
-        dispatcher = Dispatcher(catalog, transactions, self.config.max_row_ids)
+        dispatcher = Dispatcher(
+            catalog, transactions, self.config.max_row_ids, self.config.max_message_bytes
+        )
         self.catalogs.add(name, dispatcher)
         self.health.add(name)
         return dispatcher

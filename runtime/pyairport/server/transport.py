@@ -48,6 +48,7 @@ from ..observers import with_observer
 from ..wire.compression import BatchEncoder, codec_for, on_this_host
 from ..wire.go_text import go_string
 from ..wire.ipc import FlightDataInput, encode_app_metadata, encode_batch, encode_schema
+from ..wire.ipc_body import MAX_MESSAGE_BYTES
 from . import call_log
 from .ahead import Ahead
 from .grpc_call import call_context, call_headers
@@ -103,7 +104,8 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
 
     extra_actions: DoAction types of the embedding application's own, served before the
     contract's: name → fn(ctx, body, headers) returning the Result bodies. data_plane: the
-    address whose scans a client on this host is sent to read (server/data_plane.py)."""
+    address whose scans a client on this host is sent to read (server/data_plane.py).
+    max_batch_bytes: the most a client's compressed batch may decompress to."""
 
     def __init__(
         self,
@@ -113,8 +115,10 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
         metrics: ServerMetrics | None = None,
         compression: str = "auto",
         data_plane: str | None = None,
+        max_batch_bytes: int = MAX_MESSAGE_BYTES,
     ) -> None:
         self.catalogs = catalogs
+        self.max_batch_bytes = max_batch_bytes  # the most a client's batch decompresses to
         self.data_plane = data_plane  # where clients on this host read scans (data_plane.py)
         self.data_workers: WorkerPool | None = None  # who reads tables' parts (data_workers.py)
         self.extra_actions = dict(extra_actions or {})
@@ -183,7 +187,7 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
             context, "DoExchange", lambda: self._route(ctx, Protocol.DOEXCHANGE, headers)
         )
         request = self._guard(context, "DoExchange", lambda: parse_exchange_headers(headers))
-        stream = FlightDataInput(client_messages(request_iterator, context))
+        stream = FlightDataInput(client_messages(request_iterator, context), self.max_batch_bytes)
         events = self._guard(
             context, "DoExchange", lambda: dispatcher.exchange(routed, request, stream)
         )
@@ -207,7 +211,7 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
         self, request_iterator: Iterator[flight_pb2.FlightData], context: grpc.ServicerContext
     ) -> Iterator[flight_pb2.PutResult]:
         ctx, headers = self._call(context, "DoPut")
-        stream = FlightDataInput(client_messages(request_iterator, context))
+        stream = FlightDataInput(client_messages(request_iterator, context), self.max_batch_bytes)
 
         def put() -> bytes:
             routed, dispatcher = self._route(ctx, Protocol.DOPUT, headers)

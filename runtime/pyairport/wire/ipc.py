@@ -15,6 +15,8 @@ import pyarrow as pa
 
 from airport_contracts import flight_pb2
 
+from .ipc_body import MAX_MESSAGE_BYTES, check_decompressed
+
 _CONTINUATION = b"\xff\xff\xff\xff"
 
 
@@ -116,11 +118,15 @@ class FlightDataInput:
     Messages without a data_header (a descriptor-only first message, app_metadata-only
     messages) carry no data and are skipped; the app_metadata of those before the schema is
     kept in leading_metadata (an in-out function call's arguments travel so). A dictionary
-    batch or a second schema is a StreamError: Airport never sends them.
+    batch or a second schema is a StreamError: Airport never sends them. A compressed batch
+    that would decompress to more than max_batch_bytes is InputBatchTooLarge.
     """
 
-    def __init__(self, messages: Iterator[flight_pb2.FlightData]) -> None:
+    def __init__(
+        self, messages: Iterator[flight_pb2.FlightData], max_batch_bytes: int = MAX_MESSAGE_BYTES
+    ) -> None:
         self._messages = messages
+        self.max_batch_bytes = max_batch_bytes  # the most a compressed batch may decompress to
         self._schema: pa.Schema | None = None
         self._schema_read = False
         self.descriptor: flight_pb2.FlightDescriptor | None = None
@@ -176,4 +182,5 @@ class FlightDataInput:
             if message.type != "record batch":
                 raise StreamError(f"unexpected {message.type} message in the input stream")
             self.body_bytes += message.body.size
+            check_decompressed(message.metadata, message.body, self.max_batch_bytes)
             yield pa.ipc.read_record_batch(message, schema)

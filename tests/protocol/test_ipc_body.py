@@ -1,0 +1,45 @@
+"""What a client's compressed batch decompresses to, read from its message before Arrow
+decompresses it (wire/ipc_body.py), against the batch's own buffers."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from pyairport.wire.ipc_body import decompressed_size
+
+ROWS = pa.table(
+    {
+        "name": pa.array(["x" * 100_000, None, "é"]),
+        "id": pa.array([1, None, 3], pa.int64()),
+        "tags": pa.array([[1, 2], None, []], pa.list_(pa.int32())),
+        "empty": pa.array([None, None, None], pa.string()),
+    }
+)
+
+
+def _messages(compression: str | None) -> list[pa.ipc.Message]:
+    sink = pa.BufferOutputStream()
+    options = pa.ipc.IpcWriteOptions(compression=compression)
+    with pa.ipc.new_stream(sink, ROWS.schema, options=options) as writer:
+        writer.write_table(ROWS)
+    return list(pa.ipc.MessageReader.open_stream(sink.getvalue()))
+
+
+@pytest.mark.parametrize("codec", ["zstd", "lz4"])
+def test_a_compressed_batch_declares_its_buffers_sizes(codec: str) -> None:
+    schema, batch = _messages(codec)
+    assert decompressed_size(schema.metadata, b"") is None  # not a record batch
+    in_memory = sum(
+        buffer.size
+        for column in ROWS.columns
+        for buffer in column.chunk(0).buffers()
+        if buffer is not None
+    )
+    assert decompressed_size(batch.metadata, batch.body) == in_memory
+    assert batch.body.size < in_memory // 10
+
+
+def test_an_uncompressed_batch_is_its_own_size() -> None:
+    _, batch = _messages(None)
+    assert decompressed_size(batch.metadata, batch.body) is None
