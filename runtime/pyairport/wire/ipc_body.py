@@ -86,8 +86,10 @@ def decompressed_size(metadata: bytes | memoryview, body: bytes | memoryview) ->
     body_view = memoryview(body)
     total = 0
     for offset, length in batch.structs(_BATCH_BUFFERS, _BUFFER_STRUCT):
-        if length < 8:  # an empty buffer (no prefix at all)
+        # an empty buffer has no prefix; one outside the body Arrow's reader refuses itself
+        # (the flatbuffer's verifier does not know the body)
+        if length < 8 or not 0 <= offset <= len(body_view) - 8:
             continue
         declared = struct.unpack_from("<q", body_view, offset)[0]
-        total += length - 8 if declared == _UNCOMPRESSED else declared
+        total += length - 8 if declared == _UNCOMPRESSED else max(declared, 0)
     return total
