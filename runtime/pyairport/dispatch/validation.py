@@ -380,9 +380,15 @@ def row_ids_within_limit(facts: Facts) -> None:
 
 def invalid_column(batch: pa.RecordBatch) -> str | None:
     """The first column of a client's batch whose data Arrow's full validation refuses, and
-    why, without Arrow's text (which repeats the client's values); None when all are valid.
+    why (or the batch's, where no one column is at fault), without Arrow's text (which
+    repeats the client's values); None when the batch is valid.
     An IPC reader takes the buffers as they came: a table or a function reading past one
-    reads the server's memory. About 8 ms a million rows of four columns, one a string."""
+    reads the server's memory. About 5 ms a million rows of four columns, one a string."""
+    try:
+        batch.validate(full=True)
+        return None
+    except pa.ArrowInvalid:
+        pass  # which column, below
     for field, column in zip(batch.schema, batch.columns, strict=True):
         try:
             column.validate(full=True)
@@ -390,4 +396,4 @@ def invalid_column(batch: pa.RecordBatch) -> str | None:
             utf8 = "UTF8" in str(invalid)
             what = "a string that is not UTF-8" if utf8 else "data that is not valid Arrow"
             return f"column {shown(field.name)} ({shown_type(field.type)}) holds {what}"
-    return None
+    return "batch holds data that is not valid Arrow"  # its columns' lengths, say
