@@ -52,3 +52,19 @@ def test_a_buffer_placed_outside_the_body_is_left_to_arrow() -> None:
     assert decompressed_size(batch.metadata, b"") == 0
     cut = decompressed_size(batch.metadata, batch.body.to_pybytes()[:16])
     assert cut is not None and 0 < cut < 100  # only the first buffer's prefix is in the cut
+
+
+def test_a_compressed_dictionary_declares_its_values_sizes() -> None:
+    values = pa.array(["y" * 50_000, "z"])
+    table = pa.table({"d": pa.DictionaryArray.from_arrays(pa.array([0, 1, 0], pa.int32()), values)})
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(
+        sink, table.schema, options=pa.ipc.IpcWriteOptions(compression="zstd")
+    ) as writer:
+        writer.write_table(table)
+    _, dictionary, batch = pa.ipc.MessageReader.open_stream(sink.getvalue())
+    assert dictionary.type == "dictionary"
+    assert decompressed_size(dictionary.metadata, dictionary.body) == sum(
+        b.size for b in values.buffers() if b is not None
+    )
+    assert decompressed_size(batch.metadata, batch.body) == 3 * 4  # the indices

@@ -108,19 +108,12 @@ def check_arguments(schema_name: str, function: Any, kind: FunctionKindRow, got:
 
 
 def decode_parameters(raw: bytes, max_batch_bytes: int) -> pa.RecordBatch:
-    """A call's arguments: an Arrow IPC stream of one row, a column per parameter (each
-    batch's decompressed size checked before it is read)."""
+    """A call's arguments: an Arrow IPC stream of one row, a column per parameter (its
+    messages' decompressed sizes checked before it is read)."""
     try:
-        messages = pa.ipc.MessageReader.open_stream(pa.py_buffer(raw))
-        schema = pa.ipc.read_schema(messages.read_next_message())
-        batches = []
-        for message in messages:
-            if message.type != "record batch":
-                raise pa.ArrowInvalid(f"a {message.type} message after the schema")
+        for message in pa.ipc.MessageReader.open_stream(pa.py_buffer(raw)):
             check_decompressed(message.metadata, message.body, max_batch_bytes)
-            batches.append(pa.ipc.read_record_batch(message, schema))
-    except StopIteration:
-        raise FunctionParametersInvalid(error="not an Arrow IPC stream: it is empty") from None
+        batches = list(pa.ipc.open_stream(pa.py_buffer(raw)))
     except (pa.ArrowInvalid, OSError) as exc:
         raise FunctionParametersInvalid(error=f"not an Arrow IPC stream: {exc}") from None
     if not batches:

@@ -20,8 +20,9 @@ MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 """The largest message a server takes by default (ServerConfig.max_message_bytes), and so the
 most a compressed batch may decompress to."""
 
-_RECORD_BATCH = 3  # MessageHeader.RecordBatch
+_DICTIONARY_BATCH, _RECORD_BATCH = 2, 3  # MessageHeader's
 _MESSAGE_HEADER_TYPE, _MESSAGE_HEADER = 1, 2  # Message's fields
+_DICTIONARY_DATA = 1  # DictionaryBatch's field: its RecordBatch
 _BATCH_BUFFERS, _BATCH_COMPRESSION = 2, 3  # RecordBatch's fields
 _BUFFER_STRUCT = struct.Struct("<qq")  # Buffer: offset and length in the body
 _UNCOMPRESSED = -1  # a compressed body's buffer stored as it is
@@ -74,13 +75,17 @@ def check_decompressed(
 
 
 def decompressed_size(metadata: bytes | memoryview, body: bytes | memoryview) -> int | None:
-    """The bytes a record batch's buffers take once decompressed, or None when its body is
-    not compressed (it is then its own size) or the message is no record batch."""
+    """The bytes a record batch's (or a dictionary batch's) buffers take once decompressed, or
+    None when its body is not compressed (it is then its own size) or the message holds no
+    batch."""
     data = memoryview(metadata)
     message = _Table(data, struct.unpack_from("<I", data, 0)[0])
-    if message.byte(_MESSAGE_HEADER_TYPE) != _RECORD_BATCH:
+    header = message.byte(_MESSAGE_HEADER_TYPE)
+    if header not in (_DICTIONARY_BATCH, _RECORD_BATCH):
         return None
     batch = message.table(_MESSAGE_HEADER)
+    if batch is not None and header == _DICTIONARY_BATCH:
+        batch = batch.table(_DICTIONARY_DATA)
     if batch is None or batch.where(_BATCH_COMPRESSION) is None:
         return None
     body_view = memoryview(body)
