@@ -18,10 +18,12 @@ server's 65,536-row batches: a server that held the table would grow by its size
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -33,7 +35,7 @@ import pyarrow as pa
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from bench.duckdb_client import _free_port  # noqa: E402
-from bench.spark import rss_while  # noqa: E402
+from bench.spark import _children, rss_while  # noqa: E402
 from tests.duckdb import extension as airport_extension  # noqa: E402
 
 FILES = 5
@@ -89,7 +91,10 @@ def write_lake(warehouse: Path, rows: int) -> None:
 @contextmanager
 def serving(warehouse: Path, *extra: str) -> Iterator[tuple[str, int]]:
     """`pyairport serve --backend spark` on the warehouse (and extra flags); yields
-    (location, pid)."""
+    (location, pid) once the server serves, Spark's warm-up is over and the server is idle:
+    the warm-up keeps both cores busy for half a minute, and Spark's JVM goes on compiling
+    what it ran for about ten seconds after it (measured: 1.7 cores); a query timed beside
+    either measures them."""
     port = _free_port()
     command = [
         sys.executable,
@@ -117,10 +122,53 @@ def serving(warehouse: Path, *extra: str) -> Iterator[tuple[str, int]]:
                 break
         else:
             raise RuntimeError("pyairport serve exited before serving")
+        warmed = threading.Event()
+        # read on, so that what the server says later never fills the pipe and stops it
+        threading.Thread(target=_watch, args=(process.stdout, warmed), daemon=True).start()
+        if "--no-spark-warm-up" not in extra:
+            warmed.wait(WARM_UP_SECONDS)  # none comes from a Spark not on this machine
+        settle(process.pid)
         yield f"grpc://127.0.0.1:{port}", process.pid
     finally:
         process.terminate()
         process.wait(60)
+
+
+WARM_UP_SECONDS = 180.0
+"""The longest a server's Spark warm-up is waited for (it takes about half a minute here)."""
+
+
+def _watch(lines: Any, warmed: threading.Event) -> None:
+    """Read the server's output to its end, setting warmed at the warm-up's line."""
+    for line in lines:
+        if "warm" in line.lower():
+            warmed.set()
+
+
+def settle(pid: int, most: float = 120.0) -> None:
+    """Wait (up to most seconds) until pid and its children use under a tenth of a core."""
+    deadline = time.monotonic() + most
+    before = _cpu_seconds(pid)
+    while time.monotonic() < deadline:
+        time.sleep(1.0)
+        now = _cpu_seconds(pid)
+        if now - before < 0.1:
+            return
+        before = now
+
+
+def _cpu_seconds(pid: int) -> float:
+    """The CPU time pid and its descendants have used (user and system)."""
+    total, todo = 0.0, [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # ended while we looked
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        todo += _children(current)
+    return total
 
 
 def _same_rows(a: pa.Table, b: pa.Table) -> bool:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import shlex
 import shutil
 import sys
@@ -42,7 +43,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from bench.duckdb_lake import best_of, serving  # noqa: E402
+from bench.duckdb_lake import best_of, serving, settle  # noqa: E402
 from bench.spark import _children, _rss_kib  # noqa: E402
 from tests import tpch  # noqa: E402
 from tests.duckdb import extension as airport_extension  # noqa: E402
@@ -257,6 +258,7 @@ def main() -> None:
         spark = _spark() if "tracked" in shapes or args.dml or args.spark_sql else None
         if spark is not None and "tracked" in shapes:
             tpch.write_tracked(spark, root / "plain", root / "tracked")
+            settle(os.getpid())  # this process's Spark, busy for a while after its writes
         rows = db.execute("SELECT count(*) FROM lineitem").fetchone()[0]
         print(
             f"TPC-H SF {args.scale:g} (lineitem {rows:,} rows), made in"
