@@ -4,6 +4,7 @@ row the whole filter keeps (DuckDB re-applies the filter, so extra rows are harm
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from datetime import UTC, date, datetime
@@ -18,6 +19,13 @@ from hypothesis import strategies as st
 from airport_contracts import Context, ScanOptions
 from pyairport import filters
 from pyairport.backends.memory import memory_table
+
+from ..filter_json import Node, column, function
+from ..filter_json import comparison as cmp
+from ..filter_json import conjunction as conj
+from ..filter_json import constant as const
+from ..filter_json import document as json_filters
+from ..filter_json import operator as op
 
 COLUMNS = pa.schema(
     [
@@ -35,103 +43,24 @@ COLUMNS = pa.schema(
 NAMES = ["id", "name", "rowid", "day", "price", "huge", "at", "wall"]
 
 
-def col(name: str, type_id: str = "BIGINT") -> dict[str, Any]:
-    return {
-        "expression_class": "BOUND_COLUMN_REF",
-        "type": "BOUND_COLUMN_REF",
-        "alias": "",
-        "return_type": {"id": type_id, "type_info": None},
-        "binding": {"table_index": 0, "column_index": NAMES.index(name)},
-        "depth": 0,
-    }
+def col(name: str, type_id: str = "BIGINT") -> Node:
+    return column(NAMES.index(name), type_id)
 
 
-def const(value: Any, type_id: str = "BIGINT") -> dict[str, Any]:
-    return {
-        "expression_class": "BOUND_CONSTANT",
-        "type": "VALUE_CONSTANT",
-        "alias": "",
-        "value": {"type": {"id": type_id, "type_info": None}, "is_null": False, "value": value},
-    }
-
-
-def decimal_const(serialized: Any, width: int, scale: int) -> dict[str, Any]:
+def decimal_const(serialized: Any, width: int, scale: int) -> Node:
     """A DECIMAL constant as DuckDB writes it: its unscaled value (a hugeint's halves past
     18 digits), the width and scale in the type."""
     info = {"type": "DECIMAL_TYPE_INFO", "alias": "", "width": width, "scale": scale}
-    return {
-        "expression_class": "BOUND_CONSTANT",
-        "type": "VALUE_CONSTANT",
-        "alias": "",
-        "value": {
-            "type": {"id": "DECIMAL", "type_info": info},
-            "is_null": False,
-            "value": serialized,
-        },
-    }
+    return const(serialized, "DECIMAL", info)
 
 
-def cmp(kind: str, left: dict[str, Any], right: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "expression_class": "BOUND_COMPARISON",
-        "type": f"COMPARE_{kind}",
-        "alias": "",
-        "left": left,
-        "right": right,
-    }
-
-
-def conj(kind: str, *children: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "expression_class": "BOUND_CONJUNCTION",
-        "type": f"CONJUNCTION_{kind}",
-        "alias": "",
-        "children": list(children),
-    }
-
-
-def op(kind: str, *children: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "expression_class": "BOUND_OPERATOR",
-        "type": kind,
-        "alias": "",
-        "return_type": {"id": "BOOLEAN", "type_info": None},
-        "children": list(children),
-    }
-
-
-def function(name: str, *children: dict[str, Any]) -> dict[str, Any]:
-    """A call of one of DuckDB's functions, as its LIKEs arrive (captured from 1.4.4 and
-    1.5.5: `LIKE 'ab%'` as prefix, `'%ab'` suffix, `'%ab%'` contains, others `~~`)."""
-    return {
-        "expression_class": "BOUND_FUNCTION",
-        "type": "BOUND_FUNCTION",
-        "alias": "",
-        "return_type": {"id": "BOOLEAN", "type_info": None},
-        "children": list(children),
-        "name": name,
-    }
-
-
-def unknown() -> dict[str, Any]:
+def unknown() -> Node:
     """A filter the server does not translate: length(name) > 3 (a function call)."""
-    return cmp(
-        "GREATERTHAN",
-        {
-            "expression_class": "BOUND_FUNCTION",
-            "type": "BOUND_FUNCTION",
-            "alias": "",
-            "name": "length",
-            "children": [col("name", "VARCHAR")],
-        },
-        const(3),
-    )
+    return cmp("GREATERTHAN", function("length", col("name", "VARCHAR")), const(3))
 
 
-def document(*expressions: dict[str, Any]) -> bytes:
-    return json.dumps(
-        {"filters": list(expressions), "column_binding_names_by_index": NAMES}
-    ).encode()
+def document(*expressions: Node) -> bytes:
+    return json_filters(NAMES, *expressions).encode()
 
 
 def parse(*expressions: dict[str, Any]) -> filters.Predicate | None:
@@ -396,6 +325,63 @@ def test_absurd_nesting_is_not_pushed_down() -> None:
     text = f'{{"filters": [{deep}], "column_binding_names_by_index": {json.dumps(NAMES)}}}'
     assert filters.parse(text, COLUMNS) is None
     assert parse(cmp("EQUAL", col("id"), col("rowid"))) is None  # column against column
+
+
+def test_a_filter_past_what_the_engines_take_is_cut_to_it() -> None:
+    """DataFusion and pyarrow recurse over a filter's tree and its IN lists, and crashed the
+    server's process on 10,000 ANDed comparisons or an IN of 10,000 values: what is pushed
+    down holds at most MAX_TERMS terms and MAX_LISTED listed values, nests at most MAX_DEPTH
+    deep, and is wider than the filter, never narrower."""
+    from pyairport.filters.parser import MAX_DEPTH, MAX_LISTED, MAX_TERMS
+
+    many = [cmp("NOTEQUAL", col("id"), const(-k)) for k in range(10_000)]
+    cut = parse(*many)
+    assert isinstance(cut, filters.And) and len(cut.children) == MAX_TERMS
+    assert cut.children[-1] == filters.Compare("id", "!=", -(MAX_TERMS - 1))
+    assert parse(conj("OR", *many[: MAX_TERMS + 1])) is None  # an OR is whole or nothing
+    # an IN past the budget: the range of its values
+    values = [const(k) for k in range(5, 6 + MAX_LISTED)]
+    assert parse(op("COMPARE_IN", col("id"), *values)) == filters.Between(
+        "id", 5, 5 + MAX_LISTED, True, True
+    )
+    assert parse(op("COMPARE_NOT_IN", col("id"), *values)) is None
+    listed = op("COMPARE_IN", col("id"), *values[:MAX_LISTED])
+    assert isinstance(parse(listed), filters.In)
+    # within an OR the range is not the IN: the OR is left to DuckDB
+    assert parse(conj("OR", op("COMPARE_IN", col("id"), *values), many[0])) is None
+    # two INs share the budget: the second becomes a range, the AND keeps both
+    first = filters.In("id", tuple(range(5, 5 + MAX_LISTED)), False)
+    both = parse(listed, op("COMPARE_IN", col("id"), *values[:2]))
+    assert both == filters.And((first, filters.Between("id", 5, 6, True, True)))
+    # nesting: MAX_DEPTH levels are pushed, one more is not
+    nested = cmp("EQUAL", col("id"), const(1))
+    for level in range(MAX_DEPTH):
+        nested = conj("OR" if level % 2 else "AND", nested, cmp("EQUAL", col("id"), const(2)))
+    assert parse(nested) is not None
+    assert parse(conj("OR", nested, cmp("EQUAL", col("id"), const(3)))) is None
+    # the SQL delta-rs parses nests log2(n) deep, not n (its parser refuses 50 levels)
+    text = filters.sql_text(cut)
+    depth = max(itertools.accumulate(1 if c == "(" else -1 if c == ")" else 0 for c in text))
+    assert depth <= 12
+
+
+def test_spark_is_given_only_the_likes_it_matches_in_linear_time() -> None:
+    """Spark matches a LIKE it does not simplify by backtracking, in time the string's length
+    to the power of the pattern's `%`s (twelve: over a minute on 40 characters): those are
+    left to DuckDB, widened as the parser widens."""
+    like, one = filters.Like, filters.Compare("id", "==", 1)
+    for pattern in ("ab%", "%ab", "a%b", "%ab%", "a_b%", "_%_", "%", "%%", "a\\%b%", "ab"):
+        assert filters.spark_safe(like("name", pattern)) == like("name", pattern), pattern
+    for pattern in ("%a%b%", "%a_%", "%a\\%%", "a%b%c", "%a%a%a%a%a%a%a%a%a%a%a%b"):
+        assert filters.spark_safe(like("name", pattern)) is None, pattern
+    slow = like("name", "%a%b%")
+    assert filters.spark_safe(filters.And((slow, one))) == one
+    assert filters.spark_safe(filters.Or((slow, one))) is None
+    assert filters.spark_safe(filters.Not(slow)) is None
+    either = filters.Or((one, like("name", "ab%")))
+    assert filters.spark_safe(filters.And((either, filters.And((slow, one))))) == filters.And(
+        (either, one)
+    )
 
 
 # --- random filter trees against a reference evaluation --------------------------------------

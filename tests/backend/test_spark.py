@@ -16,6 +16,8 @@ import pytest
 from airport_contracts import Context, DMLOptions, ScanOptions
 from pyairport.statement_scope import Statement, with_statement
 
+from ..filter_json import column, comparison, constant, document
+
 pytestmark = pytest.mark.spark
 
 COLUMNS = pa.schema([("id", pa.int64()), ("name", pa.string())])
@@ -470,26 +472,39 @@ def test_a_direct_scan_reads_files_written_before_a_column_was_added(
     assert sorted(scanned.read_all().column("rowid").to_pylist()) == [3, 4]
 
 
-def filters_json(comparison: str, value: int) -> str:
-    """DuckDB's json_filters for `id <comparison> value` (id: column 0 of the bindings)."""
-    column = {"expression_class": "BOUND_COLUMN_REF", "type": "BOUND_COLUMN_REF"}
-    return json.dumps(
-        {
-            "filters": [
-                {
-                    "expression_class": "BOUND_COMPARISON",
-                    "type": f"COMPARE_{comparison}",
-                    "left": {**column, "binding": {"table_index": 0, "column_index": 0}},
-                    "right": {
-                        "expression_class": "BOUND_CONSTANT",
-                        "type": "VALUE_CONSTANT",
-                        "value": {"type": {"id": "BIGINT"}, "is_null": False, "value": value},
-                    },
-                }
-            ],
-            "column_binding_names_by_index": ["id", "name"],
-        }
+def filters_json(kind: str, value: int) -> str:
+    """DuckDB's json_filters for `id <kind> value` (id: column 0 of the bindings)."""
+    return document(["id", "name"], comparison(kind, column(0), constant(value)))
+
+
+def test_a_like_spark_would_match_by_backtracking_is_left_to_duckdb(table: Any) -> None:
+    """A scan Spark serves (a TIMESTAMP time point) given `name LIKE '%a%a…%b'` (twelve
+    `%`s) over a 40-character name: Spark, matching it as a Java regular expression, ran for
+    over a minute, in a task no cancel stops. The LIKE is left to DuckDB: every row comes."""
+    from datetime import UTC, datetime
+
+    from airport_contracts import TimePoint
+    from pyairport import filters
+
+    rows = pa.table({"id": pa.array([1, 2], pa.int64()), "name": ["a" * 40, "a" * 39 + "b"]})
+    table.insert(Context.background(), _reader(rows, 2), None)
+    log = sorted((table.layout.location / "_delta_log").glob("*.json"))[-1]
+    committed = int(log.stat().st_mtime * 1000)  # Delta's commit time: the file's, in ms
+    at = TimePoint(
+        unit="timestamp", value=datetime.fromtimestamp(committed / 1000, UTC).isoformat()
     )
+    slow = filters.to_json(filters.Like("name", "%a" * 12 + "%b"), table.arrow_schema())
+    answered: list[list[str]] = []
+
+    def scan() -> None:
+        options = ScanOptions(columns=["name"], filter=slow, time_point=at)
+        answered.append(table.scan(Context.background(), options).read_all()["name"].to_pylist())
+
+    worker = threading.Thread(target=scan, daemon=True)
+    worker.start()
+    worker.join(30)
+    assert answered, "the scan did not answer within 30 s"
+    assert sorted(answered[0]) == sorted(rows["name"].to_pylist())
 
 
 def test_concurrent_writers_lose_nothing(table: Any) -> None:

@@ -325,6 +325,31 @@ def test_a_spark_lakes_dates_timestamps_decimals_and_likes_are_filtered_by_the_s
 
 
 @pytest.mark.spark
+def test_a_spark_lakes_scans_take_filters_larger_than_its_engines_do(
+    spark_lake: tuple[Any, str, str], open_session: OpenSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DuckDB's `IN` of 20,000 values crashed the server (DataFusion's stack overflowed), and
+    300 ANDed comparisons failed its scan (DataFusion's SQL parser nests 50 levels at most):
+    both answer as DuckDB does, read whole (delta-rs) and in parts (pyarrow)."""
+    spark, ident, location = spark_lake
+    listed = ", ".join(str(k * 7) for k in range(-10, 20_000))
+    ands = " AND ".join(f"i <> {-k}" for k in range(1, 301))
+    queries = [
+        f"SELECT i, s FROM {{t}} WHERE i IN ({listed})",
+        f"SELECT i, s FROM {{t}} WHERE {ands}",
+        f"SELECT count(*) FROM {{t}} WHERE i IN ({listed}) AND {ands}",
+    ]
+    whole = open_session(location)
+    _own(whole, "typed", _spark_rows(spark, ident))
+    _same_answers(whole, "lake.sales.typed", "typed", queries)
+    monkeypatch.setattr(SPLIT, "max_parts", 3)
+    monkeypatch.setattr(SPLIT, "rows_per_part", 1)
+    parts = open_session(location)
+    _own(parts, "typed", _spark_rows(spark, ident))
+    _same_answers(parts, "lake.sales.typed", "typed", queries)
+
+
+@pytest.mark.spark
 def test_a_spark_lakes_split_scans_equal_one_endpoint(
     spark_lake: tuple[Any, str, str], open_session: OpenSession
 ) -> None:

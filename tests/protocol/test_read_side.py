@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -30,6 +31,16 @@ from pyairport.catalog import CatalogSchema, MutableCatalog
 from pyairport.client import RemoteError
 from pyairport.demo import USERS_COLUMNS
 
+from ..filter_json import (
+    Node,
+    column,
+    comparison,
+    conjunction,
+    constant,
+    document,
+    function,
+    operator,
+)
 from .conftest import (
     HUGE_BYTES,
     Running,
@@ -126,57 +137,8 @@ def test_duckdb_session_end_to_end(any_srv: Running) -> None:
     ]
 
 
-def _filter_json(*expressions: dict[str, Any]) -> str:
-    return json.dumps(
-        {"filters": list(expressions), "column_binding_names_by_index": ["id", "name", "email"]}
-    )
-
-
-def _column(index: int, type_id: str) -> dict[str, Any]:
-    return {
-        "expression_class": "BOUND_COLUMN_REF",
-        "type": "BOUND_COLUMN_REF",
-        "alias": "",
-        "return_type": {"id": type_id, "type_info": None},
-        "binding": {"table_index": 0, "column_index": index},
-        "depth": 0,
-    }
-
-
-def _varchar(text: str) -> dict[str, Any]:
-    return {
-        "expression_class": "BOUND_CONSTANT",
-        "type": "VALUE_CONSTANT",
-        "alias": "",
-        "value": {"type": {"id": "VARCHAR", "type_info": None}, "is_null": False, "value": text},
-    }
-
-
-def _function(name: str, *children: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "expression_class": "BOUND_FUNCTION",
-        "type": "BOUND_FUNCTION",
-        "alias": "",
-        "return_type": {"id": "BOOLEAN", "type_info": None},
-        "children": list(children),
-        "name": name,
-    }
-
-
-def _compare(kind: str, column: dict[str, Any], value: Any, type_id: str) -> dict[str, Any]:
-    constant = {
-        "expression_class": "BOUND_CONSTANT",
-        "type": "VALUE_CONSTANT",
-        "alias": "",
-        "value": {"type": {"id": type_id, "type_info": None}, "is_null": False, "value": value},
-    }
-    return {
-        "expression_class": "BOUND_COMPARISON",
-        "type": kind,
-        "alias": "",
-        "left": column,
-        "right": constant,
-    }
+def _filter_json(*expressions: Node) -> str:
+    return document(["id", "name", "email"], *expressions)
 
 
 def test_pushed_down_filters_run_in_the_backend(any_srv: Running) -> None:
@@ -184,29 +146,59 @@ def test_pushed_down_filters_run_in_the_backend(any_srv: Running) -> None:
     backend (memory: pyarrow; Spark: a WHERE) and only matching rows cross the wire."""
     srv = any_srv
     srv.client.insert("dml_schema", "users", users([1, 2, 3, 4, 5], ["A", "B", "Cy", "D", "E"]))
+    id_, name = column(0), column(1, "VARCHAR")
     where = _filter_json(
-        _compare("COMPARE_GREATERTHAN", _column(0, "BIGINT"), 2, "BIGINT"),
-        _compare("COMPARE_NOTEQUAL", _column(1, "VARCHAR"), "Cy", "VARCHAR"),
+        comparison("GREATERTHAN", id_, constant(2)),
+        comparison("NOTEQUAL", name, constant("Cy", "VARCHAR")),
     )
     scanned = _scan(srv, "dml_schema", "users", [1, ROWID_ID], where)
     assert sorted(scanned.column("name").to_pylist()) == ["D", "E"]
     # a filter the server cannot translate (a constant of another type) is left to DuckDB
-    loose = _filter_json(_compare("COMPARE_EQUAL", _column(0, "BIGINT"), "x", "VARCHAR"))
+    loose = _filter_json(comparison("EQUAL", id_, constant("x", "VARCHAR")))
     assert _scan(srv, "dml_schema", "users", [0], loose).num_rows == 5
     # and so is a string no UTF-8 holds (JSON's lone surrogate), which no engine can compare
-    lone = _filter_json(_compare("COMPARE_EQUAL", _column(1, "VARCHAR"), "\ud800", "VARCHAR"))
+    lone = _filter_json(comparison("EQUAL", name, constant("\ud800", "VARCHAR")))
     assert _scan(srv, "dml_schema", "users", [1], lone).num_rows == 5
     # WHERE name LIKE '%y' OR name NOT LIKE '_' (DuckDB's suffix function and its !~~)
-    name, y, one = _column(1, "VARCHAR"), _varchar("y"), _varchar("_")
-    likes = _filter_json(
-        {
-            "expression_class": "BOUND_CONJUNCTION",
-            "type": "CONJUNCTION_OR",
-            "alias": "",
-            "children": [_function("suffix", name, y), _function("!~~", name, one)],
-        }
-    )
+    y, one = constant("y", "VARCHAR"), constant("_", "VARCHAR")
+    likes = _filter_json(conjunction("OR", function("suffix", name, y), function("!~~", name, one)))
     assert _scan(srv, "dml_schema", "users", [1], likes).column("name").to_pylist() == ["Cy"]
+
+
+def test_a_filter_no_engine_could_run_whole_is_cut_to_what_they_take(any_srv: Running) -> None:
+    """An IN of 22,000 values (DataFusion's stack overflowed on 10,000, crashing the server)
+    and 10,000 ANDed comparisons (pyarrow's did): the scan answers with every row the filter
+    keeps, the IN pushed down as the range of its values, the comparisons past the budget left
+    to DuckDB."""
+    srv = any_srv
+    srv.client.insert("dml_schema", "users", users([1, 2, 3, 4, 5]))
+    id_ = column(0)
+    listed = operator("COMPARE_IN", id_, *[constant(k) for k in [2, 4, *range(1_000, 23_000)]])
+    many = [comparison("NOTEQUAL", id_, constant(-k)) for k in range(10_000)]
+    scanned = _scan(srv, "dml_schema", "users", [0], _filter_json(listed, *many))
+    assert sorted(scanned.column("id").to_pylist()) == [2, 3, 4, 5]
+    assert _scan(srv, "dml_schema", "users", [0]).num_rows == 5  # and the server goes on
+
+
+def test_a_like_spark_would_backtrack_on_for_minutes_is_answered_at_once(any_srv: Running) -> None:
+    """`name LIKE '%a%a…%b'` (twelve `%`) over a 40-character name: Spark, matching it as a
+    Java regular expression, took over a minute, in a task no cancel stops. Linear-time
+    engines (pyarrow, DataFusion) run it; where Spark would, DuckDB filters it instead."""
+    srv = any_srv
+    srv.client.insert("dml_schema", "users", users([1, 2], ["a" * 40, "a" * 39 + "b"]))
+    name = column(1, "VARCHAR")
+    slow = function("~~", name, constant("%a" * 12 + "%b", "VARCHAR"))
+    answered: list[list[str]] = []
+
+    def scan() -> None:
+        rows = _scan(srv, "dml_schema", "users", [1], _filter_json(slow)).column("name")
+        answered.append(rows.to_pylist())
+
+    worker = threading.Thread(target=scan, daemon=True)
+    worker.start()
+    worker.join(30)
+    assert answered, "the scan did not answer within 30 s"
+    assert "a" * 39 + "b" in answered[0]  # every row the filter keeps
 
 
 def test_catalog_version_bytes_and_changes(srv: Running) -> None:

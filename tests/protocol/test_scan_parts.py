@@ -23,6 +23,7 @@ from pyairport.server import ServerConfig
 from pyairport.server.data_plane import AUTO
 from pyairport.wire.column_ids import ROWID_COLUMN_ID
 
+from ..filter_json import column, constant
 from .conftest import Running, serving
 
 COLUMNS = pa.schema([("id", pa.int64()), ("name", pa.string())])
@@ -161,9 +162,9 @@ def test_a_filtered_split_scan_keeps_exactly_the_matching_rows(
         "expression_class": "BOUND_BETWEEN",
         "type": "COMPARE_BETWEEN",
         "alias": "",
-        "input": _column(),
-        "lower": _constant(1_000),
-        "upper": _constant(3_999),
+        "input": column(0, alias="id"),
+        "lower": constant(1_000),
+        "upper": constant(3_999),
         "lower_inclusive": True,
         "upper_inclusive": True,
     }
@@ -171,23 +172,3 @@ def test_a_filtered_split_scan_keeps_exactly_the_matching_rows(
     assert len(endpoints) == 4
     found = pa.concat_tables([_read(running, e)[0] for e in endpoints])
     assert sorted(found["id"].to_pylist()) == list(range(1_000, 4_000))
-
-
-def _column() -> dict[str, object]:
-    return {
-        "expression_class": "BOUND_COLUMN_REF",
-        "type": "BOUND_COLUMN_REF",
-        "alias": "id",
-        "return_type": {"id": "BIGINT", "type_info": None},
-        "binding": {"table_index": 0, "column_index": 0},
-        "depth": 0,
-    }
-
-
-def _constant(value: int) -> dict[str, object]:
-    return {
-        "expression_class": "BOUND_CONSTANT",
-        "type": "VALUE_CONSTANT",
-        "alias": "",
-        "value": {"type": {"id": "BIGINT", "type_info": None}, "is_null": False, "value": value},
-    }

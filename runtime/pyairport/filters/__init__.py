@@ -7,7 +7,10 @@ than the filter allows, never fewer. Hence the rule: translate what is understoo
 what is not. In an AND an unknown child is dropped (the result is wider); an OR or a NOT is
 kept only when everything under it was translated exactly, because dropping part of an OR
 would widen and dropping part of something under NOT would narrow. Malformed JSON gives no
-predicate at all: the scan returns every row and DuckDB filters.
+predicate at all: the scan returns every row and DuckDB filters. A filter larger than the
+engines take (they recurse over it: parser.MAX_TERMS) is cut the same way: an AND keeps its
+first children, an IN of too many values becomes the range of its values, and the tree each
+backend runs is balanced, log2(n) deep.
 
 The JSON is DuckDB's serialization of bound expressions: {"filters": [...],
 "column_binding_names_by_index": [...]}, each filter with "expression_class" and "type".
@@ -24,7 +27,7 @@ differently beyond ASCII.
 from .arrow import arrow_expression
 from .model import And, Between, Compare, In, IsNull, Like, Not, Or, Predicate, columns_of
 from .parser import parse
-from .spark import spark_column
+from .spark import spark_column, spark_safe
 from .sql import sql_identifier, sql_text
 from .translate import Translator, translate
 from .writer import to_json
@@ -44,6 +47,7 @@ __all__ = [
     "columns_of",
     "parse",
     "spark_column",
+    "spark_safe",
     "sql_identifier",
     "sql_text",
     "to_json",

@@ -3,6 +3,7 @@ the boolean combinators over plain columns and constants."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,3 +74,22 @@ def columns_of(predicate: Predicate) -> list[str]:
     if isinstance(predicate, Not):
         return columns_of(predicate.child)
     return [predicate.column]
+
+
+def keeping(predicate: Predicate, keep: Callable[[Predicate], bool]) -> Predicate | None:
+    """predicate without the terms keep refuses, widened as the parser widens: an AND drops
+    them, an OR or a NOT that holds one goes whole (None when nothing is left)."""
+    if isinstance(predicate, And):
+        kept = [k for k in (keeping(child, keep) for child in predicate.children) if k is not None]
+        if not kept:
+            return None
+        return kept[0] if len(kept) == 1 else And(tuple(kept))
+    return predicate if _all_kept(predicate, keep) else None
+
+
+def _all_kept(predicate: Predicate, keep: Callable[[Predicate], bool]) -> bool:
+    if isinstance(predicate, And | Or):
+        return all(_all_kept(child, keep) for child in predicate.children)
+    if isinstance(predicate, Not):
+        return _all_kept(predicate.child, keep)
+    return keep(predicate)

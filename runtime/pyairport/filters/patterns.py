@@ -48,3 +48,19 @@ def check(pattern: str) -> str:
         if character == ESCAPE and next(characters, None) not in _SPECIAL:
             raise ValueError(f"not a LIKE pattern: {pattern!r} (a \\ escapes %, _ or \\)")
     return pattern
+
+
+def is_plain(text: str) -> bool:
+    """Whether text holds no wildcard and no escape: a pattern of it matches only itself."""
+    return not _SPECIAL & set(text)
+
+
+def any_runs(pattern: str) -> int:
+    """How many `%` (any run of characters) the pattern holds, escaped ones not counted."""
+    runs, characters = 0, iter(pattern)
+    for character in characters:
+        if character == ESCAPE:
+            next(characters, None)
+        elif character == "%":
+            runs += 1
+    return runs

@@ -59,7 +59,14 @@ def translate(predicate: Predicate, to: Translator) -> Any:
     if isinstance(predicate, Not):
         return to.negate(translate(predicate.child, to))
     combine = to.both if isinstance(predicate, And) else to.either
-    result = translate(predicate.children[0], to)
-    for child in predicate.children[1:]:
-        result = combine(result, translate(child, to))
-    return result
+    return _balanced([translate(child, to) for child in predicate.children], combine)
+
+
+def _balanced(items: list[Any], combine: Callable[[Any, Any], Any]) -> Any:
+    """items combined pairwise into a tree of depth log2(n), not a chain of depth n: the
+    engines recurse over an expression's depth (DataFusion's SQL parser refuses more than 50
+    levels, and deeper trees overflow pyarrow's stack)."""
+    if len(items) == 1:
+        return items[0]
+    middle = len(items) // 2
+    return combine(_balanced(items[:middle], combine), _balanced(items[middle:], combine))

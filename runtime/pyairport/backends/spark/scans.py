@@ -104,7 +104,8 @@ class Scanner:
     def frame(self, read: _Read, files: list[str] | None = None) -> Any:
         """The table (at a time point) as a DataFrame, filtered, then projected; files: only
         the rows of these data files."""
-        layout, predicate, wanted = read.layout, read.predicate, read.wanted
+        layout, wanted = read.layout, read.wanted
+        predicate = filters.spark_safe(read.predicate) if read.predicate is not None else None
         filtered = filters.columns_of(predicate) if predicate is not None else []
         selected = wanted + [name for name in filtered if name not in wanted]
         columns = [
