@@ -211,6 +211,42 @@ def test_a_nested_type_delta_cannot_hold_is_refused_in_one_line(
     assert client.list_tables(S) == [] and not (lake / S / "t").exists()
 
 
+def test_a_type_nested_deeper_than_delta_readers_go_is_refused_before_anything_is_made(
+    delta: tuple[AirportClient, Any, Path],
+) -> None:
+    """Spark makes a table of 42 nested structs, which delta-rs then cannot read (Spark
+    Connect's client: 36): such a CREATE TABLE failed INTERNAL with delta-rs's backtrace in
+    its message (the C library's source paths), after Spark had made the table. A column's
+    type nests at most MAX_NESTING deep; one deeper is refused in one line, nothing made."""
+    from pyairport.backends.spark.ddl import MAX_NESTING
+
+    def nested(depth: int) -> pa.DataType:
+        leaf: pa.DataType = pa.int64()
+        for level in range(depth):
+            leaf = pa.list_(leaf) if level % 3 == 2 else pa.struct([("f", leaf)])
+        return leaf
+
+    client, _, lake = delta
+    client.create_schema(S)
+    deepest = nested(MAX_NESTING)
+    client.create_table(S, "t", pa.schema([pa.field("id", pa.int64()), pa.field("v", deepest)]))
+    value: Any = 7
+    for level in range(MAX_NESTING):
+        value = [value] if level % 3 == 2 else {"f": value}
+    client.insert(S, "t", pa.table({"id": [1], "v": pa.array([value], deepest)}))
+    assert client.scan(S, "t", ["v"]).read_all().column("v").to_pylist() == [value]
+    refusal = f"a column's type here nests structs, lists and maps at most {MAX_NESTING} deep"
+    too_deep = pa.field("w", nested(MAX_NESTING + 1))
+    with pytest.raises(RemoteError) as refused:
+        client.create_table(S, "u", pa.schema([pa.field("id", pa.int64()), too_deep]))
+    assert refused.value.message == f"failed to create table: {refusal}"
+    assert not (lake / S / "u").exists()
+    with pytest.raises(RemoteError) as refused:
+        client.add_column(S, "t", too_deep)
+    assert refused.value.message.endswith(refusal) and "\n" not in refused.value.message
+    assert client.list_tables(S)[0].arrow_schema.names == ["id", "v", "rowid"]
+
+
 def test_create_table_if_not_exists_and_or_replace(delta: tuple[AirportClient, Any, Path]) -> None:
     client, spark, lake = delta
     client.create_schema(S)

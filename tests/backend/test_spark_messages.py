@@ -3,6 +3,13 @@ no plan, stack or path of the server's (no Spark needed: these are Spark's texts
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from pyairport.backends.spark.sql import caused_by_client, one_line
@@ -50,3 +57,48 @@ def test_one_line_of_a_spark_failure(text: str, line: str, clients: bool) -> Non
     error = RuntimeError(text)
     assert one_line(error) == line
     assert caused_by_client(error) is clients
+
+
+@pytest.mark.spark  # delta-rs comes with the [spark] extra
+def test_delta_rs_errors_carry_no_backtrace_where_rust_backtrace_is_set(tmp_path: Path) -> None:
+    """With RUST_BACKTRACE=1 (many a developer's machine) delta-rs' errors carried frames and
+    the C library's source paths into clients' messages; the Spark backend turns a library's
+    backtraces off, in a fresh process as the server starts."""
+    log = tmp_path / "t" / "_delta_log"
+    log.mkdir(parents=True)
+    schema: dict[str, Any] = {"type": "long"}
+    for _ in range(50):  # deeper than delta-rs reads: it fails with a backtraced error
+        schema = {
+            "type": "struct",
+            "fields": [{"name": "f", "type": schema, "nullable": True, "metadata": {}}],
+        }
+    commit = [
+        {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}},
+        {
+            "metaData": {
+                "id": "deep",
+                "format": {"provider": "parquet", "options": {}},
+                "schemaString": json.dumps(
+                    {
+                        "type": "struct",
+                        "fields": [{"name": "v", "type": schema, "nullable": True, "metadata": {}}],
+                    }
+                ),
+                "partitionColumns": [],
+                "configuration": {},
+            }
+        },
+    ]
+    (log / "00000000000000000000.json").write_text("\n".join(json.dumps(a) for a in commit))
+    probe = (
+        "import sys, pyairport.backends.spark, deltalake\n"
+        "try:\n    deltalake.DeltaTable(sys.argv[1])\n"
+        "except Exception as e:\n    print(repr(str(e)))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "RUST_LIB_BACKTRACE"}
+    env["RUST_BACKTRACE"] = "1"
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(tmp_path / "t")], env=env, capture_output=True, text=True
+    )
+    assert "too deeply nested" in done.stdout, done.stderr
+    assert "\\n" not in done.stdout and "pthread" not in done.stdout
