@@ -322,9 +322,14 @@ def test_the_servers_own_workers_start_serve_and_go_with_it(lake: Lake, three_pa
         read = pa.concat_tables(_read_at(e.location[0].uri, e.ticket.ticket) for e in endpoints)
         assert sorted(read.column("id").to_pylist()) == list(range(ROWS))
         assert until(lambda: _rows_read(metrics, "orders") == ROWS)
-        assert metrics.registry.get_sample_value(
-            "pyairport_calls_total", {"rpc": "DoGet", "method": "-", "code": "OK"}
-        ) == len(endpoints)
+        # a worker reports a DoGet's call once its stream has ended, after its rows
+        doget_ok = {"rpc": "DoGet", "method": "-", "code": "OK"}
+        assert until(
+            lambda: (
+                metrics.registry.get_sample_value("pyairport_calls_total", doget_ok)
+                == len(endpoints)
+            )
+        )
         assert sum(_sample(metrics, "pyairport_data_worker_parts_total", w) for w in OWN) == 3
         assert until(
             lambda: [_sample(metrics, "pyairport_data_worker_up", w) for w in OWN] == [1, 1]
