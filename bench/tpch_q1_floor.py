@@ -7,7 +7,7 @@ q1 unchanged (its `lineitem` replaced), best of --repeats, in one run:
 - `delta_scan` of the folder: DuckDB's own reader, the baseline (1.00);
 - `airport_take_flight` from a bare Arrow C++ Flight server (pyarrow's FlightServerBase)
   serving q1's seven columns from memory, typed as pyairport serves them (strings as
-  `string`, DECIMAL(15,2) as `decimal128`), in 65,536-row batches, over a Unix socket and over
+  `string`, DECIMAL(15,2) as `decimal64`), in 65,536-row batches, over a Unix socket and over
   TCP loopback: no reading, no Python per batch — what moving the columns through Flight into
   DuckDB costs on this machine;
 - `pyairport serve --backend spark` over the same folder: at its TCP address, and with
@@ -38,6 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from bench.data_plane_floor import BATCH_ROWS, ColumnServer  # noqa: E402
 from bench.duckdb_lake import best_of, serving  # noqa: E402
+from pyairport.backends.spark.stored_types import served_type  # noqa: E402
 from tests import tpch  # noqa: E402
 from tests.duckdb import extension as airport_extension  # noqa: E402
 
@@ -65,9 +66,10 @@ SERVED = {
 
 
 def _as_served(table: pa.Table) -> pa.Table:
-    """The columns as pyairport's DoGet types them: delta-rs' string views as strings."""
+    """The columns as pyairport's DoGet types them: delta-rs' string views as strings, its
+    DECIMAL(15,2) as decimal64 (spark/stored_types.served_type)."""
     fields = [
-        pa.field(f.name, pa.string()) if pa.types.is_string_view(f.type) else f
+        pa.field(f.name, pa.string() if pa.types.is_string_view(f.type) else served_type(f.type))
         for f in table.schema
     ]
     return table.cast(pa.schema(fields))

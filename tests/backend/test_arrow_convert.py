@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import decimal
+
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -47,3 +50,38 @@ def test_a_value_that_does_not_fit_is_an_error_not_a_wrapped_value() -> None:
         convert(pa.array([-1], pa.int16()), pa.uint8())
     with pytest.raises(pa.ArrowInvalid):
         convert(pa.array([b"toolong"], pa.binary()), pa.uuid())
+
+
+def test_a_decimal128_narrows_to_the_decimal64_of_its_values_exactly() -> None:
+    """Every scan of a Delta DECIMAL(p <= 18) narrows it (spark/stored_types.served_type):
+    exact at the type's ends, with nulls and offsets, chunk by chunk."""
+    top = decimal.Decimal("9" * 16 + ".99")
+    wide = pa.array([top, None, -top, decimal.Decimal("-0.01"), 0], pa.decimal128(18, 2))
+    for column in (wide, wide.slice(1), wide.slice(2, 2), pa.chunked_array([wide, wide[3:]])):
+        narrow = convert(column, pa.decimal64(18, 2))
+        assert narrow.type == pa.decimal64(18, 2)
+        assert narrow.to_pylist() == column.to_pylist()
+        assert convert(narrow, pa.decimal128(18, 2)).to_pylist() == column.to_pylist()
+
+
+def test_a_null_slot_holding_anything_still_narrows_to_a_null() -> None:
+    """A writer may leave any bytes under a null: the narrowing falls back to the cast."""
+    values = np.array([5, 0, 2**70 % 2**64, 7], dtype=np.int64)  # slot 1's high word: 2**6
+    words = np.zeros(8, dtype=np.int64)
+    words[0::2], words[3] = values, 64
+    validity = pa.array([True, False, True, True]).buffers()[1]
+    column = pa.Array.from_buffers(
+        pa.decimal128(18, 0), 4, [validity, pa.py_buffer(words)], null_count=1
+    )
+    assert convert(column, pa.decimal64(18, 0)).to_pylist() == column.to_pylist()
+
+
+def test_a_decimal128_value_past_the_decimal64_is_refused_not_cut() -> None:
+    """A file may hold a value its DECIMAL(18)'s precision does not (2**64 + 5): its high
+    word is more than a sign, and the cast refuses it."""
+    words = np.array([5, 1], dtype=np.int64)
+    column = pa.Array.from_buffers(pa.decimal128(18, 0), 1, [None, pa.py_buffer(words)])
+    with pytest.raises(pa.ArrowInvalid):
+        convert(column, pa.decimal64(18, 0))
+    with pytest.raises(pa.ArrowInvalid):
+        convert(pa.array([decimal.Decimal(2**64 + 5)], pa.decimal128(20, 0)), pa.decimal64(18, 0))

@@ -1016,3 +1016,80 @@ def test_delta_rs_reads_timestamps_only_where_the_log_bounds_them_within_its_yea
     # TIMESTAMP_NTZ is 64-bit microseconds in Spark's files; a zoned one in a struct has no bounds
     assert not misread_timestamps(inside, pa.schema([("wall", pa.timestamp("us"))]))
     assert misread_timestamps(inside, pa.schema([("span", pa.struct([("since", zoned)]))]))
+
+
+def test_a_decimal_of_at_most_18_digits_is_served_as_decimal64(
+    spark_backend: Any, fresh_lake: Path
+) -> None:
+    """delta-rs wrote DECIMAL(15,2) and DECIMAL(20,4) columns (stored as decimal128, as Delta
+    reads every DECIMAL). The first is served as Arrow's decimal64, DuckDB's own DECIMAL(15,2)
+    (stored_types.served_type), the second as decimal128: both read exactly, ends and nulls
+    included; a filter on the narrow one is pushed down (the server sends only its rows) and
+    its statistics are decimal64; decimal128 rows, as DuckDB sends them, insert exactly, and
+    one past the column's digits is refused, changing nothing."""
+    import decimal
+
+    from deltalake import DeltaTable, write_deltalake
+
+    from airport_contracts import Context, ScanOptions
+    from pyairport import filters
+    from pyairport.backends.spark import SparkBackend
+
+    d = decimal.Decimal
+    top = d("9999999999999.99")
+    narrow, wide = pa.decimal128(15, 2), pa.decimal128(20, 4)
+    folder = fresh_lake / "sales" / "priced"
+    for ids, prices, bigs in (
+        ([1, 2, 3], [top, None, d("-0.01")], [d("1234567890123456.789"), d("1"), None]),
+        ([4, 5], [-top, d("100.00")], [d("-0.0001"), d("2")]),
+    ):
+        rows = {"id": pa.array(ids, pa.int64()), "price": pa.array(prices, narrow)}
+        write_deltalake(str(folder), pa.table(rows | {"big": pa.array(bigs, wide)}), mode="append")
+    written = DeltaTable(str(folder)).to_pyarrow_table().to_pylist()
+
+    def by_id(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return sorted(rows, key=lambda r: r["id"])
+
+    with serving_lake(spark_backend.spark, fresh_lake) as client:
+        (info,) = client.list_tables("sales")
+        assert info.arrow_schema.field("price").type == pa.decimal64(15, 2)
+        assert info.arrow_schema.field("big").type == wide
+        read = client.scan("sales", "priced").read_all()
+        assert read.schema.field("price").type == pa.decimal64(15, 2)
+        assert by_id(read.to_pylist()) == by_id(written)
+        sent = pa.table(
+            {
+                "id": pa.array([6], pa.int64()),
+                "price": pa.array([d("-12.34")], narrow),
+                "big": pa.array([d("0.5")], wide),
+            }
+        )
+        client.insert("sales", "priced", sent)
+        too_long = pa.table(
+            {"id": [7], "price": pa.array([d("10000000000000.00")], pa.decimal128(18, 2))}
+        )
+        with pytest.raises(RemoteError) as refused:
+            client.insert("sales", "priced", too_long)
+        assert refused.value.code == grpc.StatusCode.INVALID_ARGUMENT
+        assert (
+            refused.value.message.startswith("schema mismatch: ")
+            and "price" in refused.value.message
+        )
+    after = DeltaTable(str(folder)).to_pyarrow_table()
+    assert after.schema.field("price").type == narrow  # stored as Delta reads it
+    assert by_id(after.to_pylist()) == by_id(written + sent.to_pylist())
+
+    backend = SparkBackend(spark_backend.spark, fresh_lake)
+    try:
+        ctx = Context.background()
+        table: Any = backend.catalog.schema(ctx, "sales").table(ctx, "priced")  # type: ignore[union-attr]
+        over = filters.Compare("price", ">", d("50.00"))
+        predicate = filters.to_json(over, table.arrow_schema())
+        options = ScanOptions(columns=["id", "price"], filter=predicate)
+        sent_back = table.scan(ctx, options).read_all()
+        assert sorted(sent_back["id"].to_pylist()) == [1, 5]  # only the rows it keeps
+        stats = table.column_statistics(ctx, "price", "DECIMAL(15,2)")
+        assert stats.min.type == pa.decimal64(15, 2)
+        assert (stats.min.as_py(), stats.max.as_py()) == (-top, top)
+    finally:
+        backend.close()

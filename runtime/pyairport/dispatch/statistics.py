@@ -87,6 +87,8 @@ def _readable_by_duckdb(field: pa.Field) -> bool:
         or t.is_date(type_)
         or t.is_time(type_)
         or t.is_timestamp(type_)
+        or t.is_decimal32(type_)
+        or t.is_decimal64(type_)
         or t.is_decimal128(type_)
         or _string_kind(type_) is not None
     ):

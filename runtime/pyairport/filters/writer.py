@@ -31,7 +31,10 @@ _DUCKDB_TYPES: tuple[tuple[Callable[[pa.DataType], bool], Callable[[pa.DataType]
         lambda t: pa.types.is_timestamp(t) and t.unit == "us",
         lambda t: constants.TIMESTAMP if t.tz is None else constants.TIMESTAMP_TZ,
     ),
-    (pa.types.is_decimal128, lambda t: "DECIMAL"),
+    (
+        lambda t: pa.types.is_decimal32(t) or pa.types.is_decimal64(t) or pa.types.is_decimal128(t),
+        lambda t: "DECIMAL",  # DuckDB's, whatever its width
+    ),
 )
 
 

@@ -37,7 +37,14 @@ from airport_contracts import (
 from .ddl import COLUMN_MAPPING, column_sql, mapping_for, properties_sql, run, spark_type
 from .layout import Layout
 from .sql import quote
-from .stored_types import SERVED_TYPES, for_schema, property_value, served_types, stored_type
+from .stored_types import (
+    SERVED_TYPES,
+    for_schema,
+    kept_as_another,
+    property_value,
+    served_types,
+    stored_field,
+)
 
 TYPE_WIDENING = {"delta.enableTypeWidening": "true"}
 COLUMN_DEFAULTS = {"delta.feature.allowColumnDefaults": "supported"}
@@ -154,14 +161,15 @@ class DeltaColumns:
             self._user_field(field.name)
             if expression and expression != field.name:
                 raise Unimplemented("Delta changes a column's type by widening, not USING")
-            if field.name in self.layout.retyped or stored_type(field.type):
+            if field.name in self.layout.retyped or kept_as_another(field.type):
                 raise Unimplemented(
                     f"Delta stores {field.name!r} or {field.type} as another type"
                     " (stored_types), whose type is not changed"
                 )
             self._alter(
                 lambda t: (
-                    f"ALTER TABLE {t} ALTER COLUMN {quote(field.name)} TYPE {spark_type(field.type)}"
+                    f"ALTER TABLE {t} ALTER COLUMN {quote(field.name)} TYPE"
+                    f" {spark_type(stored_field(field).type)}"
                 ),
                 properties=TYPE_WIDENING,
             )

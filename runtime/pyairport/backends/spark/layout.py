@@ -20,7 +20,7 @@ import pyarrow as pa
 from airport_contracts import rowid_field
 
 from .sql import plain_type
-from .stored_types import served, served_types
+from .stored_types import by_default, served, served_types
 
 ROWID = "rowid"
 ROW_TRACKING = "delta.enableRowTracking"
@@ -47,7 +47,8 @@ class Layout:
     computed: frozenset[str]  # generated, identity and defaulted columns
     features: frozenset[str]
     properties: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
-    retyped: frozenset[str] = frozenset()  # columns stored as another type than served
+    retyped: frozenset[str] = frozenset()  # columns stored as a type they came as another
+    # (not the decimals served as decimal64 by default: stored_types.served_type)
     description: str = ""  # the table's comment
 
     @property
@@ -122,7 +123,9 @@ def layout_of(
         location=location,
         rowids=rowids,
         schema=pa.schema(served_fields),
-        retyped=frozenset(f.name for f, kept in zip(as_served, user, strict=True) if f != kept),
+        retyped=frozenset(
+            f.name for f, kept in zip(as_served, user, strict=True) if f != by_default(kept)
+        ),
         stored=pa.schema(stored),
         partitions=partitions,
         computed=computed,

@@ -34,6 +34,7 @@ from ... import filters
 from ..scan_parts import SPLIT
 from . import delta_stats, direct, file_parts, row_ids
 from .layout import ROWID, Layout
+from .stored_types import stored_type
 
 
 class DeltaScanPlanning:
@@ -246,6 +247,11 @@ def _known(count: int | None) -> int:
     return -1 if count is None else count
 
 
-def pushable(layout: Layout) -> pa.Schema:
-    """The columns a filter is pushed down on (not those stored as another type)."""
-    return pa.schema([f for f in layout.schema if f.name not in layout.retyped])
+def pushable(layout: Layout, schema: pa.Schema | None = None) -> pa.Schema:
+    """The columns of schema (by default the layout's) a filter is pushed down on, in the
+    types they are stored as, where it runs: not those stored as a type they came as another
+    (retyped); a decimal served as decimal64 is filtered as the stored decimal128."""
+    fields = layout.schema if schema is None else schema
+    return pa.schema(
+        [f.with_type(stored_type(f.type) or f.type) for f in fields if f.name not in layout.retyped]
+    )

@@ -14,10 +14,20 @@ served as DuckDB sent it, and a Spark user reads a column of a Spark type:
 | fixed-size binary                      | BINARY                                           |
 | an extension type (arrow.uuid, …)      | its storage type, as above (bool8: BOOLEAN)      |
 | an extension pyarrow does not know     | its storage type (geoarrow.wkb: BINARY)          |
+| decimal32                              | DECIMAL (Arrow's decimal128)                     |
 
 Which columns are stored so is the table property `pyairport.served_types`: a JSON object of
 column name → the served field as an Arrow IPC schema (base64), kept by CREATE TABLE, ADD,
 RENAME and DROP COLUMN. A nested field of such a type is refused (ddl.spark_type).
+
+Every other column is served as Delta stores it, but for one rule (served_type): a DECIMAL of
+at most 18 digits, which Delta reads as Arrow's 16-byte decimal128, is served as the 8-byte
+decimal64 that holds its values, whatever wrote the table. That is DuckDB's own DECIMAL(p ≤ 18)
+(and Parquet's): DuckDB reads a decimal64 column 3.5 times as fast as a decimal128 one, which
+it narrows value by value, and half the bytes cross the wire (measured: 6M values of TPC-H's
+`l_extendedprice`; q1 through a bare Arrow C++ server 1.08 s against 0.80 s). Such a column
+is not `retyped`: its values, their order and its statistics are Delta's, so filters are
+pushed down on it in its stored type (planning.pushable).
 """
 
 from __future__ import annotations
@@ -55,7 +65,29 @@ def stored_type(served: pa.DataType) -> pa.DataType | None:
         return pa.float32()
     if pa.types.is_fixed_size_binary(served):
         return pa.binary()
+    if pa.types.is_decimal32(served) or pa.types.is_decimal64(served):
+        return pa.decimal128(served.precision, served.scale)
     return None
+
+
+NARROW_DECIMAL_DIGITS = 18
+"""The most digits a decimal64 holds: Delta's DECIMALs up to this many are served as one."""
+
+
+def served_type(stored: pa.DataType) -> pa.DataType:
+    """The type a column Delta stores as stored is served as where the table recorded none
+    (the module's doc): a DECIMAL of at most 18 digits as decimal64, any other as stored."""
+    if pa.types.is_decimal128(stored) and stored.precision <= NARROW_DECIMAL_DIGITS:
+        return pa.decimal64(stored.precision, stored.scale)
+    return stored
+
+
+def kept_as_another(served: pa.DataType) -> bool:
+    """Whether a column served as this type is stored as another that is not served back
+    as it by default: its type must be recorded (decimal64 needs no record: served_type
+    gives it back; decimal32 does)."""
+    stored = stored_type(served)
+    return stored is not None and not served_type(stored).equals(served)
 
 
 def stored_field(served: pa.Field) -> pa.Field:
@@ -95,7 +127,7 @@ def recorded(field: pa.Field) -> bool:
     stored as another, or it is an extension type pyarrow does not know (DuckDB's
     geoarrow.wkb GEOMETRY, its CRS in the extension's metadata), which Delta stores as its
     storage type and would otherwise give back without its name."""
-    return stored_type(field.type) is not None or _EXTENSION_NAME in (field.metadata or {})
+    return kept_as_another(field.type) or _EXTENSION_NAME in (field.metadata or {})
 
 
 def for_schema(schema: pa.Schema) -> dict[str, str]:
@@ -104,12 +136,19 @@ def for_schema(schema: pa.Schema) -> dict[str, str]:
 
 
 def served(stored: pa.Field, types: Mapping[str, str]) -> pa.Field:
-    """A stored column as served: the type it came as, where the table recorded one."""
+    """A stored column as served: the type it came as, where the table recorded one, else
+    served_type's."""
     text = types.get(stored.name)
     if text is None:
-        return stored
+        return by_default(stored)
     try:
         field = decode(text)
     except (ValueError, OSError, pa.ArrowInvalid):
-        return stored
+        return by_default(stored)
     return pa.field(stored.name, field.type, stored.nullable, field.metadata)
+
+
+def by_default(stored: pa.Field) -> pa.Field:
+    """A stored column as served where the table recorded no type for it."""
+    served_as = served_type(stored.type)
+    return stored if served_as is stored.type else stored.with_type(served_as)

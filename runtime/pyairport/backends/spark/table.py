@@ -48,7 +48,7 @@ from .column_ddl import DeltaColumns
 from .commits import DeltaChanges
 from .lake import Lake
 from .layout import ROWID, Layout
-from .planning import DeltaScanPlanning, read_version
+from .planning import DeltaScanPlanning, pushable, read_version
 from .rowid_claims import RowidClaims
 from .rowid_counter import RowidCounter
 from .scans import Scanner, as_of, log_version
@@ -163,8 +163,9 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
             wanted = _wanted(layout, schema, opts, by_delta_rs=snapshot is not None)
             # Not pushed down: columns stored as another type (stored_types.py); DuckDB
             # filters them itself.
-            pushable = pa.schema([f for f in schema if f.name not in layout.retyped])
-            predicate = filters.parse(opts.filter, pushable) if opts is not None else None
+            predicate = (
+                filters.parse(opts.filter, pushable(layout, schema)) if opts is not None else None
+            )
             if opts is not None and opts.partition:
                 return self._read_part(ctx, layout, opts.partition, wanted, predicate, limit)
             if snapshot is not None and not wanted and predicate is None and not limit:
