@@ -54,7 +54,7 @@ def test_a_value_that_does_not_fit_is_an_error_not_a_wrapped_value() -> None:
 
 def test_a_decimal128_narrows_to_the_decimal64_of_its_values_exactly() -> None:
     """Every scan of a Delta DECIMAL(p <= 18) narrows it (spark/stored_types.served_type):
-    exact at the type's ends, with nulls and offsets, chunk by chunk."""
+    exact at the type's ends, with nulls and offsets, chunk by chunk, and back."""
     top = decimal.Decimal("9" * 16 + ".99")
     wide = pa.array([top, None, -top, decimal.Decimal("-0.01"), 0], pa.decimal128(18, 2))
     for column in (wide, wide.slice(1), wide.slice(2, 2), pa.chunked_array([wide, wide[3:]])):
@@ -65,7 +65,7 @@ def test_a_decimal128_narrows_to_the_decimal64_of_its_values_exactly() -> None:
 
 
 def test_a_null_slot_holding_anything_still_narrows_to_a_null() -> None:
-    """A writer may leave any bytes under a null: the narrowing falls back to the cast."""
+    """A writer may leave any bytes under a null (here a value past 64 bits): still a null."""
     values = np.array([5, 0, 2**70 % 2**64, 7], dtype=np.int64)  # slot 1's high word: 2**6
     words = np.zeros(8, dtype=np.int64)
     words[0::2], words[3] = values, 64

@@ -37,35 +37,7 @@ def convert(column: Any, to_type: pa.DataType) -> Any:
         return _interval_parts(column)
     if column.type.equals(INTERVAL_PARTS) and pa.types.is_interval(to_type):
         return _interval(column)
-    if _narrowing_decimal(column.type, to_type):
-        narrowed = _narrow_decimal(column, to_type)
-        if narrowed is not None:
-            return narrowed
     return pc.cast(column, to_type, safe=True)
-
-
-def _narrowing_decimal(from_type: pa.DataType, to_type: pa.DataType) -> bool:
-    return bool(
-        pa.types.is_decimal128(from_type)
-        and pa.types.is_decimal64(to_type)
-        and (from_type.precision, from_type.scale) == (to_type.precision, to_type.scale)
-    )
-
-
-def _narrow_decimal(column: pa.Array, to_type: pa.DataType) -> pa.Array | None:
-    """A decimal128 column as the decimal64 of its precision and scale, by keeping each
-    value's low 64 bits where its high 64 only extend their sign (every value fits): a third
-    of pyarrow's cast's time, on every scan of a Delta DECIMAL (spark/stored_types.py). None
-    where a slot does not fit (a null's may hold anything): the cast decides."""
-    slots = len(column) + column.offset
-    words = np.frombuffer(column.buffers()[1], dtype=np.int64, count=2 * slots).reshape(-1, 2)
-    low = np.ascontiguousarray(words[:, 0])
-    if not np.array_equal(words[:, 1], low >> 63):
-        return None
-    validity = column.buffers()[0]
-    return pa.Array.from_buffers(
-        to_type, len(column), [validity, pa.py_buffer(low)], column.null_count, column.offset
-    )
 
 
 def _interval_parts(column: pa.Array) -> pa.Array:
