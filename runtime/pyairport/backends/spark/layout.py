@@ -47,7 +47,7 @@ class Layout:
     computed: frozenset[str]  # generated, identity and defaulted columns
     features: frozenset[str]
     properties: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
-    retyped: frozenset[str] = frozenset()  # columns stored as a type they came as another
+    retyped: frozenset[str] = frozenset()  # columns stored as another type than they came as
     # (not the decimals served as decimal64 by default: stored_types.served_type)
     description: str = ""  # the table's comment
 

@@ -23,11 +23,10 @@ RENAME and DROP COLUMN. A nested field of such a type is refused (ddl.spark_type
 Every other column is served as Delta stores it, but for one rule (served_type): a DECIMAL of
 at most 18 digits, which Delta reads as Arrow's 16-byte decimal128, is served as the 8-byte
 decimal64 that holds its values, whatever wrote the table. That is DuckDB's own DECIMAL(p ≤ 18)
-(and Parquet's): DuckDB reads a decimal64 column 3.5 times as fast as a decimal128 one, which
-it narrows value by value, and half the bytes cross the wire (measured: 6M values of TPC-H's
-`l_extendedprice`; q1 through a bare Arrow C++ server 1.08 s against 0.80 s). Such a column
-is not `retyped`: its values, their order and its statistics are Delta's, so filters are
-pushed down on it in its stored type (planning.pushable).
+(and Parquet's): DuckDB reads a decimal64 column several times as fast as a decimal128 one,
+which it narrows value by value, and half the bytes cross the wire (docs/benchmarks.md). Such
+a column is not `retyped`: its values, their order and its statistics are Delta's, so filters
+are pushed down on it in its stored type (planning.pushable).
 """
 
 from __future__ import annotations
@@ -151,4 +150,4 @@ def served(stored: pa.Field, types: Mapping[str, str]) -> pa.Field:
 def by_default(stored: pa.Field) -> pa.Field:
     """A stored column as served where the table recorded no type for it."""
     served_as = served_type(stored.type)
-    return stored if served_as is stored.type else stored.with_type(served_as)
+    return stored if served_as.equals(stored.type) else stored.with_type(served_as)
