@@ -85,12 +85,32 @@ def test_row_ids_equal_sparks_after_everything_spark_does(
             table.scan(ctx, ScanOptions(partition=p.token)).read_all() for p in parts
         )
         assert _served(read, columns) == expected
+        # a scan without the rowid (DuckDB's SELECT) is planned as a plain table's: one part
+        # that delta-rs reads whole, the rowid column null
+        plain = table.scan_partitions(ctx, ScanOptions(columns=columns))
+        assert [json.loads(p.token).get("files") for p in plain] == [None]
+        (part,) = plain
+        unnumbered = table.scan(ctx, ScanOptions(columns=columns, partition=part.token)).read_all()
+        assert unnumbered.column("rowid").null_count == unnumbered.num_rows
+        assert _without_rowid(unnumbered.select(columns).to_pylist()) == _without_rowid(
+            [json.loads(row) for row in expected]
+        )
+        # the same part asked for with the rowid (a ticket may be written by anyone) still
+        # gets Spark's ids
+        numbered = ScanOptions(columns=["rowid", *columns], partition=part.token)
+        assert _served(table.scan(ctx, numbered).read_all(), columns) == expected
         # a filter on the rowid (DuckDB's UPDATE ... WHERE rowid = …) runs after the ids are made
         some = json.loads(expected[len(expected) // 2])["rowid"]
         picked = table.scan(ctx, ScanOptions(filter=_rowid_equals(some))).read_all()
         assert picked.column("rowid").to_pylist() == [some]
     finally:
         backend.close()
+
+
+def _without_rowid(rows: list[dict[str, Any]]) -> list[str]:
+    return sorted(
+        json.dumps({k: v for k, v in row.items() if k != "rowid"}, sort_keys=True) for row in rows
+    )
 
 
 def _rowid_equals(value: int) -> bytes:

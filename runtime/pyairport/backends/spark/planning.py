@@ -53,9 +53,10 @@ class DeltaScanPlanning:
         layout, latest = self.fresh_layout()
         with self.client_errors("scan"):
             snapshot = self.direct_snapshot(layout, opts.time_point, latest)
-        # a scan of a row-tracked table reads its rowids, computed from the log and the files
-        # (part_files); only a count does not
-        tracked_rowids = layout.rowids == "tracked" and not opts.rows_only
+        # a row-tracked table's rowids are computed from the log and the files, file by file
+        # (part_files), when the scan asks for them; else delta-rs reads it, as a plain one
+        wanted = scan_columns(layout, layout.schema, opts, by_delta_rs=True)
+        tracked_rowids = layout.rowids == "tracked" and ROWID in wanted
         if snapshot is None or self.snapshots is None:
             return [ScanPartition(token="")]  # Spark reads it, whole
         version = snapshot.version()
@@ -156,6 +157,24 @@ class DeltaScanPlanning:
         return delta_stats.column_stats(files, layout.schema.field(column_name))
 
 
+def scan_columns(
+    layout: Layout, schema: pa.Schema, opts: ScanOptions | None, by_delta_rs: bool
+) -> list[str]:
+    """The columns a scan fills (the others come back null). The rowid comes along where it
+    is a stored column; a row-tracked table's are computed file by file, in order, so only
+    when asked for (DuckDB asks by its own column id), and the rest of the scan stays on
+    delta-rs' parallel reader. A count reads none, or for Spark's SELECT one."""
+    tracked = layout.rowids == "tracked"
+    wanted = [
+        n
+        for n in schema.names
+        if opts is None or not opts.columns or n in opts.columns or (n == ROWID and not tracked)
+    ]
+    if opts is not None and opts.rows_only:
+        wanted = [] if by_delta_rs or opts.partition else wanted[:1]
+    return wanted
+
+
 class PartGone(RuntimeError):
     """A scan part that can no longer be read as planned: the client's query should run
     again (the message says so, and names no path)."""
@@ -202,13 +221,15 @@ def read_version(
     predicate: filters.Predicate | None,
     limit: int,
 ) -> pa.RecordBatchReader:
-    """A version whole, in today's shape: by delta-rs, or by pyarrow where delta-rs would
-    misread its timestamps (delta_stats.misread_timestamps; SparkTable.direct_snapshot leaves
-    to Spark a version neither reads)."""
-    if delta_stats.misread_timestamps(snapshots.files(snapshot), layout.schema):
+    """A version whole, in today's shape: by delta-rs, or file by file by pyarrow where
+    delta-rs would misread its timestamps (delta_stats.misread_timestamps; SparkTable.
+    direct_snapshot leaves to Spark a version neither reads) or a row-tracked table's rowids
+    are asked for (a ticket may ask for them with any part)."""
+    misread = delta_stats.misread_timestamps(snapshots.files(snapshot), layout.schema)
+    if misread or (layout.rowids == "tracked" and ROWID in wanted):
         files = part_files(snapshots, layout, snapshot)
         if files is None:
-            raise RuntimeError("the table's timestamps cannot be read without Spark here")
+            raise RuntimeError("this version of the table cannot be read without Spark here")
         every = list(range(files.files.num_rows))
         return file_parts.read(ctx, files, every, wanted, predicate, limit)
     return direct.read(ctx, snapshot, layout.schema, wanted, predicate, limit)

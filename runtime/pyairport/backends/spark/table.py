@@ -48,7 +48,7 @@ from .column_ddl import DeltaColumns
 from .commits import DeltaChanges
 from .lake import Lake
 from .layout import ROWID, Layout
-from .planning import DeltaScanPlanning, pushable, read_version
+from .planning import DeltaScanPlanning, pushable, read_version, scan_columns
 from .rowid_claims import RowidClaims
 from .rowid_counter import RowidCounter
 from .scans import Scanner, as_of, log_version
@@ -160,7 +160,7 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
                 if point is None or snapshot is not None
                 else self._scanner.schema_at(layout, as_of(point))
             )
-            wanted = _wanted(layout, schema, opts, by_delta_rs=snapshot is not None)
+            wanted = scan_columns(layout, schema, opts, by_delta_rs=snapshot is not None)
             # Not pushed down: columns stored as another type (stored_types.py); DuckDB
             # filters them itself.
             predicate = (
@@ -191,7 +191,7 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
         layout, _ = self.fresh_layout()
         if not opts.partition or layout.location is None or self.snapshots is None:
             return None
-        wanted = _wanted(layout, layout.schema, opts, by_delta_rs=True)
+        wanted = scan_columns(layout, layout.schema, opts, by_delta_rs=True)
         return detached.DetachedPart(layout, opts.partition, wanted, opts.filter).encode()
 
     def direct_snapshot(
@@ -375,21 +375,3 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
                 affected_rows += current.num_rows
                 returned.extend(current.to_batches())
         return self._by_rowid_result(pending, immediate, affected_rows, staged, returned, opts)
-
-
-def _wanted(
-    layout: Layout, schema: pa.Schema, opts: ScanOptions | None, by_delta_rs: bool
-) -> list[str]:
-    """The columns a scan fills (the others come back null). The rowid comes along where it
-    is a stored column; a row-tracked table's are computed file by file, in order, so only
-    when asked for (DuckDB asks by its own column id), and the rest of the scan stays on
-    delta-rs' parallel reader. A count reads none, or for Spark's SELECT one."""
-    tracked = layout.rowids == "tracked"
-    wanted = [
-        n
-        for n in schema.names
-        if opts is None or not opts.columns or n in opts.columns or (n == ROWID and not tracked)
-    ]
-    if opts is not None and opts.rows_only:
-        wanted = [] if by_delta_rs or opts.partition else wanted[:1]
-    return wanted
