@@ -172,13 +172,14 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
                 count = self.snapshots.row_count(snapshot) if self.snapshots else None
                 if count is not None:  # counted from the log: no file is read
                     return direct.null_rows(schema, count)
+            # a row-tracked table's row ids come from its log and files, or else from Spark
             tracked_ids = layout.rowids == "tracked" and ROWID in wanted
-            if snapshot is not None and self.snapshots is not None and not tracked_ids:
+            if (
+                snapshot is not None
+                and self.snapshots is not None
+                and (not tracked_ids or self.part_files(layout, snapshot) is not None)
+            ):
                 return read_version(ctx, self.snapshots, layout, snapshot, wanted, predicate, limit)
-            files = self.part_files(layout, snapshot) if snapshot is not None else None
-            if files is not None:  # a row-tracked table's row ids, from its log and files
-                every = list(range(files.files.num_rows))
-                return file_parts.read(ctx, files, every, wanted, predicate, limit)
             return self._scanner.scan(
                 ctx, layout, schema, wanted, predicate, limit, point, self.rowid_counter.peek
             )
