@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from airport_contracts import Context, ScanOptions
+from airport_contracts import Context, InvalidTicket, ScanOptions
 
 pytestmark = pytest.mark.spark
 
@@ -85,6 +85,11 @@ def test_row_ids_equal_sparks_after_everything_spark_does(
             table.scan(ctx, ScanOptions(partition=p.token)).read_all() for p in parts
         )
         assert _served(read, columns) == expected
+        for forged in _forged_parts(json.loads(parts[0].token)):
+            with pytest.raises(
+                InvalidTicket, match="^invalid ticket: not a scan part of this table$"
+            ):
+                table.scan(ctx, ScanOptions(partition=forged)).read_all()
         # a scan without the rowid (DuckDB's SELECT) is planned as a plain table's: one part
         # that delta-rs reads whole, the rowid column null
         plain = table.scan_partitions(ctx, ScanOptions(columns=columns))
@@ -105,6 +110,23 @@ def test_row_ids_equal_sparks_after_everything_spark_does(
         assert picked.column("rowid").to_pylist() == [some]
     finally:
         backend.close()
+
+
+def _forged_parts(real: dict[str, Any]) -> list[str]:
+    """Part tokens this table did not plan, as a ticket may carry them (anyone can write
+    one): not an object, a version not yet written, no version, more rows than the version
+    holds, a file out of range or read twice."""
+    version, files = real["version"], real["files"]
+    return [
+        "not json",
+        json.dumps([version]),
+        json.dumps({**real, "version": version + 1}),
+        json.dumps({**real, "version": -1}),
+        json.dumps({**real, "version": str(version)}),
+        json.dumps({"version": version, "rows": 10**12}),
+        json.dumps({**real, "files": files + files}),
+        json.dumps({**real, "files": [10**6]}),
+    ]
 
 
 def _without_rowid(rows: list[dict[str, Any]]) -> list[str]:

@@ -9,8 +9,12 @@ machine); `pyairport serve --scan-parts N` sets it.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
+from typing import Any
+
+from airport_contracts import InvalidTicket
 
 
 @dataclass
@@ -26,3 +30,40 @@ class ScanSplit:
 
 SPLIT = ScanSplit()
 """The process's setting (the server's flag sets it; tests change it)."""
+
+
+NOT_A_PART = "not a scan part of this table"
+
+
+def part_fields(token: str) -> dict[str, Any]:
+    """The fields of a part token a PartitionedTable handed out in an endpoint. The token
+    comes back inside a ticket, which anyone can write: what is not such a JSON object is
+    the contract's InvalidTicket, never a scan of something the table did not plan."""
+    try:
+        part = json.loads(token)
+    except ValueError:
+        part = None
+    if not isinstance(part, dict):
+        raise InvalidTicket(reason=NOT_A_PART)
+    return part
+
+
+def part_count(part: dict[str, Any], key: str, most: int | None = None) -> int:
+    """A part's whole-number field (a version, a row, a count), at least 0 and at most `most`:
+    a forged count must not make the server stream rows no table holds."""
+    value = part.get(key)
+    if type(value) is not int or value < 0 or (most is not None and value > most):
+        raise InvalidTicket(reason=NOT_A_PART)
+    return value
+
+
+def part_indexes(part: dict[str, Any], key: str, count: int) -> list[int]:
+    """A part's list of distinct indexes below count (the files it reads): a forged list
+    naming a file twice would read it twice."""
+    value = part.get(key)
+    if not isinstance(value, list) or len(set(value)) != len(value):
+        raise InvalidTicket(reason=NOT_A_PART)
+    for index in value:
+        if type(index) is not int or not 0 <= index < count:
+            raise InvalidTicket(reason=NOT_A_PART)
+    return value

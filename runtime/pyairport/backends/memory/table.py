@@ -36,7 +36,7 @@ from airport_contracts import (
 from ... import filters
 from ..base import BackendTable
 from ..capabilities import ALL_CAPABILITIES, with_capabilities
-from ..scan_parts import SPLIT
+from ..scan_parts import SPLIT, part_count, part_fields
 from ..shaping import (
     UpdateColumns,
     conform_insert,
@@ -156,17 +156,15 @@ class MemoryTable(BackendTable[Pending]):
         return parts
 
     def _part(self, token: str) -> tuple[Version, int, int]:
-        try:
-            part = json.loads(token)
-            number, start, stop = int(part["version"]), int(part["start"]), int(part["stop"])
-        except (ValueError, KeyError, TypeError):
-            raise ValueError(f"not a scan part of table {self._name}: {token!r}") from None
+        part = part_fields(token)
+        number = part_count(part, "version")
         version = self.store.kept_version(number)
         if version is None:
             raise TimePointInvalid(
                 error=f"version {number} of table {self._name} is no longer kept"
             )
-        return version, start, stop
+        stop = part_count(part, "stop", version.data.num_rows)
+        return version, part_count(part, "start", stop), stop
 
     # --- StatisticsTable ---------------------------------------------------------------------
 

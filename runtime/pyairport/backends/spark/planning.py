@@ -31,7 +31,7 @@ from airport_contracts import (
 )
 
 from ... import filters
-from ..scan_parts import SPLIT
+from ..scan_parts import SPLIT, part_count, part_fields, part_indexes
 from . import delta_stats, direct, file_parts, row_ids
 from .layout import ROWID, Layout
 from .stored_types import stored_type
@@ -192,24 +192,25 @@ def read_part(
     """One part of a scan_partitions answer: the version its token pins, read by delta-rs
     (here or in a data worker, detached.py); an error when that version is gone or no longer
     has today's shape, or the files are not those the part was planned over."""
-    try:
-        part = json.loads(token)
-        version = int(part["version"])
-    except (ValueError, KeyError, TypeError):
-        raise ValueError(f"not a scan part of this table: {token!r}") from None
+    part = part_fields(token)
+    latest = snapshots.latest()
+    # no part names a version not yet written
+    version = part_count(part, "version", latest.version() if latest is not None else None)
     snapshot = snapshots.at(version)
     if snapshot is None or not direct.readable(snapshot, layout.features):
         raise PartGone(f"version {version} of the table cannot be read any more")
-    if direct.shape(snapshot) != direct.shape(snapshots.latest()):
+    if direct.shape(snapshot) != direct.shape(latest):
         raise PartGone("the table's columns changed while it was read; run the query again")
     if "rows" in part:
-        return direct.null_rows(layout.schema, int(part["rows"]))
+        rows = part_count(part, "rows", snapshots.row_count(snapshot) or 0)
+        return direct.null_rows(layout.schema, rows)
     if "files" not in part or layout.location is None:
         return read_version(ctx, snapshots, layout, snapshot, wanted, predicate, limit)
     files_read = part_files(snapshots, layout, snapshot)
     if files_read is None or part.get("digest") != file_parts.digest(files_read.files):
         raise PartGone("the table's files are not those the scan was planned over")
-    return file_parts.read(ctx, files_read, list(part["files"]), wanted, predicate, limit)
+    indexes = part_indexes(part, "files", files_read.files.num_rows)
+    return file_parts.read(ctx, files_read, indexes, wanted, predicate, limit)
 
 
 def read_version(
