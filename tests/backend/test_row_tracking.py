@@ -115,7 +115,7 @@ def test_row_ids_equal_sparks_after_everything_spark_does(
 def _forged_parts(real: dict[str, Any]) -> list[str]:
     """Part tokens this table did not plan, as a ticket may carry them (anyone can write
     one): not an object, a version not yet written, no version, more rows than the version
-    holds, a file out of range or read twice."""
+    holds, a file out of range or read twice, a list of files not the version's."""
     version, files = real["version"], real["files"]
     return [
         "not json",
@@ -126,6 +126,7 @@ def _forged_parts(real: dict[str, Any]) -> list[str]:
         json.dumps({"version": version, "rows": 10**12}),
         json.dumps({**real, "files": files + files}),
         json.dumps({**real, "files": [10**6]}),
+        json.dumps({**real, "digest": "0" * len(real["digest"])}),
     ]
 
 

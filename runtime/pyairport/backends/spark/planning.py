@@ -25,13 +25,14 @@ from airport_contracts import (
     FunctionCall,
     FunctionCallArg,
     FunctionCallRequest,
+    InvalidTicket,
     NotFound,
     ScanOptions,
     ScanPartition,
 )
 
 from ... import filters
-from ..scan_parts import SPLIT, part_count, part_fields, part_indexes
+from ..scan_parts import NOT_A_PART, SPLIT, part_count, part_fields, part_indexes
 from . import delta_stats, direct, file_parts, row_ids
 from .layout import ROWID, Layout
 from .stored_types import stored_type
@@ -190,8 +191,9 @@ def read_part(
     limit: int,
 ) -> pa.RecordBatchReader:
     """One part of a scan_partitions answer: the version its token pins, read by delta-rs
-    (here or in a data worker, detached.py); an error when that version is gone or no longer
-    has today's shape, or the files are not those the part was planned over."""
+    (here or in a data worker, detached.py); PartGone when that version is gone or no longer
+    has today's shape, InvalidTicket when the token is not one this table planned (tickets
+    come back from clients)."""
     part = part_fields(token)
     latest = snapshots.latest()
     # no part names a version not yet written
@@ -207,8 +209,11 @@ def read_part(
     if "files" not in part or layout.location is None:
         return read_version(ctx, snapshots, layout, snapshot, wanted, predicate, limit)
     files_read = part_files(snapshots, layout, snapshot)
-    if files_read is None or part.get("digest") != file_parts.digest(files_read.files):
-        raise PartGone("the table's files are not those the scan was planned over")
+    if files_read is None:
+        raise PartGone(f"version {version} of the table cannot be read by parts any more")
+    if part.get("digest") != file_parts.digest(files_read.files):
+        # a version's files never change: another list is not one this table planned
+        raise InvalidTicket(reason=NOT_A_PART)
     indexes = part_indexes(part, "files", files_read.files.num_rows)
     return file_parts.read(ctx, files_read, indexes, wanted, predicate, limit)
 
