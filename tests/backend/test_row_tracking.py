@@ -126,6 +126,7 @@ def _forged_parts(real: dict[str, Any]) -> list[str]:
         json.dumps({"version": version, "rows": 10**12}),
         json.dumps({**real, "files": files + files}),
         json.dumps({**real, "files": [10**6]}),
+        json.dumps({**real, "files": [files]}),
         json.dumps({**real, "digest": "0" * len(real["digest"])}),
     ]
 

@@ -61,9 +61,10 @@ def part_indexes(part: dict[str, Any], key: str, count: int) -> list[int]:
     """A part's list of distinct indexes below count (the files it reads): a forged list
     naming a file twice would read it twice."""
     value = part.get(key)
-    if not isinstance(value, list) or len(set(value)) != len(value):
+    if (
+        not isinstance(value, list)
+        or not all(type(index) is int and 0 <= index < count for index in value)
+        or len(set(value)) != len(value)
+    ):
         raise InvalidTicket(reason=NOT_A_PART)
-    for index in value:
-        if type(index) is not int or not 0 <= index < count:
-            raise InvalidTicket(reason=NOT_A_PART)
     return value
