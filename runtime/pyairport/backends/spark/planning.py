@@ -226,14 +226,17 @@ def read_version(
     wanted: list[str],
     predicate: filters.Predicate | None,
     limit: int,
+    files: file_parts.PartFiles | None = None,
 ) -> pa.RecordBatchReader:
     """A version whole, in today's shape: by delta-rs, or file by file by pyarrow where
     delta-rs would misread its timestamps (delta_stats.misread_timestamps; SparkTable.
     direct_snapshot leaves to Spark a version neither reads) or a row-tracked table's rowids
-    are asked for (a ticket may ask for them with any part)."""
+    are asked for (a ticket may ask for them with any part). files: the version's part_files
+    when the caller has made them already."""
     misread = delta_stats.misread_timestamps(snapshots.files(snapshot), layout.schema)
     if misread or (layout.rowids == "tracked" and ROWID in wanted):
-        files = part_files(snapshots, layout, snapshot)
+        if files is None:
+            files = part_files(snapshots, layout, snapshot)
         if files is None:
             raise RuntimeError("this version of the table cannot be read without Spark here")
         every = list(range(files.files.num_rows))

@@ -174,12 +174,12 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
                     return direct.null_rows(schema, count)
             # a row-tracked table's row ids come from its log and files, or else from Spark
             tracked_ids = layout.rowids == "tracked" and ROWID in wanted
-            if (
-                snapshot is not None
-                and self.snapshots is not None
-                and (not tracked_ids or self.part_files(layout, snapshot) is not None)
-            ):
-                return read_version(ctx, self.snapshots, layout, snapshot, wanted, predicate, limit)
+            if snapshot is not None and self.snapshots is not None:
+                files = self.part_files(layout, snapshot) if tracked_ids else None
+                if not tracked_ids or files is not None:
+                    return read_version(
+                        ctx, self.snapshots, layout, snapshot, wanted, predicate, limit, files
+                    )
             return self._scanner.scan(
                 ctx, layout, schema, wanted, predicate, limit, point, self.rowid_counter.peek
             )
