@@ -35,6 +35,21 @@ def test_both_duckdb_clients_read_compressed_streams_exactly(client: Client) -> 
             assert ask(client, server.location) == plain, codec
 
 
+@pytest.mark.parametrize("client", CLIENTS, ids=[c.name for c in CLIENTS])
+def test_a_counts_stream_goes_compressed_to_this_host_too(client: Client) -> None:
+    """A count's stream is null values (its rowid column typed, 8 bytes a row): `auto`
+    compresses it for a client on this host, which sends the rest as it is; `none` does not."""
+    count = "SELECT count(*) FROM lake.data.wide"
+    where = {"catalog": "lake", "schema": "data", "table": "wide"}
+    sent = {}
+    for codec in ("auto", "none"):
+        with _serving(codec) as server:
+            assert ask(client, server.location, count) == [str(ROWS)], codec
+            sent[codec] = Scrape(server).get("pyairport_bytes_sent_total", **where)
+    assert sent["none"] >= 8 * ROWS, sent
+    assert sent["auto"] < ROWS // 10, sent
+
+
 def _wire_bytes(location: str) -> tuple[int, pa.Table]:
     """The bytes of a whole-table DoGet's FlightData messages, and the rows pyarrow.flight
     reads from the same ticket."""

@@ -69,8 +69,8 @@ def serving_wide(config: ServerConfig, name: str = "lake") -> Iterator[AirportSe
         server.stop(0)
 
 
-def ask(client: Client, location: str) -> list[str]:
-    """QUERY's answer (as text) from client, attached to the catalog "lake" at location."""
+def ask(client: Client, location: str, query: str = QUERY) -> list[str]:
+    """query's answer (as text) from client, attached to the catalog "lake" at location."""
     why = client.missing()
     if why:
         if os.environ.get(REQUIRED):
@@ -78,7 +78,7 @@ def ask(client: Client, location: str) -> list[str]:
         pytest.skip(f"the DuckDB client {client.name} cannot run: {why}")
     extension_dir = str(client.extension_dir) if client.extension_dir is not None else ""
     done = subprocess.run(
-        [str(client.python), "-c", _RUN, str(client.extension), extension_dir, location, QUERY],
+        [str(client.python), "-c", _RUN, str(client.extension), extension_dir, location, query],
         capture_output=True,
         text=True,
         timeout=300,

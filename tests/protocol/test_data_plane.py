@@ -22,7 +22,7 @@ from pyairport.client.remote_catalog import decode_endpoints, endpoints_request
 from pyairport.server import AirportServer, ServerConfig
 from pyairport.server.airport_server import ListenError
 from pyairport.server.data_plane import AUTO
-from pyairport.wire.compression import on_this_host
+from pyairport.wire.compression import codec_for, on_this_host
 
 from ..metrics import Scrape
 from ..team import SECRET_NAMES, Team, make_team, team_server
@@ -204,6 +204,17 @@ def test_a_socket_at_a_path_of_the_operators(tmp_path: Path) -> None:
 )
 def test_which_peers_are_sent_to_the_data_socket(peer: str, local: bool) -> None:
     assert on_this_host(peer) is local
+
+
+def test_which_streams_are_compressed_for_which_peers() -> None:
+    """auto: ZSTD to another host, nothing to this one, LZ4 to both for a count's stream (null
+    values: zeros); a codec named is used for every stream, none for none."""
+    here, there = "ipv4:127.0.0.1:5000", "ipv4:10.0.0.7:5000"
+    assert [codec_for("auto", peer) for peer in (here, there)] == [None, "zstd"]
+    assert [codec_for("auto", peer, all_null=True) for peer in (here, there)] == ["lz4", "lz4"]
+    for setting, codec in (("none", None), ("lz4", "lz4"), ("zstd", "zstd")):
+        for peer in (here, there):
+            assert codec_for(setting, peer) == codec_for(setting, peer, all_null=True) == codec
 
 
 def test_a_server_without_one_names_its_own_address(team: Team) -> None:

@@ -136,14 +136,32 @@ def test_a_count_reads_no_column(running: Running, split: None) -> None:
     parts = [_read(running, e)[0] for e in endpoints]
     assert sum(p.num_rows for p in parts) == ROWS
     # the columns are not sent; the rowid keeps its type (DuckDB reads its vector in a count
-    # over a cross product)
+    # over a cross product), its values null
     for part in parts:
         assert [f.type for f in part.schema] == [pa.null(), pa.null(), pa.int64()]
+        assert part["rowid"].null_count == part.num_rows
     # SELECT rowid names the rowid: it is read
     (rowids,) = [_read(running, e)[0] for e in _endpoints(running, [ROWID_COLUMN_ID], ["rowid"])][
         :1
     ]
     assert rowids.schema.field("rowid").type == pa.int64() and rowids["rowid"].null_count == 0
+
+
+def test_a_count_of_a_table_without_rowids_reads_no_column(running: Running, split: None) -> None:
+    """DuckDB's count(*) of a table without a rowid names its first column (DuckDB's "any
+    column"), with no column binding; `SELECT id` names it with its binding and reads it."""
+    endpoints = _endpoints(running, [0], [])
+    assert all(json.loads(e.ticket.ticket)["rows_only"] is True for e in endpoints)
+    parts = [_read(running, e)[0] for e in endpoints]
+    assert sum(p.num_rows for p in parts) == ROWS
+    for part in parts:  # the column named keeps its type, as the rowid does in a count
+        assert [f.type for f in part.schema] == [pa.int64(), pa.null(), pa.null()]
+        assert part["id"].null_count == part.num_rows
+    for ids, names in (([0], ["id"]), ([0, 1], []), ([1], ["name"])):
+        endpoints = _endpoints(running, ids, names)
+        assert not any(json.loads(e.ticket.ticket).get("rows_only") for e in endpoints), ids
+    read = pa.concat_tables([_read(running, e)[0] for e in _endpoints(running, [0], ["id"])])
+    assert sorted(read["id"].to_pylist()) == list(range(ROWS))
 
 
 def test_columns_not_asked_for_are_typed_null(running: Running) -> None:

@@ -325,7 +325,8 @@ def _compression_flag(command: CommandParser) -> None:
         choices=SETTINGS,
         default="auto",
         help="how DoGet streams are compressed: auto (ZSTD to a client on another host, none"
-        " on this one; the default), none, lz4 or zstd",
+        " on this one, LZ4 to both for a count's rows, whose values are null; the default),"
+        " none, lz4 or zstd",
     )
 
 

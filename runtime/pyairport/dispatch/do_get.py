@@ -66,7 +66,7 @@ class Scans:
         table = None
         if ticket.table:  # looked up and authorized by _rows: a name the catalog serves
             table = (self.infos.catalog.name(), ticket.schema, ticket.table)
-        return ServedScan(reader, ticket.partition_rows or -1, table)
+        return ServedScan(reader, ticket.partition_rows or -1, table, ticket.rows_only)
 
     def _rows(self, ctx: Context, ticket: TicketData) -> pa.RecordBatchReader:
         check_catalog(self.infos.catalog, ticket.catalog)

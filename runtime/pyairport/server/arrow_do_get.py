@@ -91,7 +91,7 @@ class DoGetServer(flight.FlightServerBase):  # type: ignore[misc]
             self.scans += 1
         log.debug("DoGet on Arrow C++'s server")
         stream = _batches(ProgressReport(served), ReadCounter(call.metrics, served.table))
-        codec = codec_for(self._compression, context.peer())
+        codec = codec_for(self._compression, context.peer(), served.rows_only)
         options = pa.ipc.IpcWriteOptions(compression=codec) if codec else None
         return flight.GeneratorStream(served.reader.schema, _ending(stream, call), options=options)
 

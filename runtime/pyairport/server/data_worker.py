@@ -55,7 +55,7 @@ def open_sealed(ctx: Context, seal: TicketSeal, read_plan: PlanReader, ticket: b
     reader = read_plan(ctx, sealed.plan)
     if sealed.columns or sealed.rows_only:
         reader = requested_only(reader, list(sealed.columns))
-    return ServedScan(served_reader(reader), sealed.expected_rows, sealed.table)
+    return ServedScan(served_reader(reader), sealed.expected_rows, sealed.table, sealed.rows_only)
 
 
 class DataWorker:

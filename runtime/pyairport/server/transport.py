@@ -262,7 +262,8 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
         served = self._guard(context, "DoGet", lambda: self.scan(ctx, headers, request.ticket))
         report = ProgressReport(served)
         counted = ReadCounter(self.metrics, served.table)
-        encoder = BatchEncoder(served.reader.schema, codec_for(self.compression, context.peer()))
+        codec = codec_for(self.compression, context.peer(), served.rows_only)
+        encoder = BatchEncoder(served.reader.schema, codec)
 
         def encoded() -> tuple[pa.RecordBatch, bytes] | None:
             item = report.next()

@@ -96,12 +96,14 @@ def ids_for_names(schema: pa.Schema, names: Iterable[str]) -> list[int]:
 def needs_no_columns(column_ids: Iterable[Any], json_filters: str) -> bool:
     """Whether a scan needs only its number of rows (deviation scan_needs_no_columns).
 
-    DuckDB's count(*) asks for the rowid pseudo-column alone, as `SELECT rowid` does; what
-    tells them apart is the column bindings of its filter document, which name `rowid` for
-    the latter and nothing for the count. DuckDB still reads the rowid column's vector in
-    some plans (a count over a cross product copies it): it is sent typed, even when its
-    values are left null."""
-    if list(column_ids) != [ROWID_COLUMN_ID]:
+    DuckDB's count(*) asks for one column it will not look at: the rowid pseudo-column where
+    the table has one, as `SELECT rowid` does, else the first column, as `SELECT first` does.
+    What tells them apart is the column bindings of its filter document (written before
+    DuckDB picks that column), which name the column for the latter and nothing for the
+    count. DuckDB still reads that column's vector in some plans (a count over a cross
+    product copies it): it is sent typed, even when its values are left null."""
+    ids = list(column_ids)
+    if len(ids) != 1 or not isinstance(ids[0], int):
         return False
     try:
         document = json.loads(json_filters) if json_filters else None

@@ -5,7 +5,8 @@ pyarrow, arrow-go) decompress them as they read, unasked.
 Compression costs the server CPU (ZSTD at Arrow's default level: about 0.5 GB/s a core)
 and saves the bytes: worth it across a network, not on the machine itself, where the
 bytes cost less than the compressing. So `auto`, the default, compresses with ZSTD for a
-peer on another host and not for one on this host.
+peer on another host and not for one on this host, and a count's stream (its values null,
+its buffers zeros) with LZ4 for any peer.
 """
 
 from __future__ import annotations
@@ -19,12 +20,19 @@ from .ipc import after_schema, encode_batch, frame_message
 
 SETTINGS = ("auto", "none", "lz4", "zstd")
 _ACROSS_A_NETWORK = "zstd"
+_ALL_NULL = "lz4"
 
 
-def codec_for(setting: str, peer: str) -> str | None:
+def codec_for(setting: str, peer: str, all_null: bool = False) -> str | None:
     """The codec a stream to peer (gRPC's `ipv4:10.0.0.7:51234`, `ipv6:[::1]:51234`,
-    `unix:…`) is compressed with, or None."""
+    `unix:…`) is compressed with, or None. all_null: a count's stream, whose values are
+    null and so its buffers zeros (the column DuckDB names in a count keeps its type, 8
+    bytes a row for a BIGINT): compressed on this host too, since compressing zeros costs
+    less than sending them (DuckDB 1.4.4's count(*) of SF 1's `lineitem`, 48 MB of them:
+    19–24 ms compressed, 41–55 ms not; LZ4 and ZSTD alike)."""
     if setting == "auto":
+        if all_null:
+            return _ALL_NULL
         return None if on_this_host(peer) else _ACROSS_A_NETWORK
     return None if setting == "none" else setting
 

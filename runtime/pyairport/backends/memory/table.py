@@ -41,6 +41,7 @@ from ..shaping import (
     UpdateColumns,
     conform_insert,
     full_width,
+    null_batch,
     returning_reader,
     returning_schema,
 )
@@ -113,6 +114,7 @@ class MemoryTable(BackendTable[Pending]):
         asked = set(opts.columns) if opts is not None and opts.columns else None
         wanted = (asked or set()) | {rowid_field().name}
         keep = Keep(live, expression)
+        counted = opts is not None and opts.rows_only  # a count: its rows, no values
 
         def batches() -> Iterator[pa.RecordBatch]:
             # A scan never started keeps its mask held: the next DELETE marks a copy.
@@ -124,7 +126,9 @@ class MemoryTable(BackendTable[Pending]):
                     if remaining is not None:
                         kept = kept.slice(0, remaining)
                         remaining -= kept.num_rows
-                    if kept.num_rows:  # full width; the columns not asked for null
+                    if counted and kept.num_rows:
+                        yield null_batch(schema, kept.num_rows)
+                    elif kept.num_rows:  # full width; the columns not asked for null
                         yield kept if asked is None else full_width(kept, schema, wanted)
                     if remaining == 0:
                         return
