@@ -208,6 +208,7 @@ def test_a_forged_part_is_an_invalid_ticket_and_reads_nothing(
         json.dumps({**real, "start": -5}),
         json.dumps({**real, "start": real["stop"] + 1}),
         json.dumps({**real, "version": str(real["version"])}),
+        json.dumps({**real, "version": real["version"] + 1_000}),  # a version not yet made
     ]
     (location,) = endpoint.location
     # INVALID_ARGUMENT at the catalog; the data socket's Arrow server has no class for that

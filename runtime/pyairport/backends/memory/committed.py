@@ -182,6 +182,11 @@ class CommittedRows:
         with self.lock:
             return self.history.number(number)
 
+    def latest_number(self) -> int:
+        """The number of the last committed version."""
+        with self.lock:
+            return self.history.latest().number
+
     def _record_version(self) -> None:
         """The committed state is a new version (call with the lock held)."""
         self.history.record(self.schema, self.data, self.patch, self.mask, self.rewrites)

@@ -161,7 +161,7 @@ class MemoryTable(BackendTable[Pending]):
 
     def _part(self, token: str) -> tuple[Version, int, int]:
         part = part_fields(token)
-        number = part_count(part, "version")
+        number = part_count(part, "version", self.store.latest_number())  # none not yet made
         version = self.store.kept_version(number)
         if version is None:
             raise TimePointInvalid(
