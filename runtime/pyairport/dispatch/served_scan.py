@@ -23,8 +23,8 @@ class ServedScan:
     """(catalog, schema, table) of a table's scan, for the server's metrics; None for a
     function's rows or the databases listing."""
     rows_only: bool = False
-    """A count's rows (deviation scan_needs_no_columns): every value null, so every buffer
-    zeros, which compress to nothing (wire/compression.codec_for)."""
+    """A count's rows (deviation scan_needs_no_columns), whose values both backends leave
+    null: every buffer zeros, which compress to nothing (wire/compression.codec_for)."""
     internal: bool = False
     """A check between pyairport's own processes (a catalog's probe of a data worker), no
     client's read: in no metric."""

@@ -248,13 +248,13 @@ def read(
 COUNT_BATCH_ROWS = 262_144
 """Rows per batch of a count's stream. Its batches carry no data, so fewer and larger ones
 cost DuckDB less: each message is decoded and its buffers decompressed by tasks of Arrow's
-thread pool (DuckDB 1.4.4's count(*) of SF 1's `lineitem`: 19 ms in batches of this size, 38
-ms in 65,536-row ones; a million rows gained nothing more)."""
+thread pool (DuckDB 1.4.4's count(*) of SF 1's `lineitem`, compressed: 19 ms in batches of
+this size, 38 ms in 65,536-row ones; a million rows gained nothing more)."""
 
 
 def null_rows(schema: pa.Schema, count: int) -> pa.RecordBatchReader:
-    """count rows of schema with every column null, in scan-sized batches: the answer to a
-    scan that needs only the number of rows (deviation scan_needs_no_columns)."""
+    """count rows of schema with every column null, in batches of COUNT_BATCH_ROWS: the
+    answer to a scan that needs only the number of rows (deviation scan_needs_no_columns)."""
 
     def batches() -> Iterable[pa.RecordBatch]:
         for start in range(0, count, COUNT_BATCH_ROWS):
