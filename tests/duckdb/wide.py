@@ -31,13 +31,13 @@ QUERY = (
 _RUN = """
 import json, sys
 import duckdb
-extension, extension_dir, location, query = sys.argv[1:5]
+extension, extension_dir, location, query, catalog = sys.argv[1:6]
 config = {"allow_unsigned_extensions": "true", "autoinstall_known_extensions": "false"}
 if extension_dir:
     config["extension_directory"] = extension_dir
 db = duckdb.connect(config=config)
 db.execute(f"LOAD '{extension}'")
-db.execute(f"ATTACH 'lake' AS lake (TYPE AIRPORT, LOCATION '{location}')")
+db.execute(f"ATTACH '{catalog}' AS lake (TYPE AIRPORT, LOCATION '{location}')")
 print(json.dumps([str(v) for v in db.execute(query).fetchone()]))
 """
 
@@ -69,8 +69,8 @@ def serving_wide(config: ServerConfig, name: str = "lake") -> Iterator[AirportSe
         server.stop(0)
 
 
-def ask(client: Client, location: str, query: str = QUERY) -> list[str]:
-    """query's answer (as text) from client, attached to the catalog "lake" at location."""
+def ask(client: Client, location: str, query: str = QUERY, catalog: str = "lake") -> list[str]:
+    """query's answer (as text) from client, attached as `lake` to the catalog at location."""
     why = client.missing()
     if why:
         if os.environ.get(REQUIRED):
@@ -78,7 +78,12 @@ def ask(client: Client, location: str, query: str = QUERY) -> list[str]:
         pytest.skip(f"the DuckDB client {client.name} cannot run: {why}")
     extension_dir = str(client.extension_dir) if client.extension_dir is not None else ""
     done = subprocess.run(
-        [str(client.python), "-c", _RUN, str(client.extension), extension_dir, location, query],
+        [
+            str(client.python),
+            "-c",
+            _RUN,
+            *(str(client.extension), extension_dir, location, query, catalog),
+        ],
         capture_output=True,
         text=True,
         timeout=300,
