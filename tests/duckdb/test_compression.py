@@ -37,8 +37,8 @@ def test_both_duckdb_clients_read_compressed_streams_exactly(client: Client) -> 
 
 @pytest.mark.parametrize("client", CLIENTS, ids=[c.name for c in CLIENTS])
 def test_a_counts_stream_goes_compressed_to_this_host_too(client: Client) -> None:
-    """A count's stream is null values (its rowid column typed, 8 bytes a row): `auto`
-    compresses it for a client on this host, which sends the rest as it is; `none` does not."""
+    """A count's stream is null values (its rowid column typed, 8 bytes a row): `auto`, which
+    sends other streams to a client on this host as they are, compresses it; `none` does not."""
     count = "SELECT count(*) FROM lake.data.wide"
     where = {"catalog": "lake", "schema": "data", "table": "wide"}
     sent = {}
