@@ -114,7 +114,8 @@ class MemoryTable(BackendTable[Pending]):
         asked = set(opts.columns) if opts is not None and opts.columns else None
         wanted = (asked or set()) | {rowid_field().name}
         keep = Keep(live, expression)
-        counted = opts is not None and opts.rows_only  # a count: its rows, no values
+        # a count: its rows, no values (with a filter, a forged ticket's, the rows are read)
+        counted = opts is not None and opts.rows_only and expression is None
 
         def batches() -> Iterator[pa.RecordBatch]:
             # A scan never started keeps its mask held: the next DELETE marks a copy.
@@ -122,7 +123,8 @@ class MemoryTable(BackendTable[Pending]):
                 remaining = limit
                 for batch in _scan_sized(data.to_batches(max_chunksize=SCAN_BATCH_ROWS)):
                     ctx.raise_if_done()
-                    kept = keep(batch)
+                    # a count keeps rows, not values: the mask filters no column
+                    kept = keep(batch.select([]) if counted else batch)
                     if remaining is not None:
                         kept = kept.slice(0, remaining)
                         remaining -= kept.num_rows
