@@ -34,7 +34,15 @@ from airport_contracts import (
     Unimplemented,
 )
 
-from .ddl import COLUMN_MAPPING, column_sql, mapping_for, properties_sql, run, spark_type
+from .ddl import (
+    COLUMN_MAPPING,
+    column_sql,
+    default_expression,
+    mapping_for,
+    properties_sql,
+    run,
+    spark_type,
+)
 from .layout import Layout
 from .sql import quote
 from .stored_types import (
@@ -204,7 +212,11 @@ class DeltaColumns:
     ) -> None:
         with _missing_ok(opts):
             self._user_field(column_name)
-            action = f"SET DEFAULT {expression}" if expression else "DROP DEFAULT"
+            action = (
+                f"SET DEFAULT {default_expression(self.spark, expression)}"
+                if expression
+                else "DROP DEFAULT"
+            )
             self._alter(
                 lambda t: f"ALTER TABLE {t} ALTER COLUMN {quote(column_name)} {action}",
                 properties=COLUMN_DEFAULTS,

@@ -62,25 +62,49 @@ def mapping_for(schema: pa.Schema) -> dict[str, str]:
     return dict(COLUMN_MAPPING) if needs else {}
 
 
-# What a CHECK expression may not hold: it runs inside the server's Spark on every write, so a
-# subquery would read tables the writer may not (another schema's, any path), and reflect /
-# java_method call any static Java method (System.exit among them).
+# What an expression the client writes (a CHECK constraint, a column's DEFAULT) may not hold:
+# Spark runs it on every write, so a subquery would read tables the writer may not (another
+# schema's, any path), reflect / java_method call any static Java method (System.exit among
+# them), and current_user() names the server's own account, never the caller's.
 _QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`(?:[^`]|``)*`")
-_REFUSED_IN_CHECKS = re.compile(
-    r"\b(?:select|from|table|reflect|try_reflect|java_method)\b", re.IGNORECASE
+_REFUSED_IN_EXPRESSIONS = re.compile(
+    r"\b(?:select|from|table|reflect|try_reflect|java_method|current_user|session_user)\b"
+    r"|\buser\s*\(",
+    re.IGNORECASE,
 )
+
+
+def _client_expression(kind: str, expression: str) -> str:
+    """expression, once it names nothing a client may not run in the server's Spark
+    (DeltaRefused, naming what is refused)."""
+    bare = _QUOTED.sub("''", expression)
+    found = _REFUSED_IN_EXPRESSIONS.search(bare)
+    if found is not None or ";" in bare:
+        what = found.group(0).rstrip("( \t\n") if found is not None else ";"
+        raise DeltaRefused(f"{kind}: {what!r} is not allowed in one")
+    return expression
 
 
 def check_expression(expression: str) -> str:
     """expression, a CHECK constraint's, once it is one Spark may run on a write: no
-    subquery, no reflection (DeltaRefused, naming what is refused)."""
-    bare = _QUOTED.sub("''", expression)
-    found = _REFUSED_IN_CHECKS.search(bare)
-    if found is not None or ";" in bare:
-        what = found.group(0) if found is not None else ";"
-        raise DeltaRefused(
-            f"a CHECK constraint tests the row's own columns: {what!r} is not allowed in one"
-        )
+    subquery, no reflection, not the server's account."""
+    return _client_expression("a CHECK constraint tests the row's own columns", expression)
+
+
+def default_expression(spark: Any, expression: str) -> str:
+    """expression, a column DEFAULT's, once Delta would keep it: a constant, nothing refused
+    as in a CHECK. Asked of Spark's analyzer, which runs nothing, before the table takes
+    Delta's column-defaults feature: a refused DEFAULT leaves the table's protocol as it was."""
+    _client_expression("a DEFAULT is a constant", expression)
+    try:
+        analyzed = spark.sql(f"SELECT {expression}")._jdf.queryExecution().analyzed()
+        deterministic = analyzed.expressions().head().deterministic()
+    except Exception as exc:  # a ParseException, an unknown function: Spark's reason
+        if engine_lost(exc):
+            raise EngineUnavailable(error=SPARK_STOPPED) from None
+        raise DeltaRefused(one_line(exc)) from None
+    if not deterministic:
+        raise DeltaRefused(f"a DEFAULT is a constant: {expression!r} is not")
     return expression
 
 
