@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pyarrow as pa
 import pytest
 
@@ -15,6 +16,8 @@ from airport_contracts.vocabulary import Action
 from pyairport.client import AirportClient, RemoteError
 from pyairport.server import AirportServer, ServerConfig
 from pyairport.transactions import MemoryTransactionManager
+
+from ..protocol.conftest import refusal
 
 pytestmark = pytest.mark.spark
 
@@ -358,3 +361,21 @@ def test_a_failed_create_leaves_the_schema_as_it_was(
         client.create_table(S, "t", columns, "replace", checks=["no_such_column > 0"])
     assert client.scan(S, "t", ["id"]).read_all().num_rows == 2
     assert sorted(p.name for p in (lake / S).iterdir()) == ["t"]
+
+
+def test_a_refused_column_leaves_the_table_as_it_was(
+    delta: tuple[AirportClient, Any, Path],
+) -> None:
+    """A new column whose name needs Delta's column mapping and whose type Delta has no column
+    for (an unsigned integer nested in a struct): refused before column mapping is turned on (an upgrade of the table's protocol that
+    cannot be taken back), so the table's files are as they were."""
+    client, _, lake = delta
+    client.create_schema(S)
+    client.create_table(S, "t", pa.schema([pa.field("id", pa.int64())]))
+    before = sorted(str(p) for p in lake.rglob("*"))
+    refused = refusal(
+        lambda: client.add_column(S, "t", pa.field("a b", pa.struct([("u", pa.uint64())])))
+    )
+    assert refused.code == grpc.StatusCode.INTERNAL
+    assert refused.message.startswith("failed to add column: Delta has no unsigned integer type")
+    assert sorted(str(p) for p in lake.rglob("*")) == before

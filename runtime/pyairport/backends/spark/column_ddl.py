@@ -106,15 +106,18 @@ class DeltaColumns:
     def _alter(
         self, statement: Callable[[str], str], properties: dict[str, str] | None = None
     ) -> None:
-        """statement(the table's SQL name), after the table properties it needs."""
+        """statement(the table's SQL name), after the table properties it needs. The
+        statement is written first: a column it cannot write (a type Delta has no column for)
+        is refused before the properties change the table."""
         ident = self.layout.ident
+        written = statement(ident)
         if properties:
             missing = {k: v for k, v in properties.items() if self.layout.properties.get(k) != v}
             if missing:
                 run(
                     self.spark, f"ALTER TABLE {ident} SET TBLPROPERTIES ({properties_sql(missing)})"
                 )
-        run(self.spark, statement(ident))
+        run(self.spark, written)
         self.reread_layout()
 
     def add_column(self, ctx: Context, column_schema: pa.Schema, opts: AddColumnOptions) -> None:
