@@ -379,3 +379,34 @@ def test_a_refused_column_leaves_the_table_as_it_was(
     assert refused.code == grpc.StatusCode.INTERNAL
     assert refused.message.startswith("failed to add column: Delta has no unsigned integer type")
     assert sorted(str(p) for p in lake.rglob("*")) == before
+
+
+def test_a_type_change_delta_cannot_make_leaves_the_table_as_it_was(
+    delta: tuple[AirportClient, Any, Path],
+) -> None:
+    """Delta changes a column's type only by widening it (its type-widening feature): a change
+    that is none is refused, naming both types, before the feature is turned on, so the
+    table's files are as they were; a widening is made and the values kept."""
+    client, spark, lake = delta
+    client.create_schema(S)
+    columns = [("id", pa.int64()), ("i", pa.int32()), ("d", pa.decimal128(10, 2))]
+    client.create_table(S, "t", pa.schema(columns))
+    client.insert(S, "t", pa.table({"id": [1], "i": pa.array([7], pa.int32())}))
+    before = sorted(str(p) for p in lake.rglob("*"))
+    refused = {
+        ("id", pa.string()): "bigint to string",
+        ("id", pa.int32()): "bigint to int",
+        ("d", pa.decimal128(5, 2)): "decimal(10,2) to decimal(5,2)",
+    }
+    for (name, wanted), types in refused.items():
+        error = refusal(lambda: client.change_column_type(S, "t", pa.field(name, wanted)))  # noqa: B023
+        assert error.code == grpc.StatusCode.INTERNAL
+        assert error.message == (
+            "failed to change column type: Delta changes a column's type only by widening it:"
+            f" {types} is not a widening"
+        )
+        assert sorted(str(p) for p in lake.rglob("*")) == before
+    client.change_column_type(S, "t", pa.field("i", pa.int64()))
+    client.change_column_type(S, "t", pa.field("d", pa.decimal128(12, 3)))
+    table = client.scan(S, "t", ["id", "i"]).read_all()
+    assert table.schema.field("i").type == pa.int64() and table.column("i").to_pylist() == [7]

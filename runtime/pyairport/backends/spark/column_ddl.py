@@ -12,6 +12,7 @@ reason, in one line (ddl.run).
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -24,6 +25,7 @@ from airport_contracts import (
     ChangeColumnTypeOptions,
     Context,
     DropNotNullOptions,
+    EngineUnavailable,
     NotFound,
     RemoveColumnOptions,
     RemoveFieldOptions,
@@ -44,7 +46,8 @@ from .ddl import (
     spark_type,
 )
 from .layout import Layout
-from .sql import quote
+from .session import SPARK_STOPPED, engine_lost
+from .sql import one_line, quote
 from .stored_types import (
     SERVED_TYPES,
     for_schema,
@@ -53,6 +56,8 @@ from .stored_types import (
     served_types,
     stored_field,
 )
+
+log = logging.getLogger("pyairport.spark")
 
 TYPE_WIDENING = {"delta.enableTypeWidening": "true"}
 COLUMN_DEFAULTS = {"delta.feature.allowColumnDefaults": "supported"}
@@ -71,6 +76,28 @@ def _missing_ok(opts: Any) -> Iterator[None]:
     except NotFound:
         if not opts.ignore_not_found:
             raise
+
+
+def _delta_widens(spark: Any, held: str, wanted: str) -> bool:
+    """Whether Delta's type widening takes a column of Spark type held to wanted, asked of
+    Delta's own rule (TypeWidening.isTypeChangeSupported) before the table takes the feature:
+    a change Delta refuses leaves the table's protocol as it was. True where the rule cannot be
+    asked (another Delta): the ALTER itself decides then."""
+    if held == wanted:
+        return True
+    jvm = spark._jvm
+    try:
+        parse = jvm.org.apache.spark.sql.types.DataType.fromDDL
+        return bool(
+            jvm.org.apache.spark.sql.delta.TypeWidening.isTypeChangeSupported(
+                parse(held), parse(wanted)
+            )
+        )
+    except Exception as exc:  # py4j's errors: no such class or method in this Delta
+        if engine_lost(exc):
+            raise EngineUnavailable(error=SPARK_STOPPED) from None
+        log.warning("Delta's type-widening rule could not be asked: %s", one_line(exc))
+        return True
 
 
 class DeltaColumns:
@@ -169,7 +196,7 @@ class DeltaColumns:
     ) -> None:
         with _missing_ok(opts):
             field = column_schema.field(0)
-            self._user_field(field.name)
+            have = self._user_field(field.name)
             if expression and expression != field.name:
                 raise Unimplemented("Delta changes a column's type by widening, not USING")
             if field.name in self.layout.retyped or kept_as_another(field.type):
@@ -177,11 +204,16 @@ class DeltaColumns:
                     f"Delta stores {field.name!r} or {field.type} as another type"
                     " (stored_types), whose type is not changed"
                 )
+            wanted = spark_type(stored_field(field).type)
+            if not pa.types.is_nested(have.type) and not pa.types.is_nested(field.type):
+                held = spark_type(stored_field(have).type)
+                if not _delta_widens(self.spark, held, wanted):
+                    raise Unimplemented(
+                        f"Delta changes a column's type only by widening it: {held} to"
+                        f" {wanted} is not a widening"
+                    )
             self._alter(
-                lambda t: (
-                    f"ALTER TABLE {t} ALTER COLUMN {quote(field.name)} TYPE"
-                    f" {spark_type(stored_field(field).type)}"
-                ),
+                lambda t: f"ALTER TABLE {t} ALTER COLUMN {quote(field.name)} TYPE {wanted}",
                 properties=TYPE_WIDENING,
             )
 

@@ -110,7 +110,8 @@ _NOT_FOR_CLIENTS = re.compile(
 
 
 # A file or folder of the server's (its lake, its temporary files): not the client's to see.
-_PATH = re.compile(r"(?:file:)?/(?=[\w.-])[^\s`'\",;)\]]*")
+# An absolute path starts a word: "ALTER/CHANGE COLUMN" in Spark's own text is no path.
+_PATH = re.compile(r"(?:file:)?(?<!\w)/(?=[\w.-])[^\s`'\",;)\]]*")
 
 
 def error_class(exc: BaseException) -> str:
