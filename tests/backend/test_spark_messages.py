@@ -50,6 +50,13 @@ WRAPPED_CONSTRAINT = (
             "[PATH_NOT_FOUND] Path does not exist: <path>",
             False,
         ),
+        (
+            "[NOT_SUPPORTED_CHANGE_COLUMN] ALTER TABLE ALTER/CHANGE COLUMN is not supported for"
+            " changing `spark_catalog`.`delta`.`file:/data/lake/t`'s column `id`",
+            "[NOT_SUPPORTED_CHANGE_COLUMN] ALTER TABLE ALTER/CHANGE COLUMN is not supported for"
+            " changing `spark_catalog`.`delta`.`<path>`'s column `id`",
+            False,
+        ),
         ("no error class at all\n\tat x.y(Z.java:1)", "no error class at all", False),
     ],
 )
