@@ -410,3 +410,41 @@ def test_a_type_change_delta_cannot_make_leaves_the_table_as_it_was(
     client.change_column_type(S, "t", pa.field("d", pa.decimal128(12, 3)))
     table = client.scan(S, "t", ["id", "i"]).read_all()
     assert table.schema.field("i").type == pa.int64() and table.column("i").to_pylist() == [7]
+
+
+def test_a_refused_column_change_leaves_the_table_and_its_types_as_they_were(
+    delta: tuple[AirportClient, Any, Path],
+) -> None:
+    """What Delta would refuse after the server turned column mapping on, or after it moved a
+    column's served type (UBIGINT is stored as DECIMAL(20, 0)), is refused first: a name taken
+    but for its case (Spark's names are case-insensitive), the last column. Nothing changes on
+    disk, and a new server serves the column as before."""
+    client, spark, lake = delta
+    client.create_schema(S)
+    client.create_table(S, "t", pa.schema([pa.field("u", pa.uint64()), pa.field("v", pa.int64())]))
+    client.remove_column(S, "t", "v")
+    before = sorted(str(p) for p in lake.rglob("*"))
+    refused = [
+        (
+            lambda: client.rename_column(S, "t", "u", "U"),
+            grpc.StatusCode.ALREADY_EXISTS,
+            'column "U" already exists',
+        ),
+        (
+            lambda: client.add_column(S, "t", pa.field("U", pa.int64())),
+            grpc.StatusCode.ALREADY_EXISTS,
+            'column "U" already exists',
+        ),
+        (
+            lambda: client.remove_column(S, "t", "u"),
+            grpc.StatusCode.INTERNAL,
+            "failed to remove column: a Delta table keeps at least one column: 'u' is its last",
+        ),
+    ]
+    for call, code, message in refused:
+        error = refusal(call)
+        assert (error.code, error.message) == (code, message)
+        assert sorted(str(p) for p in lake.rglob("*")) == before
+    with _serving(spark, lake) as fresh:
+        (table,) = fresh.list_tables(S)
+        assert table.arrow_schema.field("u").type == pa.uint64()

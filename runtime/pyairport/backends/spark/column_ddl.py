@@ -116,6 +116,12 @@ class DeltaColumns:
         field: pa.Field = schema.field(index)
         return field
 
+    def _taken(self, name: str) -> bool:
+        """Whether a column has the name as Spark compares names: without regard to case ("V"
+        is taken where "v" is, "U" where "u" is renamed; Java's equalsIgnoreCase, not
+        casefold)."""
+        return any(n.lower() == name.lower() for n in self.layout.schema.names)
+
     def _served_types_with(
         self,
         add: dict[str, str] | None = None,
@@ -131,35 +137,44 @@ class DeltaColumns:
         return {} if after == before else {SERVED_TYPES: property_value(after)}
 
     def _alter(
-        self, statement: Callable[[str], str], properties: dict[str, str] | None = None
+        self,
+        statement: Callable[[str], str],
+        properties: dict[str, str] | None = None,
+        served: dict[str, str] | None = None,
     ) -> None:
-        """statement(the table's SQL name), after the table properties it needs. The
-        statement is written first: a column it cannot write (a type Delta has no column for)
-        is refused before the properties change the table."""
+        """statement(the table's SQL name): after properties, the table features it needs,
+        and before served, the served_types property as the change leaves it. The statement
+        is written first, so a column it cannot write (a type Delta has no column for) is
+        refused before anything changes; served is recorded once the statement made the change,
+        so a statement Delta refuses leaves the columns served as they were."""
         ident = self.layout.ident
         written = statement(ident)
-        if properties:
-            missing = {k: v for k, v in properties.items() if self.layout.properties.get(k) != v}
-            if missing:
-                run(
-                    self.spark, f"ALTER TABLE {ident} SET TBLPROPERTIES ({properties_sql(missing)})"
-                )
+        self._set_properties(properties)
         run(self.spark, written)
+        self._set_properties(served)
         self.reread_layout()
+
+    def _set_properties(self, properties: dict[str, str] | None) -> None:
+        missing = {
+            k: v for k, v in (properties or {}).items() if self.layout.properties.get(k) != v
+        }
+        if missing:
+            run(
+                self.spark,
+                f"ALTER TABLE {self.layout.ident} SET TBLPROPERTIES ({properties_sql(missing)})",
+            )
 
     def add_column(self, ctx: Context, column_schema: pa.Schema, opts: AddColumnOptions) -> None:
         with _missing_ok(opts):
             field = column_schema.field(0)
-            if self.layout.schema.get_field_index(field.name) >= 0:
+            if self._taken(field.name):
                 if opts.if_column_not_exists:
                     return
                 raise AlreadyExists(f"column {field.name!r} already exists")
             self._alter(
                 lambda t: f"ALTER TABLE {t} ADD COLUMNS ({column_sql(field)})",
-                properties={
-                    **mapping_for(column_schema),
-                    **self._served_types_with(add=for_schema(pa.schema([field]))),
-                },
+                properties=mapping_for(column_schema),
+                served=self._served_types_with(add=for_schema(pa.schema([field]))),
             )
 
     def remove_column(self, ctx: Context, name: str, opts: RemoveColumnOptions) -> None:
@@ -167,9 +182,14 @@ class DeltaColumns:
             if self.layout.schema.get_field_index(name) < 0 and opts.if_column_exists:
                 return
             self._user_field(name)
+            if len(self.layout.schema) - (1 if self.layout.rowids else 0) == 1:
+                raise Unimplemented(
+                    f"a Delta table keeps at least one column: {name!r} is its last"
+                )
             self._alter(
                 lambda t: f"ALTER TABLE {t} DROP COLUMN {quote(name)}",
-                properties={**COLUMN_MAPPING, **self._served_types_with(remove=name)},
+                properties=COLUMN_MAPPING,
+                served=self._served_types_with(remove=name),
             )
 
     def rename_column(
@@ -177,14 +197,12 @@ class DeltaColumns:
     ) -> None:
         with _missing_ok(opts):
             self._user_field(old_name)
-            if self.layout.schema.get_field_index(new_name) >= 0:
+            if self._taken(new_name):
                 raise AlreadyExists(f"column {new_name!r} already exists")
             self._alter(
                 lambda t: f"ALTER TABLE {t} RENAME COLUMN {quote(old_name)} TO {quote(new_name)}",
-                properties={
-                    **COLUMN_MAPPING,
-                    **self._served_types_with(rename=(old_name, new_name)),
-                },
+                properties=COLUMN_MAPPING,
+                served=self._served_types_with(rename=(old_name, new_name)),
             )
 
     def change_column_type(
