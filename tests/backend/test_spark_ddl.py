@@ -417,12 +417,16 @@ def test_a_refused_column_change_leaves_the_table_and_its_types_as_they_were(
 ) -> None:
     """What Delta would refuse after the server turned column mapping on, or after it moved a
     column's served type (UBIGINT is stored as DECIMAL(20, 0)), is refused first: a name taken
-    but for its case (Spark's names are case-insensitive), the last column. Nothing changes on
-    disk, and a new server serves the column as before."""
+    but for its case (Spark's names are case-insensitive), the last column, a struct's last
+    field. Nothing changes on disk, and a new server serves the column as before."""
     client, spark, lake = delta
     client.create_schema(S)
-    client.create_table(S, "t", pa.schema([pa.field("u", pa.uint64()), pa.field("v", pa.int64())]))
-    client.remove_column(S, "t", "v")
+    one = pa.struct([("x", pa.int64())])
+    two = pa.struct([("a", pa.int64()), ("b", pa.int64())])
+    columns = [("u", pa.uint64()), ("v", pa.int64()), ("s", two), ("o", one)]
+    client.create_table(S, "t", pa.schema(columns))
+    client.create_table(S, "single", pa.schema([pa.field("u", pa.uint64()), ("v", pa.int64())]))
+    client.remove_column(S, "single", "v")
     before = sorted(str(p) for p in lake.rglob("*"))
     refused = [
         (
@@ -436,7 +440,17 @@ def test_a_refused_column_change_leaves_the_table_and_its_types_as_they_were(
             'column "U" already exists',
         ),
         (
-            lambda: client.remove_column(S, "t", "u"),
+            lambda: client.rename_field(S, "t", ["s", "a"], "B"),
+            grpc.StatusCode.INTERNAL,
+            "failed to rename field: field 'B' already exists",
+        ),
+        (
+            lambda: client.remove_field(S, "t", ["o", "x"]),
+            grpc.StatusCode.INTERNAL,
+            "failed to remove field: a Delta struct keeps at least one field: 'x' is its last",
+        ),
+        (
+            lambda: client.remove_column(S, "single", "u"),
             grpc.StatusCode.INTERNAL,
             "failed to remove column: a Delta table keeps at least one column: 'u' is its last",
         ),
@@ -446,5 +460,5 @@ def test_a_refused_column_change_leaves_the_table_and_its_types_as_they_were(
         assert (error.code, error.message) == (code, message)
         assert sorted(str(p) for p in lake.rglob("*")) == before
     with _serving(spark, lake) as fresh:
-        (table,) = fresh.list_tables(S)
-        assert table.arrow_schema.field("u").type == pa.uint64()
+        for table in fresh.list_tables(S):
+            assert table.arrow_schema.field("u").type == pa.uint64()

@@ -298,15 +298,18 @@ class DeltaColumns:
                 properties=mapping_for(column_schema),
             )
 
-    def _field_path(self, path: Sequence[str]) -> str:
+    def _field_path(self, path: Sequence[str]) -> tuple[str, pa.StructType]:
+        """The field's path as Spark SQL names it, and the struct that holds the field."""
         if len(path) < 2:
             raise NotFound("a field path names a column, then its fields")
         data_type = self._user_field(path[0]).type
+        parent = data_type
         for name in path[1:]:
             if not pa.types.is_struct(data_type) or data_type.get_field_index(name) < 0:
                 raise NotFound(f"field {name!r} not found")
+            parent = data_type
             data_type = data_type.field(data_type.get_field_index(name)).type
-        return ".".join(quote(p) for p in path)
+        return ".".join(quote(p) for p in path), parent
 
     def rename_field(
         self,
@@ -316,7 +319,10 @@ class DeltaColumns:
         opts: RenameFieldOptions,
     ) -> None:
         with _missing_ok(opts):
-            path = self._field_path(column_path)
+            path, parent = self._field_path(column_path)
+            # As a column's (_taken): refused here, before column mapping is turned on.
+            if any(f.name.lower() == new_name.lower() for f in parent):
+                raise AlreadyExists(f"field {new_name!r} already exists")
             self._alter(
                 lambda t: f"ALTER TABLE {t} RENAME COLUMN {path} TO {quote(new_name)}",
                 properties=COLUMN_MAPPING,
@@ -324,5 +330,9 @@ class DeltaColumns:
 
     def remove_field(self, ctx: Context, column_path: list[str], opts: RemoveFieldOptions) -> None:
         with _missing_ok(opts):
-            path = self._field_path(column_path)
+            path, parent = self._field_path(column_path)
+            if parent.num_fields == 1:
+                raise Unimplemented(
+                    f"a Delta struct keeps at least one field: {column_path[-1]!r} is its last"
+                )
             self._alter(lambda t: f"ALTER TABLE {t} DROP COLUMN {path}", properties=COLUMN_MAPPING)
