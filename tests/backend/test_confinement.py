@@ -249,24 +249,26 @@ def _arguments(values: list[Any]) -> bytes:
 
 def test_a_column_default_runs_nothing_of_the_servers(lake: Lake) -> None:
     """A DEFAULT is a constant of the caller's table: a subquery, reflection, the server's
-    account, a value drawn anew each time or more than one statement is refused in one line
-    before the table changes at all (not even Delta's column-defaults feature is turned on);
-    a constant is kept."""
+    account, a value drawn anew each time, one of another type or more than one statement is
+    refused in one line before the table changes at all (not even Delta's column-defaults
+    feature is turned on); a constant is kept."""
     columns = pa.schema([pa.field("x", pa.int64()), pa.field("s", pa.string())])
     lake.dev.create_table("devs", "defaults", columns)
     before = lake.files()
-    refused = {
+    on_s = {
         "(SELECT max(secret) FROM other.kept)": "'SELECT' is not allowed",
         "reflect('java.lang.System', 'getenv', 'HOME')": "'reflect' is not allowed",
         "java_method('java.lang.System', 'exit', 1)": "'java_method' is not allowed",
         "current_user()": "'current_user' is not allowed",
         "USER ()": "'USER' is not allowed",
-        "uuid()": "a DEFAULT is a constant: 'uuid()' is not",
+        "uuid()": "[INVALID_DEFAULT_VALUE.NOT_CONSTANT] ",
         "'a'; SET spark.sql.ansi.enabled = false": "';' is not allowed",
         "no_such_function(1)": "no_such_function",
     }
-    for expression, reason in refused.items():
-        error = refusal(lambda: lake.dev.set_default("devs", "defaults", "s", expression))  # noqa: B023
+    refused = {("s", expression): reason for expression, reason in on_s.items()}
+    refused["x", "'abc'"] = "[INVALID_DEFAULT_VALUE.DATA_TYPE] "  # Spark's rule, asked first
+    for (column, expression), reason in refused.items():
+        error = refusal(lambda: lake.dev.set_default("devs", "defaults", column, expression))  # noqa: B023
         assert error.code == grpc.StatusCode.INTERNAL, (expression, error.message)
         assert reason in error.message and "\n" not in error.message, error.message
         _no_insides(error.message, lake)

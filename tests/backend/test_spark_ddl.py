@@ -418,7 +418,8 @@ def test_a_refused_column_change_leaves_the_table_and_its_types_as_they_were(
     """What Delta would refuse after the server turned column mapping on, or after it moved a
     column's served type (UBIGINT is stored as DECIMAL(20, 0)), is refused first: a name taken
     but for its case (Spark's names are case-insensitive), the last column, a struct's last
-    field. Nothing changes on disk, and a new server serves the column as before."""
+    field, a DEFAULT on a column stored as another type. Nothing changes on disk, and a new
+    server serves the column as before."""
     client, spark, lake = delta
     client.create_schema(S)
     one = pa.struct([("x", pa.int64())])
@@ -438,6 +439,12 @@ def test_a_refused_column_change_leaves_the_table_and_its_types_as_they_were(
             lambda: client.add_column(S, "t", pa.field("U", pa.int64())),
             grpc.StatusCode.ALREADY_EXISTS,
             'column "U" already exists',
+        ),
+        (
+            lambda: client.set_default(S, "t", "u", "1"),
+            grpc.StatusCode.INTERNAL,
+            "failed to set default: Delta stores 'u' as another type (stored_types), whose"
+            " DEFAULT is not set",
         ),
         (
             lambda: client.rename_field(S, "t", ["s", "a"], "B"),

@@ -264,9 +264,15 @@ class DeltaColumns:
         self, ctx: Context, column_name: str, expression: str, opts: SetDefaultOptions
     ) -> None:
         with _missing_ok(opts):
-            self._user_field(column_name)
+            field = self._user_field(column_name)
+            if expression and column_name in self.layout.retyped:
+                raise Unimplemented(
+                    f"Delta stores {column_name!r} as another type (stored_types), whose"
+                    " DEFAULT is not set"
+                )
+            column_type = spark_type(stored_field(field).type)
             action = (
-                f"SET DEFAULT {default_expression(self.spark, expression)}"
+                f"SET DEFAULT {default_expression(self.spark, column_name, column_type, expression)}"
                 if expression
                 else "DROP DEFAULT"
             )

@@ -8,6 +8,7 @@ reason, in one line. A table's column changes: column_ddl.py.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import shutil
@@ -62,6 +63,8 @@ def mapping_for(schema: pa.Schema) -> dict[str, str]:
     return dict(COLUMN_MAPPING) if needs else {}
 
 
+log = logging.getLogger("pyairport.spark")
+
 # What an expression the client writes (a CHECK constraint, a column's DEFAULT) may not hold:
 # Spark runs it on every write, so a subquery would read tables the writer may not (another
 # schema's, any path), reflect / java_method call any static Java method (System.exit among
@@ -91,20 +94,30 @@ def check_expression(expression: str) -> str:
     return _client_expression("a CHECK constraint tests the row's own columns", expression)
 
 
-def default_expression(spark: Any, expression: str) -> str:
-    """expression, a column DEFAULT's, once Delta would keep it: a constant, nothing refused
-    as in a CHECK. Asked of Spark's analyzer, which runs nothing, before the table takes
-    Delta's column-defaults feature: a refused DEFAULT leaves the table's protocol as it was."""
+def default_expression(spark: Any, column: str, column_type: str, expression: str) -> str:
+    """expression, a column DEFAULT's, once Delta would keep it on column, of Spark type
+    column_type: nothing refused as in a CHECK, and what Spark's own rule for defaults takes
+    (ResolveDefaultColumns.analyze: a constant, of a type the column holds, no subquery).
+    Asked before the table takes Delta's column-defaults feature, so a refused DEFAULT leaves
+    the table's protocol as it was; where the rule cannot be asked (another Spark), the ALTER
+    itself decides."""
     _client_expression("a DEFAULT is a constant", expression)
+    from py4j.protocol import Py4JError, Py4JJavaError  # type: ignore[import-untyped]
+
+    jvm = spark._jvm
     try:
-        analyzed = spark.sql(f"SELECT {expression}")._jdf.queryExecution().analyzed()
-        deterministic = analyzed.expressions().head().deterministic()
-    except Exception as exc:  # a ParseException, an unknown function: Spark's reason
+        jvm.org.apache.spark.sql.catalyst.util.ResolveDefaultColumns.analyze(
+            column,
+            jvm.org.apache.spark.sql.types.DataType.fromDDL(column_type),
+            expression,
+            "ALTER TABLE ALTER COLUMN",
+        )
+    except Py4JJavaError as exc:  # Spark's refusal (AnalysisException, ParseException)
+        raise DeltaRefused(one_line(exc)) from None
+    except Py4JError as exc:  # no such method in this Spark, or its JVM is gone
         if engine_lost(exc):
             raise EngineUnavailable(error=SPARK_STOPPED) from None
-        raise DeltaRefused(one_line(exc)) from None
-    if not deterministic:
-        raise DeltaRefused(f"a DEFAULT is a constant: {expression!r} is not")
+        log.warning("Spark's rule for defaults could not be asked: %s", one_line(exc))
     return expression
 
 
