@@ -277,3 +277,34 @@ def test_a_column_default_runs_nothing_of_the_servers(lake: Lake) -> None:
     (folder,) = [p.parent for p in lake.warehouse.rglob("_delta_log") if "defaults" in str(p)]
     stored = lake.spark.read.format("delta").load(str(folder)).schema["s"]
     assert stored.metadata["CURRENT_DEFAULT"] == "'select from ''user()'''"
+
+
+def test_alters_delta_would_refuse_leave_a_table_spark_wrote_as_it_was(lake: Lake) -> None:
+    """devs.seed, as plain Spark wrote it (no column mapping, no type widening, no column
+    defaults): each change Delta would refuse only after the server turned a feature on is
+    refused first, and the table's files are as they were."""
+    before = lake.files()
+    cases = [
+        (
+            lambda: lake.dev.rename_column("devs", "seed", "secret", "ID"),
+            grpc.StatusCode.ALREADY_EXISTS,
+            'column "ID" already exists',
+        ),
+        (
+            lambda: lake.dev.change_column_type("devs", "seed", pa.field("id", pa.int32())),
+            grpc.StatusCode.INTERNAL,
+            "failed to change column type: Delta changes a column's type only by widening it:"
+            " bigint to int is not a widening",
+        ),
+        (
+            lambda: lake.dev.set_default("devs", "seed", "id", "'abc'"),
+            grpc.StatusCode.INTERNAL,
+            "failed to set default: [INVALID_DEFAULT_VALUE.DATA_TYPE] ",
+        ),
+    ]
+    for call, code, message in cases:
+        error = refusal(call)
+        assert error.code == code and error.message.startswith(message), error.message
+        _no_insides(error.message, lake)
+        assert lake.files() == before, message
+    assert lake.dev.scan("devs", "seed", ["id"]).read_all().column("id").to_pylist() == [1, 2]
