@@ -413,6 +413,15 @@ def test_a_table_is_created_in_one_commit_without_a_data_file(spark_backend: Any
     assert table.to_table().select(["id", "odd"]).to_pylist() == rows.to_pylist()
 
 
+def test_a_comment_is_kept_exactly(spark_backend: Any) -> None:
+    """A quote or a backslash in a table's comment (a table property) is kept as written:
+    Spark reads a backslash in a literal as an escape, and the quote used to be dropped."""
+    comment = "Bob's \\ table, 'quoted', ends in \\"
+    columns = pa.schema([pa.field("id", pa.int64())])
+    table = spark_backend.table("unit", f"t_{uuid.uuid4().hex[:8]}", columns, comment=comment)
+    assert table.comment() == comment
+
+
 def test_a_table_written_before_anything_read_it_is_scanned_without_spark(
     table: Any, spark_statements: list[str]
 ) -> None:

@@ -36,7 +36,7 @@ from .folders import WORK_PREFIX, folder_for, inside, name_of
 from .layout import CREATED_TABLE_PROPERTIES, ROW_TRACKING, ROWID, Layout, NotDelta
 from .layouts import Layouts
 from .session import is_connect
-from .sql import path_ident, quote
+from .sql import path_ident, quote, string_token
 from .table import SparkTable
 
 CAPABILITIES_PROPERTY = "pyairport.capabilities"
@@ -296,7 +296,7 @@ class SparkBackend:
     def prepare_schema(self, schema_name: str, comment: str = "") -> None:
         """Make the schema exist where tables are made: a database, or a folder."""
         if self.session_catalog:
-            clause = f" COMMENT '{comment.replace(chr(39), '')}'" if comment else ""
+            clause = f" COMMENT {string_token(comment)}" if comment else ""
             self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote(schema_name)}{clause}")
         elif self.warehouse is not None:
             self._schema_folder(schema_name).mkdir(parents=True, exist_ok=True)

@@ -38,7 +38,7 @@ from .folders import WORK_PREFIX, check_storable
 from .lake import Lake
 from .layout import CREATED_TABLE_PROPERTIES, ROW_TRACKING, ROWID
 from .session import SPARK_STOPPED, engine_lost
-from .sql import one_line, quote
+from .sql import one_line, quote, string_token
 from .stored_types import (
     SERVED_TYPES,
     for_schema,
@@ -217,8 +217,8 @@ def column_sql(field: pa.Field) -> str:
 
 
 def properties_sql(properties: dict[str, str]) -> str:
-    """Table properties as TBLPROPERTIES lists them (a quote in a value is dropped)."""
-    return ", ".join(f"'{k}' = '{v.replace(chr(39), '')}'" for k, v in properties.items())
+    """Table properties as TBLPROPERTIES lists them, keys and values exactly."""
+    return ", ".join(f"{string_token(k)} = {string_token(v)}" for k, v in properties.items())
 
 
 def _created_properties(fields: list[pa.Field]) -> dict[str, str]:

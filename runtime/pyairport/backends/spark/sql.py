@@ -52,6 +52,13 @@ SPARK_TYPES = {
 }
 
 
+def string_token(text: str) -> str:
+    """text as a Spark SQL string literal token, exactly: for the places the grammar takes only
+    a token (COMMENT, TBLPROPERTIES), not an expression such as sql_literal's hex. Spark reads
+    a backslash as an escape in a literal, so both it and the quote are escaped."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
 def sql_literal(value: Any, data_type: pa.DataType) -> str | None:
     """value as a Spark SQL literal of exactly that value and type, or None for a type that
     has none here. Nothing a client sent reaches the SQL text as written: numbers are
