@@ -469,3 +469,20 @@ def test_a_refused_column_change_leaves_the_table_and_its_types_as_they_were(
     with _serving(spark, lake) as fresh:
         for table in fresh.list_tables(S):
             assert table.arrow_schema.field("u").type == pa.uint64()
+
+
+def test_a_column_named_with_quotes_keeps_its_served_type(
+    delta: tuple[AirportClient, Any, Path],
+) -> None:
+    """The served-types property is JSON keyed by column name: a name with a double quote is
+    escaped there, and the escape reaches Delta as written (Spark unescapes a string literal),
+    so a new server serves the column as it came."""
+    client, spark, lake = delta
+    client.create_schema(S)
+    name = 'say "hi"'
+    client.create_table(S, "t", pa.schema([pa.field(name, pa.uint64())]))
+    client.insert(S, "t", pa.table({name: pa.array([2**64 - 1], pa.uint64())}))
+    with _serving(spark, lake) as fresh:
+        (table,) = fresh.list_tables(S)
+        assert table.arrow_schema.field(name).type == pa.uint64()
+        assert fresh.scan(S, "t", [name]).read_all().column(name).to_pylist() == [2**64 - 1]
