@@ -78,6 +78,12 @@ def _missing_ok(opts: Any) -> Iterator[None]:
             raise
 
 
+def _same_name(a: str, b: str) -> bool:
+    """Whether Spark takes a and b for one column or field name: its names are compared
+    without regard to case (Java's equalsIgnoreCase, not casefold)."""
+    return a.lower() == b.lower()
+
+
 def _delta_widens(spark: Any, held: str, wanted: str) -> bool:
     """Whether Delta's type widening takes a column of Spark type held to wanted, asked of
     Delta's own rule (TypeWidening.isTypeChangeSupported) before the table takes the feature:
@@ -117,10 +123,9 @@ class DeltaColumns:
         return field
 
     def _taken(self, name: str) -> bool:
-        """Whether a column has the name as Spark compares names: without regard to case ("V"
-        is taken where "v" is, "U" where "u" is renamed; Java's equalsIgnoreCase, not
-        casefold)."""
-        return any(n.lower() == name.lower() for n in self.layout.schema.names)
+        """Whether a column has the name, as Spark compares names ("U" is taken where "u" is,
+        and where "u" is renamed)."""
+        return any(_same_name(n, name) for n in self.layout.schema.names)
 
     def _served_types_with(
         self,
@@ -326,8 +331,8 @@ class DeltaColumns:
     ) -> None:
         with _missing_ok(opts):
             path, parent = self._field_path(column_path)
-            # As a column's (_taken): refused here, before column mapping is turned on.
-            if any(f.name.lower() == new_name.lower() for f in parent):
+            # Refused here, before column mapping is turned on (as a column's: _taken).
+            if any(_same_name(f.name, new_name) for f in parent):
                 raise AlreadyExists(f"field {new_name!r} already exists")
             self._alter(
                 lambda t: f"ALTER TABLE {t} RENAME COLUMN {path} TO {quote(new_name)}",
