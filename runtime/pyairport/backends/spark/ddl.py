@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
 import shutil
 import uuid
 from typing import Any
@@ -34,6 +33,7 @@ from airport_contracts import (
 from ...catalog import CatalogSchema, MutableCatalog
 from ...names import field_names
 from ..ddl_rules import created_columns, kept_on_conflict, missing
+from .client_expressions import refusal
 from .folders import WORK_PREFIX, check_storable
 from .lake import Lake
 from .layout import CREATED_TABLE_PROPERTIES, ROW_TRACKING, ROWID
@@ -65,33 +65,19 @@ def mapping_for(schema: pa.Schema) -> dict[str, str]:
 
 log = logging.getLogger("pyairport.spark")
 
-# What an expression the client writes (a CHECK constraint, a column's DEFAULT) may not hold:
-# Spark runs it on every write, so a subquery would read tables the writer may not (another
-# schema's, any path), reflect / java_method call any static Java method (System.exit among
-# them), and current_user() names the server's own account, never the caller's.
-_QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`(?:[^`]|``)*`")
-_REFUSED_IN_EXPRESSIONS = re.compile(
-    r"\b(?:select|from|table|reflect|try_reflect|java_method|current_user|session_user)\b"
-    r"|\buser\s*\(",
-    re.IGNORECASE,
-)
 
-
-def _client_expression(kind: str, expression: str) -> str:
-    """expression, once it names nothing a client may not run in the server's Spark
-    (DeltaRefused, naming what is refused)."""
-    bare = _QUOTED.sub("''", expression)
-    found = _REFUSED_IN_EXPRESSIONS.search(bare)
-    if found is not None or ";" in bare:
-        what = found.group(0).rstrip("( \t\n") if found is not None else ";"
-        raise DeltaRefused(f"{kind}: {what!r} is not allowed in one")
+def _client_expression(spark: Any, kind: str, expression: str) -> str:
+    """expression, once it is one the server's Spark may run on every write
+    (client_expressions.py; DeltaRefused, naming what is refused)."""
+    reason = refusal(spark, expression)
+    if reason is not None:
+        raise DeltaRefused(f"{kind}: {reason}")
     return expression
 
 
-def check_expression(expression: str) -> str:
-    """expression, a CHECK constraint's, once it is one Spark may run on a write: no
-    subquery, no reflection, not the server's account."""
-    return _client_expression("a CHECK constraint tests the row's own columns", expression)
+def check_expression(spark: Any, expression: str) -> str:
+    """expression, a CHECK constraint's, once it is one Spark may run on a write."""
+    return _client_expression(spark, "a CHECK constraint tests the row's own columns", expression)
 
 
 def default_expression(spark: Any, column: str, column_type: str, expression: str) -> str:
@@ -101,7 +87,7 @@ def default_expression(spark: Any, column: str, column_type: str, expression: st
     Asked before the table takes Delta's column-defaults feature, so a refused DEFAULT leaves
     the table's protocol as it was; where the rule cannot be asked (another Spark), the ALTER
     itself decides."""
-    _client_expression("a DEFAULT is a constant", expression)
+    _client_expression(spark, "a DEFAULT is a constant", expression)
     from py4j.protocol import Py4JError, Py4JJavaError  # type: ignore[import-untyped]
 
     jvm = spark._jvm
@@ -268,7 +254,7 @@ class SparkSchema(CatalogSchema):
                 run(
                     backend.spark,
                     f"ALTER TABLE {ident} ADD CONSTRAINT check_{index}"
-                    f" CHECK ({check_expression(check)})",
+                    f" CHECK ({check_expression(backend.spark, check)})",
                 )
             if existing is not None:
                 replaced = f"{WORK_PREFIX}old_{uuid.uuid4().hex[:12]}"

@@ -1,0 +1,205 @@
+"""Whether an expression a client wrote (a CHECK constraint, a column's DEFAULT) may run in the
+server's Spark, which evaluates it on every write to the table, for every user.
+
+What is refused and why: a subquery reads tables the writer may not (another schema's, any
+path); `reflect` / `java_method` call any static Java method (`System.exit` among them);
+`current_user` names the server's own account, never the caller's; a regular expression
+(`RLIKE`, `regexp_*`) or a LIKE pattern Spark matches by backtracking can hold a task for
+hours on one crafted row; `repeat`, `lpad` and their kind make a value as large as a number
+the client chose, enough to end the JVM every user shares. A deny-list of those names was
+not enough: Spark takes a function's name quoted (`` `reflect`(…) ``) or through
+`IDENTIFIER('reflect')`. So the expression is read by Spark's own parser, and every part of
+its tree must be one this module allows: comparisons, arithmetic, CASE, casts, LIKE with a
+constant pattern holding one `%` or one at each end, and the functions named below, whose
+cost is linear in the values they are given. Where no parser can be asked (Spark Connect),
+the text is held to the same functions by its tokens, with anything that could hide a name
+(backquotes, comments, escapes, letters outside ASCII) refused.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from airport_contracts import EngineUnavailable
+
+from .session import SPARK_STOPPED, engine_lost, is_connect
+from .sql import one_line
+
+# Deterministic or clock-reading builtins with a cost linear in their arguments.
+ALLOWED_FUNCTIONS = frozenset(
+    """
+    abs acos acosh asin asinh atan atan2 atanh bround cbrt ceil ceiling cos cosh cot degrees
+    e exp expm1 floor greatest hypot least ln log log10 log1p log2 mod negative pi pmod
+    positive pow power radians rint round sign signum sin sinh sqrt tan tanh
+    try_add try_divide try_multiply try_subtract
+    between coalesce equal_null if ifnull isnan isnotnull isnull nanvl nullif nullifzero
+    nvl nvl2 zeroifnull
+    ascii bit_length btrim char_length character_length concat concat_ws endswith initcap
+    lcase left len length lower ltrim octet_length reverse right rtrim startswith substr
+    substring trim ucase upper
+    add_months curdate current_date current_timestamp date date_add date_diff date_part
+    date_sub date_trunc dateadd datediff datepart day dayofmonth dayofweek dayofyear extract
+    hour last_day localtimestamp make_date make_timestamp minute month months_between now
+    quarter second timestamp timestamp_micros timestamp_millis timestamp_seconds to_date
+    to_timestamp trunc unix_date unix_micros unix_millis unix_seconds weekday weekofyear year
+    bigint binary boolean decimal double float int smallint string tinyint
+    array array_contains array_size cardinality element_at map named_struct size struct
+    """.split()
+)
+
+# Names Spark resolves without parentheses to the server's own state, not the caller's.
+_SERVER_STATE = frozenset(
+    {
+        "current_user",
+        "user",
+        "session_user",
+        "current_catalog",
+        "current_database",
+        "current_schema",
+    }
+)
+
+# The parts of a parsed expression's tree (Catalyst's unresolved nodes) that run nothing but
+# the row's own values; functions, names and LIKE are looked at more closely below.
+_ALLOWED_NODES = frozenset(
+    """
+    Literal UnresolvedAttribute UnresolvedExtractValue CreateNamedStruct
+    And Or Not EqualTo EqualNullSafe LessThan LessThanOrEqual GreaterThan GreaterThanOrEqual
+    In IsNull IsNotNull Add Subtract Multiply Divide Remainder IntegralDivide UnaryMinus
+    UnaryPositive BitwiseAnd BitwiseOr BitwiseXor BitwiseNot Cast CaseWhen If Concat Collate
+    UnresolvedCollation UnresolvedFunction Like ILike
+    """.split()
+)
+_SUBQUERIES = frozenset({"ScalarSubquery", "Exists", "ListQuery", "InSubquery", "LateralSubquery"})
+_NAMED = {
+    "RLike": "'RLIKE'",
+    "LikeAny": "'LIKE ANY'",
+    "LikeAll": "'LIKE ALL'",
+    "NotLikeAny": "'NOT LIKE ANY'",
+    "NotLikeAll": "'NOT LIKE ALL'",
+    "ExpressionWithUnresolvedIdentifier": "'IDENTIFIER(…)'",
+    "UnresolvedStar": "'*'",
+    "LambdaFunction": "a lambda function",
+    "WindowExpression": "a window",
+}
+# More terms than any constraint a person writes: each costs the parser's tree a few calls.
+MAX_TERMS = 2_000
+
+
+class _Refused(Exception):
+    """What of the expression is not allowed, as the refusal names it."""
+
+
+def refusal(spark: Any, expression: str) -> str | None:
+    """Why expression may not run in the server's Spark ("'reflect' is not allowed", Spark's
+    own parse error), or None when it may."""
+    try:
+        if is_connect(spark):
+            _check_tokens(expression)
+            return None
+        try:
+            parser = spark._jsparkSession.sessionState().sqlParser()
+            tree = parser.parseExpression(expression)
+        except Exception as exc:  # ParseException: Spark's reason, one line
+            if engine_lost(exc):
+                raise EngineUnavailable(error=SPARK_STOPPED) from None
+            return one_line(exc)
+        _check_tree(tree)
+    except _Refused as refused:
+        return f"{refused} is not allowed in one"
+    return None
+
+
+def _check_tree(root: Any) -> None:
+    pending, terms = [root], 0
+    while pending:
+        node = pending.pop()
+        terms += 1
+        if terms > MAX_TERMS:
+            raise _Refused(f"an expression of more than {MAX_TERMS:,} terms")
+        kind = node.nodeName()
+        if kind in _SUBQUERIES:
+            raise _Refused("a subquery")
+        if kind not in _ALLOWED_NODES:
+            raise _Refused(_NAMED.get(kind, f"this kind of expression ({kind})"))
+        if kind == "UnresolvedFunction":
+            _check_function(_parts(node.nameParts()))
+        elif kind == "UnresolvedAttribute":
+            parts = _parts(node.nameParts())
+            if len(parts) == 1 and parts[0].lower() in _SERVER_STATE:
+                raise _Refused(repr(parts[0]))
+        elif kind in ("Like", "ILike"):
+            _check_like(node.right())
+        children = node.children()
+        pending.extend(children.apply(i) for i in range(children.size()))
+
+
+def _parts(seq: Any) -> list[str]:
+    return [str(seq.apply(i)) for i in range(seq.size())]
+
+
+def _check_function(parts: list[str]) -> None:
+    name = ".".join(parts)
+    # ASCII only: a name Python lowers to an allowed one must be the one Spark resolves.
+    if len(parts) != 1 or not name.isascii() or name.lower() not in ALLOWED_FUNCTIONS:
+        raise _Refused(repr(name))
+
+
+def _check_like(pattern: Any) -> None:
+    """A LIKE pattern must be a constant that Spark matches in time linear in the row's value:
+    one `%`, or one at each end (Spark turns each `%` into `.*` of a Java regex, and
+    `.*a.*b` against a long value takes time to the power of the `%`s)."""
+    if pattern.nodeName() != "Literal" or pattern.value() is None:
+        raise _Refused("a LIKE pattern that is not a constant")
+    _check_like_text(str(pattern.value().toString()))
+
+
+def _check_like_text(text: str) -> None:
+    signs = text.count("%")
+    if signs > 2 or (signs == 2 and not (len(text) > 1 and text[0] == text[-1] == "%")):
+        raise _Refused("a LIKE pattern with '%' in two places other than its two ends")
+
+
+# Spark Connect: the text's tokens. Strings are '…' or "…" with no escapes inside (a
+# backslash is refused), so the lexing below is Spark's; names are bare identifiers.
+_HIDING = re.compile(r"`|--|/\*|\\|\$|\bidentifier\b", re.IGNORECASE)
+_STRING = re.compile(r"'[^']*'|\"[^\"]*\"")
+_CALL = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\s*(\.\s*[A-Za-z_][A-Za-z0-9_]*\s*)*\(")
+_KEYWORDS = re.compile(
+    r"\b(select|from|table|exists|lateral|rlike|regexp|like\s+(?:any|all|some)|over)\b"
+    r"|->|;",
+    re.IGNORECASE,
+)
+# Words Spark's grammar puts before a parenthesis without a function being called.
+_SYNTAX = frozenset(
+    "and or not in is between case when then else end cast try_cast interval collate".split()
+)
+_WORD = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")
+_LIKE = re.compile(r"\bi?like\s*('[^']*'|\"[^\"]*\")", re.IGNORECASE)
+
+
+def _check_tokens(expression: str) -> None:
+    hiding = _HIDING.search(expression)
+    if hiding is not None:
+        raise _Refused(repr(hiding.group(0)))
+    for pattern in _LIKE.finditer(expression):
+        _check_like_text(pattern.group(1)[1:-1])
+    bare = _STRING.sub("''", expression)
+    if "'" in bare.replace("''", "") or '"' in bare:
+        raise _Refused("an unclosed string")
+    keyword = _KEYWORDS.search(bare)
+    if keyword is not None:
+        found = keyword.group(0)
+        raise _Refused("a subquery" if found.lower() in ("select", "from") else repr(found))
+    if re.search(r"\bi?like\s+(?!'')", bare, re.IGNORECASE):
+        raise _Refused("a LIKE pattern that is not a constant")
+    if not bare.isascii():
+        raise _Refused("a name outside ASCII")
+    for call in _CALL.finditer(bare):
+        name = call.group(0).rstrip("( \t\n").replace(" ", "")
+        if name.lower() not in _SYNTAX:
+            _check_function([name])
+    for word in _WORD.finditer(bare):
+        if word.group(0).lower() in _SERVER_STATE:
+            raise _Refused(repr(word.group(0)))
