@@ -11,13 +11,11 @@ import grpc
 import pyarrow as pa
 import pytest
 
-from pyairport.backends.spark.client_expressions import refusal
+from pyairport.backends.spark.client_expressions import refusal, spark_expression
 from pyairport.client import AirportClient
 from pyairport.server import AirportServer, ServerConfig
 
 from ..protocol.conftest import refusal as wire_refusal
-
-pytestmark = pytest.mark.spark
 
 REFUSED = [
     "x IN (SELECT 1)",
@@ -48,6 +46,10 @@ REFUSED = [
     "\u212aurtosis(x) > 0",  # the Kelvin sign, which Python lowers to k
     "x > 0; DROP TABLE t",
     "uuid() IS NOT NULL",
+    "\"reflect\"('java.lang.System', 'exit', 1) IS NULL",  # DuckDB's quoted name
+    "\"current_user\" = 'root'",
+    "s ~~ '%a%b%c'",  # DuckDB's LIKE
+    "s !~~* s",
 ]
 KEPT = [
     "x > 0",
@@ -65,9 +67,26 @@ KEPT = [
     "abs(x) % 2 = 0",
     "DATE '2024-01-01' < current_date()",
     "now() IS NOT NULL",
+    '"my col" > 0 AND "say ""hi""" < 3',
+    "s ~~ 'a%' AND s !~~* '%Z'",
+    "s <> 'a\\b' AND s <> 'it''s'",
+    "like_count > 0",
 ]
 
 
+def test_duckdb_text_is_respelled_for_spark() -> None:
+    """Strings and quoted names exactly, as Spark reads them; LIKE's operators as words."""
+    assert spark_expression("s <> 'it''s' AND s <> 'a\\b'") == "s <> 'it\\'s' AND s <> 'a\\\\b'"
+    assert spark_expression('"my col" > 0 AND "a`b" = "say ""hi"""') == (
+        '`my col` > 0 AND `a``b` = `say "hi"`'
+    )
+    assert spark_expression("(s ~~ 'a%') AND (s !~~* 'b') AND (s ~~* 'c') AND (s !~~ 'd')") == (
+        "(s  LIKE  'a%') AND (s  NOT ILIKE  'b') AND (s  ILIKE  'c') AND (s  NOT LIKE  'd')"
+    )
+    assert spark_expression("s ~~~ 'a*'") == "s ~~~ 'a*'"  # GLOB: Spark refuses it
+
+
+@pytest.mark.spark
 @pytest.mark.parametrize("session", ["classic", "connect"])
 def test_parser_and_tokens_refuse_and_keep_the_same_expressions(
     session: str, request: pytest.FixtureRequest
@@ -81,6 +100,7 @@ def test_parser_and_tokens_refuse_and_keep_the_same_expressions(
         assert refusal(backend.spark, expression) is None, expression
 
 
+@pytest.mark.spark
 def test_a_check_over_spark_connect_is_held_to_the_same_rules(spark_connect_backend: Any) -> None:
     """Through the wire on a catalog whose Spark is reached by Spark Connect: a hostile CHECK
     is refused in one line and makes no table; a plain one is made and enforced."""

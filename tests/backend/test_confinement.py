@@ -281,7 +281,8 @@ def test_a_column_default_runs_nothing_of_the_servers(lake: Lake) -> None:
     lake.dev.set_default("devs", "defaults", "s", "'select from ''user()'''")
     (folder,) = [p.parent for p in lake.warehouse.rglob("_delta_log") if "defaults" in str(p)]
     stored = lake.spark.read.format("delta").load(str(folder)).schema["s"]
-    assert stored.metadata["CURRENT_DEFAULT"] == "'select from ''user()'''"
+    kept = lake.spark.sql("SELECT " + stored.metadata["CURRENT_DEFAULT"]).first()[0]
+    assert kept == "select from 'user()'"  # DuckDB's '' is a quote, as the client meant
 
 
 # CHECK constraints a ddl grant's holder might write to reach past the table or to hold the

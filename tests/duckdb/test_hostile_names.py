@@ -70,3 +70,33 @@ def test_names_a_user_means_are_kept(lake: Lake, open_session: OpenSession) -> N
     assert (
         again.value("SELECT count(*) FROM lake.delta.table_changes('pub.notes', 0)") == 2
     )  # a schema dev may read
+
+
+def test_constraints_and_defaults_typed_at_duckdb_mean_what_they_say(
+    lake: Lake, open_session: OpenSession
+) -> None:
+    """DuckDB sends a CHECK or DEFAULT in its own dialect, which Spark reads otherwise
+    ('a''s' as "as", a backslash as an escape, "my col" as a string, LIKE as `~~`): each is
+    kept with the meaning typed, and the hostile forms are refused with nothing made."""
+    duck = open_session(lake.server.location, "dev-token")
+    before = lake.files()
+    for check, refusal in {
+        "regexp_matches(s, '^(a+)+$')": "'regexp_matches' is not allowed in one",
+        "length(repeat(s, 100)) > 0": "'repeat' is not allowed in one",
+        "s LIKE '%a%b%'": "a LIKE pattern with '%' in two places other than its two ends",
+        "s GLOB 'a*'": "Syntax error at or near '~'",  # DuckDB sends ~~~, Spark has no GLOB
+    }.items():
+        error = duck.fails(f"CREATE TABLE lake.devs.c (s VARCHAR CHECK ({check}))")
+        assert refusal in error, error
+    assert lake.files() == before
+    duck.run(
+        'CREATE TABLE lake.devs.c ("my col" INTEGER CHECK ("my col" > 0), s VARCHAR'
+        " CHECK (s <> 'a''s' AND s <> 'a\\b' AND s LIKE 'a%' AND s NOT ILIKE '%Z'))"
+    )
+    duck.run("INSERT INTO lake.devs.c VALUES (1, 'as'), (2, 'a\\c')")
+    for row in ("(0, 'ab')", "(3, 'a''s')", "(3, 'a\\b')", "(3, 'ba')", "(3, 'az')"):
+        assert "CHECK constraint" in duck.fails(f"INSERT INTO lake.devs.c VALUES {row}"), row
+    duck.run("ALTER TABLE lake.devs.c ALTER COLUMN s SET DEFAULT 'a''s\\n'")
+    duck.run('INSERT INTO lake.devs.c ("my col") VALUES (5)')
+    rows = duck.run('SELECT "my col", s FROM lake.devs.c ORDER BY 1')
+    assert rows == [(1, "as"), (2, "a\\c"), (5, "a's\\n")]

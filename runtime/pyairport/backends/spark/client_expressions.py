@@ -14,6 +14,11 @@ constant pattern holding one `%` or one at each end, and the functions named bel
 cost is linear in the values they are given. Where no parser can be asked (Spark Connect),
 the text is held to the same functions by its tokens, with anything that could hide a name
 (backquotes, comments, escapes, letters outside ASCII) refused.
+
+The text comes in DuckDB's dialect (the Airport extension sends DuckDB's own rendering of the
+expression) and Spark reads another: `'it''s'` is two strings to Spark ("its"), `'a\b'` holds
+an escape, `"my col"` is a string, `~~` is not LIKE. spark_expression re-spells those tokens
+so that the constraint Spark keeps and the default it stores mean what the client wrote.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from typing import Any
 from airport_contracts import EngineUnavailable
 
 from .session import SPARK_STOPPED, engine_lost, is_connect
-from .sql import one_line
+from .sql import one_line, quote, string_token
 
 # Deterministic or clock-reading builtins with a cost linear in their arguments.
 ALLOWED_FUNCTIONS = frozenset(
@@ -92,15 +97,16 @@ class _Refused(Exception):
 
 
 def refusal(spark: Any, expression: str) -> str | None:
-    """Why expression may not run in the server's Spark ("'reflect' is not allowed", Spark's
-    own parse error), or None when it may."""
+    """Why expression, in DuckDB's dialect as a client sends it, may not run in the server's
+    Spark as spark_expression spells it ("'reflect' is not allowed", Spark's own parse
+    error), or None when it may."""
     try:
         if is_connect(spark):
             _check_tokens(expression)
             return None
         try:
             parser = spark._jsparkSession.sessionState().sqlParser()
-            tree = parser.parseExpression(expression)
+            tree = parser.parseExpression(spark_expression(expression))
         except Exception as exc:  # ParseException: Spark's reason, one line
             if engine_lost(exc):
                 raise EngineUnavailable(error=SPARK_STOPPED) from None
@@ -161,14 +167,37 @@ def _check_like_text(text: str) -> None:
         raise _Refused("a LIKE pattern with '%' in two places other than its two ends")
 
 
-# Spark Connect: the text's tokens. Strings are '…' or "…" with no escapes inside (a
-# backslash is refused), so the lexing below is Spark's; names are bare identifiers.
+# DuckDB's text (what the Airport extension sends: its own rendering of the expression) has
+# strings '…' with '' for a quote and no escapes, names "…" with "" for a quote, and LIKE as
+# operators; Spark's reads a backslash in a string as an escape and '' as two strings.
+_DUCKDB_TOKEN = re.compile(r"""'(?:[^']|'')*'|"(?:[^"]|"")*"|!~~\*|~~\*|!~~|~~~|~~""")
+_DUCKDB_STRING = re.compile(r"'(?:[^']|'')*'")
+_DUCKDB_NAME = re.compile(r'"(?:[^"]|"")*"')
+_LIKE_OPERATORS = {"!~~*": " NOT ILIKE ", "~~*": " ILIKE ", "!~~": " NOT LIKE ", "~~": " LIKE "}
+
+
+def spark_expression(text: str) -> str:
+    """DuckDB's expression text as Spark SQL of the same meaning: each string and quoted name
+    re-spelled exactly, LIKE's operators as words (GLOB's `~~~` stays, for Spark to refuse)."""
+
+    def respelled(token: re.Match[str]) -> str:
+        found = token.group(0)
+        if found.startswith("'"):
+            return string_token(found[1:-1].replace("''", "'"))
+        if found.startswith('"'):
+            return quote(found[1:-1].replace('""', '"'))
+        return _LIKE_OPERATORS.get(found, found)
+
+    return _DUCKDB_TOKEN.sub(respelled, text)
+
+
+# Spark Connect: the tokens of DuckDB's text, whose strings and names lex simply; anything
+# outside them that could hide a name from the checks below is refused.
 _HIDING = re.compile(r"`|--|/\*|\\|\$|\bidentifier\b", re.IGNORECASE)
-_STRING = re.compile(r"'[^']*'|\"[^\"]*\"")
 _CALL = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\s*(\.\s*[A-Za-z_][A-Za-z0-9_]*\s*)*\(")
 _KEYWORDS = re.compile(
-    r"\b(select|from|table|exists|lateral|rlike|regexp|like\s+(?:any|all|some)|over)\b"
-    r"|->|;",
+    r"\b(select|from|table|exists|lateral|rlike|regexp|glob|similar|(?:i?like|~~\*?)\s+(?:any|all|some)|over)\b"
+    r"|->|~~~|;",
     re.IGNORECASE,
 )
 # Words Spark's grammar puts before a parenthesis without a function being called.
@@ -176,30 +205,37 @@ _SYNTAX = frozenset(
     "and or not in is between case when then else end cast try_cast interval collate".split()
 )
 _WORD = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")
-_LIKE = re.compile(r"\bi?like\s*('[^']*'|\"[^\"]*\")", re.IGNORECASE)
+_LIKE = re.compile(r"(?:\bi?like\b|~~\*?)\s*('(?:[^']|'')*')?", re.IGNORECASE)
 
 
 def _check_tokens(expression: str) -> None:
-    hiding = _HIDING.search(expression)
-    if hiding is not None:
-        raise _Refused(repr(hiding.group(0)))
-    for pattern in _LIKE.finditer(expression):
-        _check_like_text(pattern.group(1)[1:-1])
-    bare = _STRING.sub("''", expression)
+    for like in _LIKE.finditer(expression):
+        if like.group(1) is None:
+            raise _Refused("a LIKE pattern that is not a constant")
+        _check_like_text(like.group(1)[1:-1].replace("''", "'"))
+    bare = _DUCKDB_STRING.sub("''", expression)
+    for quoted in _DUCKDB_NAME.finditer(bare):
+        name = quoted.group(0)[1:-1].replace('""', '"')
+        if name.lower() in _SERVER_STATE:
+            raise _Refused(repr(name))
+        if bare[quoted.end() :].lstrip().startswith("("):  # called as a function
+            _check_function([name])
+    bare = _DUCKDB_NAME.sub(" quoted_name ", bare)
     if "'" in bare.replace("''", "") or '"' in bare:
         raise _Refused("an unclosed string")
+    hiding = _HIDING.search(bare)
+    if hiding is not None:
+        raise _Refused(repr(hiding.group(0)))
     keyword = _KEYWORDS.search(bare)
     if keyword is not None:
         found = keyword.group(0)
         raise _Refused("a subquery" if found.lower() in ("select", "from") else repr(found))
-    if re.search(r"\bi?like\s+(?!'')", bare, re.IGNORECASE):
-        raise _Refused("a LIKE pattern that is not a constant")
     if not bare.isascii():
         raise _Refused("a name outside ASCII")
     for call in _CALL.finditer(bare):
-        name = call.group(0).rstrip("( \t\n").replace(" ", "")
-        if name.lower() not in _SYNTAX:
-            _check_function([name])
+        called = call.group(0).rstrip("( \t\n").replace(" ", "")
+        if called.lower() not in _SYNTAX:
+            _check_function([called])
     for word in _WORD.finditer(bare):
         if word.group(0).lower() in _SERVER_STATE:
             raise _Refused(repr(word.group(0)))

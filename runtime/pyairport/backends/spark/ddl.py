@@ -33,11 +33,11 @@ from airport_contracts import (
 from ...catalog import CatalogSchema, MutableCatalog
 from ...names import field_names
 from ..ddl_rules import created_columns, kept_on_conflict, missing
-from .client_expressions import refusal
+from .client_expressions import refusal, spark_expression
 from .folders import WORK_PREFIX, check_storable
 from .lake import Lake
 from .layout import CREATED_TABLE_PROPERTIES, ROW_TRACKING, ROWID
-from .session import SPARK_STOPPED, engine_lost
+from .session import SPARK_STOPPED, engine_lost, is_connect
 from .sql import one_line, quote, string_token
 from .stored_types import (
     SERVED_TYPES,
@@ -67,16 +67,18 @@ log = logging.getLogger("pyairport.spark")
 
 
 def _client_expression(spark: Any, kind: str, expression: str) -> str:
-    """expression, once it is one the server's Spark may run on every write
-    (client_expressions.py; DeltaRefused, naming what is refused)."""
+    """expression (DuckDB's dialect) as Spark SQL of the same meaning, once it is one the
+    server's Spark may run on every write (client_expressions.py; DeltaRefused, naming what
+    is refused)."""
     reason = refusal(spark, expression)
     if reason is not None:
         raise DeltaRefused(f"{kind}: {reason}")
-    return expression
+    return spark_expression(expression)
 
 
 def check_expression(spark: Any, expression: str) -> str:
-    """expression, a CHECK constraint's, once it is one Spark may run on a write."""
+    """expression, a CHECK constraint's, as Spark SQL, once it is one Spark may run on a
+    write."""
     return _client_expression(spark, "a CHECK constraint tests the row's own columns", expression)
 
 
@@ -85,9 +87,11 @@ def default_expression(spark: Any, column: str, column_type: str, expression: st
     column_type: nothing refused as in a CHECK, and what Spark's own rule for defaults takes
     (ResolveDefaultColumns.analyze: a constant, of a type the column holds, no subquery).
     Asked before the table takes Delta's column-defaults feature, so a refused DEFAULT leaves
-    the table's protocol as it was; where the rule cannot be asked (another Spark), the ALTER
-    itself decides."""
-    _client_expression(spark, "a DEFAULT is a constant", expression)
+    the table's protocol as it was; where the rule cannot be asked (Spark Connect, another
+    Spark), the ALTER itself decides."""
+    expression = _client_expression(spark, "a DEFAULT is a constant", expression)
+    if is_connect(spark):  # Spark's rule for defaults is in the Connect server's JVM
+        return expression
     from py4j.protocol import Py4JError, Py4JJavaError  # type: ignore[import-untyped]
 
     jvm = spark._jvm
