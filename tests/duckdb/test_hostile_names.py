@@ -83,7 +83,7 @@ def test_constraints_and_defaults_typed_at_duckdb_mean_what_they_say(
     for check, refusal in {
         "regexp_matches(s, '^(a+)+$')": "'regexp_matches' is not allowed in one",
         "length(repeat(s, 100)) > 0": "'repeat' is not allowed in one",
-        "s LIKE '%a%b%'": "a LIKE pattern with '%' in two places other than its two ends",
+        "s LIKE '%a%b%'": "a LIKE pattern Spark would match by backtracking",
         "s GLOB 'a*'": "Syntax error at or near '~'",  # DuckDB sends ~~~, Spark has no GLOB
     }.items():
         error = duck.fails(f"CREATE TABLE lake.devs.c (s VARCHAR CHECK ({check}))")
@@ -91,10 +91,11 @@ def test_constraints_and_defaults_typed_at_duckdb_mean_what_they_say(
     assert lake.files() == before
     duck.run(
         'CREATE TABLE lake.devs.c ("my col" INTEGER CHECK ("my col" > 0), s VARCHAR'
-        " CHECK (s <> 'a''s' AND s <> 'a\\b' AND s LIKE 'a%' AND s NOT ILIKE '%Z'))"
+        " CHECK (s <> 'a''s' AND s <> 'a\\b' AND s LIKE 'a%' AND s NOT ILIKE '%Z'"
+        " AND s NOT LIKE '%\\'))"  # no escape in DuckDB's LIKE: ends in a backslash
     )
     duck.run("INSERT INTO lake.devs.c VALUES (1, 'as'), (2, 'a\\c')")
-    for row in ("(0, 'ab')", "(3, 'a''s')", "(3, 'a\\b')", "(3, 'ba')", "(3, 'az')"):
+    for row in ("(0, 'ab')", "(3, 'a''s')", "(3, 'a\\b')", "(3, 'ba')", "(3, 'az')", "(3, 'a\\')"):
         assert "CHECK constraint" in duck.fails(f"INSERT INTO lake.devs.c VALUES {row}"), row
     duck.run("ALTER TABLE lake.devs.c ALTER COLUMN s SET DEFAULT 'a''s\\n'")
     duck.run('INSERT INTO lake.devs.c ("my col") VALUES (5)')

@@ -64,3 +64,14 @@ def any_runs(pattern: str) -> int:
         elif character == "%":
             runs += 1
     return runs
+
+
+def is_linear(pattern: str) -> bool:
+    """Whether Spark matches pattern (escaped by ESCAPE) in time linear in the value: it runs a
+    LIKE as a Java regular expression, each `%` a `.*`, and a backtracking match takes the
+    value's length to the power of its `%`s. Linear: at most one `%`, or plain text between
+    a `%` at each end (which Spark matches as a contains)."""
+    runs = any_runs(pattern)
+    if runs <= 1:
+        return True
+    return runs == 2 and pattern[:1] == pattern[-1:] == "%" and is_plain(pattern[1:-1])

@@ -18,14 +18,9 @@ def spark_safe(predicate: Predicate) -> Predicate | None:
     the power of its `%`s: measured on local Spark, a pattern of twelve took over a minute on
     one 40-character string, in a task no cancel stops. Kept: those Spark simplifies, and any
     with at most one `%` (linear either way). delta-rs and pyarrow match in linear time."""
-    return keeping(predicate, lambda term: not isinstance(term, Like) or _linear(term.pattern))
-
-
-def _linear(pattern: str) -> bool:
-    runs = patterns.any_runs(pattern)
-    if runs <= 1:
-        return True
-    return runs == 2 and pattern[:1] == pattern[-1:] == "%" and patterns.is_plain(pattern[1:-1])
+    return keeping(
+        predicate, lambda term: not isinstance(term, Like) or patterns.is_linear(term.pattern)
+    )
 
 
 def spark_column(predicate: Predicate, frame: Any) -> Any:

@@ -4,7 +4,8 @@ server's Spark, which evaluates it on every write to the table, for every user.
 What is refused and why: a subquery reads tables the writer may not (another schema's, any
 path); `reflect` / `java_method` call any static Java method (`System.exit` among them);
 `current_user` names the server's own account, never the caller's; a regular expression
-(`RLIKE`, `regexp_*`) or a LIKE pattern Spark matches by backtracking can hold a task for
+(`RLIKE`, `regexp_*`) or a LIKE pattern Spark matches by backtracking (the rule the scans'
+filters follow, filters/patterns.py) can hold a task for
 hours on one crafted row; `repeat`, `lpad` and their kind make a value as large as a number
 the client chose, enough to end the JVM every user shares. A deny-list of those names was
 not enough: Spark takes a function's name quoted (`` `reflect`(…) ``) or through
@@ -28,6 +29,7 @@ from typing import Any
 
 from airport_contracts import EngineUnavailable
 
+from ...filters import patterns
 from .session import SPARK_STOPPED, engine_lost, is_connect
 from .sql import one_line, quote, string_token
 
@@ -136,7 +138,7 @@ def _check_tree(root: Any) -> None:
             if len(parts) == 1 and parts[0].lower() in _SERVER_STATE:
                 raise _Refused(repr(parts[0]))
         elif kind in ("Like", "ILike"):
-            _check_like(node.right())
+            _check_like(node)
         children = node.children()
         pending.extend(children.apply(i) for i in range(children.size()))
 
@@ -152,25 +154,29 @@ def _check_function(parts: list[str]) -> None:
         raise _Refused(repr(name))
 
 
-def _check_like(pattern: Any) -> None:
-    """A LIKE pattern must be a constant that Spark matches in time linear in the row's value:
-    one `%`, or one at each end (Spark turns each `%` into `.*` of a Java regex, and
-    `.*a.*b` against a long value takes time to the power of the `%`s)."""
+def _check_like(like: Any) -> None:
+    """A LIKE must have a constant pattern that Spark matches in time linear in the row's
+    value (patterns.is_linear), escaped by the default escape character (with another, a
+    `\\%` that looks escaped is a wildcard)."""
+    pattern = like.right()
     if pattern.nodeName() != "Literal" or pattern.value() is None:
         raise _Refused("a LIKE pattern that is not a constant")
+    if str(like.escapeChar()) != patterns.ESCAPE:
+        raise _Refused("a LIKE with ESCAPE")
     _check_like_text(str(pattern.value().toString()))
 
 
 def _check_like_text(text: str) -> None:
-    signs = text.count("%")
-    if signs > 2 or (signs == 2 and not (len(text) > 1 and text[0] == text[-1] == "%")):
-        raise _Refused("a LIKE pattern with '%' in two places other than its two ends")
+    if not patterns.is_linear(text):
+        raise _Refused("a LIKE pattern Spark would match by backtracking")
 
 
 # DuckDB's text (what the Airport extension sends: its own rendering of the expression) has
 # strings '…' with '' for a quote and no escapes, names "…" with "" for a quote, and LIKE as
 # operators; Spark's reads a backslash in a string as an escape and '' as two strings.
-_DUCKDB_TOKEN = re.compile(r"""'(?:[^']|'')*'|"(?:[^"]|"")*"|!~~\*|~~\*|!~~|~~~|~~""")
+_DUCKDB_TOKEN = re.compile(
+    r"""'(?:[^']|'')*'|"(?:[^"]|"")*"|!~~\*|~~\*|!~~|~~~|~~|\bi?like\b""", re.IGNORECASE
+)
 _DUCKDB_STRING = re.compile(r"'(?:[^']|'')*'")
 _DUCKDB_NAME = re.compile(r'"(?:[^"]|"")*"')
 _LIKE_OPERATORS = {"!~~*": " NOT ILIKE ", "~~*": " ILIKE ", "!~~": " NOT LIKE ", "~~": " LIKE "}
@@ -178,12 +184,18 @@ _LIKE_OPERATORS = {"!~~*": " NOT ILIKE ", "~~*": " ILIKE ", "!~~": " NOT LIKE ",
 
 def spark_expression(text: str) -> str:
     """DuckDB's expression text as Spark SQL of the same meaning: each string and quoted name
-    re-spelled exactly, LIKE's operators as words (GLOB's `~~~` stays, for Spark to refuse)."""
+    re-spelled exactly, LIKE's operators as words, a LIKE's pattern in Spark's form (DuckDB's
+    LIKE has no escape character; Spark's takes a backslash as one). GLOB's `~~~` stays, for
+    Spark to refuse."""
+    after_like = False
 
     def respelled(token: re.Match[str]) -> str:
-        found = token.group(0)
+        nonlocal after_like
+        found, was_like = token.group(0), after_like
+        after_like = found in _LIKE_OPERATORS or found.lower() in ("like", "ilike")
         if found.startswith("'"):
-            return string_token(found[1:-1].replace("''", "'"))
+            value = found[1:-1].replace("''", "'")
+            return string_token(patterns.from_duckdb(value) if was_like else value)
         if found.startswith('"'):
             return quote(found[1:-1].replace('""', '"'))
         return _LIKE_OPERATORS.get(found, found)
@@ -196,7 +208,7 @@ def spark_expression(text: str) -> str:
 _HIDING = re.compile(r"`|--|/\*|\\|\$|\bidentifier\b", re.IGNORECASE)
 _CALL = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\s*(\.\s*[A-Za-z_][A-Za-z0-9_]*\s*)*\(")
 _KEYWORDS = re.compile(
-    r"\b(select|from|table|exists|lateral|rlike|regexp|glob|similar|(?:i?like|~~\*?)\s+(?:any|all|some)|over)\b"
+    r"\b(select|from|table|exists|lateral|rlike|regexp|glob|similar|escape|(?:i?like|~~\*?)\s+(?:any|all|some)|over)\b"
     r"|->|~~~|;",
     re.IGNORECASE,
 )
@@ -212,7 +224,7 @@ def _check_tokens(expression: str) -> None:
     for like in _LIKE.finditer(expression):
         if like.group(1) is None:
             raise _Refused("a LIKE pattern that is not a constant")
-        _check_like_text(like.group(1)[1:-1].replace("''", "'"))
+        _check_like_text(patterns.from_duckdb(like.group(1)[1:-1].replace("''", "'")))
     bare = _DUCKDB_STRING.sub("''", expression)
     for quoted in _DUCKDB_NAME.finditer(bare):
         name = quoted.group(0)[1:-1].replace('""', '"')
