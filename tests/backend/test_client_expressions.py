@@ -110,7 +110,8 @@ def test_parser_and_tokens_refuse_and_keep_the_same_expressions(
 @pytest.mark.spark
 def test_a_check_over_spark_connect_is_held_to_the_same_rules(spark_connect_backend: Any) -> None:
     """Through the wire on a catalog whose Spark is reached by Spark Connect: a hostile CHECK
-    is refused in one line and makes no table; a plain one is made and enforced."""
+    is refused in one line and makes no table; a plain one is made and enforced; a DEFAULT is
+    held to the same and kept with the meaning DuckDB's dialect gives it."""
     server = AirportServer(spark_connect_backend.catalog, None, ServerConfig(port=0)).start()
     client = AirportClient(server.location)
     columns = pa.schema([pa.field("x", pa.int64()), pa.field("s", pa.string())])
@@ -130,6 +131,17 @@ def test_a_check_over_spark_connect_is_held_to_the_same_rules(spark_connect_back
         )
         assert error.code == grpc.StatusCode.INVALID_ARGUMENT, error.message
         assert client.scan("checks", "t", ["x"]).read_all().column("x").to_pylist() == [3]
+        error = wire_refusal(lambda: client.set_default("checks", "t", "s", '"current_user"'))
+        assert "'current_user' is not allowed in one" in error.message, error.message
+        client.set_default("checks", "t", "s", "'it''s \\ here'")
+        (folder,) = [
+            p.parent
+            for p in spark_connect_backend.warehouse.rglob("_delta_log")
+            if p.parent.name == "t" and p.parent.parent.name == "checks"
+        ]
+        spark = spark_connect_backend.spark
+        stored = spark.read.format("delta").load(str(folder)).schema["s"].metadata
+        assert spark.sql("SELECT " + stored["CURRENT_DEFAULT"]).first()[0] == "it's \\ here"
     finally:
         client.close()
         server.stop(0)
