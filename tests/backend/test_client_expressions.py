@@ -142,6 +142,11 @@ def test_a_check_over_spark_connect_is_held_to_the_same_rules(spark_connect_back
         spark = spark_connect_backend.spark
         stored = spark.read.format("delta").load(str(folder)).schema["s"].metadata
         assert spark.sql("SELECT " + stored["CURRENT_DEFAULT"]).first()[0] == "it's \\ here"
+        narrow = pa.schema([pa.field("n", pa.int32())])
+        client.create_table("checks", "w", narrow)
+        client.change_column_type("checks", "w", pa.field("n", pa.int64()))  # Delta's widening
+        (widened,) = [t for t in client.list_tables("checks") if t.name == "w"]
+        assert widened.arrow_schema.field("n").type == pa.int64()
     finally:
         client.close()
         server.stop(0)

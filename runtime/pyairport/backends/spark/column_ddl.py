@@ -46,7 +46,7 @@ from .ddl import (
     spark_type,
 )
 from .layout import Layout
-from .session import SPARK_STOPPED, engine_lost
+from .session import SPARK_STOPPED, engine_lost, is_connect
 from .sql import one_line, quote
 from .stored_types import (
     SERVED_TYPES,
@@ -88,11 +88,11 @@ def _delta_widens(spark: Any, held: str, wanted: str) -> bool:
     """Whether Delta's type widening takes a column of Spark type held to wanted, asked of
     Delta's own rule (TypeWidening.isTypeChangeSupported) before the table takes the feature:
     a change Delta refuses leaves the table's protocol as it was. True where the rule cannot be
-    asked (another Delta): the ALTER itself decides then."""
-    if held == wanted:
+    asked (Spark Connect, another Delta): the ALTER itself decides then."""
+    if held == wanted or is_connect(spark):  # Delta's rule is in the Connect server's JVM
         return True
-    jvm = spark._jvm
     try:
+        jvm = spark._jvm
         parse = jvm.org.apache.spark.sql.types.DataType.fromDDL
         return bool(
             jvm.org.apache.spark.sql.delta.TypeWidening.isTypeChangeSupported(
