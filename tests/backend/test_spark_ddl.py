@@ -33,10 +33,10 @@ ORDERS = pa.schema(
 
 
 @contextlib.contextmanager
-def _serving(spark: Any, lake: Path) -> Iterator[AirportClient]:
+def _serving(spark: Any, lake: Path, remote: str | None = None) -> Iterator[AirportClient]:
     from pyairport.backends.spark import SparkBackend
 
-    backend = SparkBackend(spark, lake)
+    backend = SparkBackend(spark, lake, remote)
     server = AirportServer(backend.catalog, MemoryTransactionManager(), ServerConfig(port=0))
     server.start()
     client = AirportClient(server.location)
@@ -61,8 +61,22 @@ def _spark_rows(spark: Any, path: Path, columns: str = "*") -> list[dict[str, An
     return [r.asDict(recursive=True) for r in rows]
 
 
-def test_a_ddl_session_on_delta(delta: tuple[AirportClient, Any, Path]) -> None:
-    client, spark, lake = delta
+@pytest.fixture(params=["classic", "connect"])
+def delta_either(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[tuple[AirportClient, Any, Path]]:
+    """delta's lake on embedded Spark, and on Spark reached by Spark Connect."""
+    connect = request.param == "connect"
+    backend = request.getfixturevalue("spark_connect_backend" if connect else "spark_backend")
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    remote = "sc://127.0.0.1" if connect else None  # the test's Connect server is this machine's
+    with _serving(backend.spark, lake, remote) as client:
+        yield client, backend.spark, lake
+
+
+def test_a_ddl_session_on_delta(delta_either: tuple[AirportClient, Any, Path]) -> None:
+    client, spark, lake = delta_either
     version = client.catalog_version()
     client.create_schema(S)
     created = client.create_table(S, "orders", ORDERS, not_null=[0], checks=["id > 0"])
