@@ -38,6 +38,7 @@ class _CancelState:
         self.children: list[_CancelState] = []
         self.lock = threading.Lock()
         self.timer: threading.Timer | None = None
+        self.after: list[Callable[[], object]] = []
 
     def cancel(self, cause: ContextError) -> None:
         with self.lock:
@@ -45,11 +46,14 @@ class _CancelState:
                 return
             self.cause = cause
             children, self.children = self.children, []
+            after, self.after = self.after, []
             if self.timer is not None:
                 self.timer.cancel()
         self.event.set()
         for child in children:
             child.cancel(cause)
+        for function in after:
+            threading.Thread(target=function, daemon=True).start()
 
     def adopt(self, child: _CancelState) -> None:
         with self.lock:
@@ -136,6 +140,30 @@ class Context:
         child.timer = timer
         timer.start()
         return Context(child, dict(self._values)), lambda: child.cancel(Canceled())
+
+
+def after_func(ctx: Context, function: Callable[[], object]) -> Callable[[], bool]:
+    """Call function on a thread of its own once ctx is done (at once if it is); the stop
+    function returned keeps it from being called, True if it did (Go: context.AfterFunc)."""
+    state = ctx._state
+    ctx.err()  # a deadline that has passed cancels the context now
+    with state.lock:
+        if state.cause is None:
+            state.after.append(function)
+            pending = True
+        else:
+            pending = False
+    if not pending:
+        threading.Thread(target=function, daemon=True).start()
+
+    def stop() -> bool:
+        with state.lock:
+            if function in state.after:
+                state.after.remove(function)
+                return True
+            return False
+
+    return stop
 
 
 def attach_transaction_id(ctx: Context, tx_id: str) -> Context:

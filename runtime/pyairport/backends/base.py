@@ -62,8 +62,9 @@ class BackendTable(ABC, Generic[P]):
         """Empty staged changes for one statement."""
 
     @abstractmethod
-    def _commit_pending(self, pending: P) -> int | None:
-        """Apply a statement's staged changes (its commit hook): the rows it changed when it
+    def _commit_pending(self, ctx: Context, pending: P) -> int | None:
+        """Apply a statement's staged changes (its commit hook) for the call ctx belongs to
+        (work that outlives the call may stop when it ends): the rows it changed when it
         counts them only now (Statement.changed_rows), else None."""
 
     def _discard_pending(self, pending: P) -> None:
@@ -76,6 +77,9 @@ class BackendTable(ABC, Generic[P]):
         if statement is None:
             return self._new_pending(), True
         pending: Any = statement.join(
-            self, self._new_pending, self._commit_pending, self._discard_pending
+            self,
+            self._new_pending,
+            lambda staged: self._commit_pending(ctx, staged),
+            self._discard_pending,
         )
         return pending, False

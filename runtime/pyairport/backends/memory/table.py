@@ -270,7 +270,7 @@ class MemoryTable(BackendTable[Pending]):
     def _new_pending(self) -> Pending:
         return Pending()
 
-    def _commit_pending(self, pending: Pending) -> None:
+    def _commit_pending(self, ctx: Context, pending: Pending) -> None:
         self.store.apply(pending)
 
     # --- the operations the capability mixins expose ------------------------------------------

@@ -46,6 +46,7 @@ from . import delta_stats, detached, direct, file_parts
 from .client_errors import client_errors
 from .column_ddl import DeltaColumns
 from .commits import DeltaChanges
+from .interrupts import interrupted_when_done
 from .lake import Lake
 from .layout import ROWID, Layout
 from .planning import DeltaScanPlanning, pushable, read_version, scan_columns
@@ -276,18 +277,22 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
     def _discard_pending(self, pending: Pending) -> None:
         shutil.rmtree(pending.directory, ignore_errors=True)
 
-    def _commit_pending(self, pending: Pending) -> int | None:
+    def _commit_pending(self, ctx: Context, pending: Pending) -> int | None:
+        """The statement's one Delta commit; Spark's work stops if the call ends first
+        (interrupts.py)."""
         try:
-            return self.changes.commit(pending)
+            with interrupted_when_done(self.spark, ctx):
+                return self.changes.commit(pending)
         finally:
             self._discard_pending(pending)  # committed or failed, the staged files are done with
 
-    def _finish_now(self, pending: Pending, immediate: bool) -> int | None:
+    def _finish_now(self, ctx: Context, pending: Pending, immediate: bool) -> int | None:
         """Commit now when the call is outside any statement: the rows changed, if counted."""
-        return self._commit_pending(pending) if immediate else None
+        return self._commit_pending(ctx, pending) if immediate else None
 
     def _by_rowid_result(
         self,
+        ctx: Context,
         pending: Pending,
         immediate: bool,
         affected_rows: int,
@@ -300,7 +305,7 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
         until then it is at most the distinct rowids given."""
         if not (opts is not None and opts.returning):
             affected_rows = distinct_count(staged)
-        counted = self._finish_now(pending, immediate)
+        counted = self._finish_now(ctx, pending, immediate)
         return DMLResult(
             affected_rows=affected_rows if counted is None else counted,
             returning_data=returning_reader(self.schema, returned, opts),
@@ -329,7 +334,7 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
                 count += staged.num_rows
                 if opts is not None and opts.returning:
                     returned.append(staged)
-            self._finish_now(pending, immediate)
+            self._finish_now(ctx, pending, immediate)
         except BaseException:
             if immediate:
                 self._discard_pending(pending)
@@ -358,7 +363,7 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
                     current = self.changes.rows_for(ids)
                 affected_rows += current.num_rows
                 returned.extend(overlay(current, ids, columns, ROWID).to_batches())
-        return self._by_rowid_result(pending, immediate, affected_rows, staged, returned, opts)
+        return self._by_rowid_result(ctx, pending, immediate, affected_rows, staged, returned, opts)
 
     def delete_rows(
         self, ctx: Context, id_chunks: Iterable[np.ndarray], opts: DMLOptions | None
@@ -375,4 +380,4 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
                     current = self.changes.rows_for(ids)
                 affected_rows += current.num_rows
                 returned.extend(current.to_batches())
-        return self._by_rowid_result(pending, immediate, affected_rows, staged, returned, opts)
+        return self._by_rowid_result(ctx, pending, immediate, affected_rows, staged, returned, opts)

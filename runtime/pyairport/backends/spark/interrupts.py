@@ -1,0 +1,70 @@
+"""A statement's Spark work stopped once its call is over: the client cancelled, went away or
+let its deadline pass. Without it Spark ran on and committed after the client had gone (a
+DuckDB user's Ctrl-C on a large UPDATE changed the table anyway seconds later). Spark's job
+tags mark the work started on this thread, and the call's context cancels them: a classic
+session's SparkContext tags (its session-level tags, which Spark 4.2 documents for classic
+too, cancelled nothing here), a Spark Connect session's own. The commit is Delta's last
+step, so an interrupted statement commits nothing; one interrupted after its commit is
+committed."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+from airport_contracts import Context
+from airport_support.context import after_func
+
+from .session import is_connect
+from .sql import one_line
+
+log = logging.getLogger("pyairport.spark")
+
+
+@contextlib.contextmanager
+def interrupted_when_done(spark: Any, ctx: Context) -> Iterator[None]:
+    """Run the block's Spark work under a tag of its own, cancelled once ctx is done. Where
+    Spark cannot take the tag (its JVM gone), the block runs untagged and fails as it
+    would: the tags never stand in for the statement's own error."""
+    tag = f"pyairport-{uuid.uuid4().hex}"
+    tags = _Tags(spark)
+    if not tags.call("add", tag):
+        yield
+        return
+    stop = after_func(ctx, lambda: tags.call("cancel", tag))
+    try:
+        yield
+    finally:
+        stop()
+        tags.call("remove", tag)
+
+
+class _Tags:
+    """The job tags of the calling thread, in the session's kind of Spark: a classic
+    session's SparkContext's, a Spark Connect session's own."""
+
+    def __init__(self, spark: Any) -> None:
+        self.spark = spark
+
+    def call(self, what: str, tag: str) -> bool:
+        """Add, remove or cancel tag; False (logged) where Spark could not."""
+        try:
+            if is_connect(self.spark):
+                method = {"add": "addTag", "remove": "removeTag", "cancel": "interruptTag"}
+                getattr(self.spark, method[what])(tag)
+            else:
+                method = {
+                    "add": "addJobTag",
+                    "remove": "removeJobTag",
+                    "cancel": "cancelJobsWithTag",
+                }
+                getattr(self.spark.sparkContext, method[what])(tag)
+        except Exception as exc:  # the JVM gone: the statement fails on its own
+            log.warning("could not %s a statement's Spark job tag: %s", what, one_line(exc))
+            return False
+        if what == "cancel":
+            log.info("stopped the Spark work of a statement whose call ended")
+        return True
