@@ -5,9 +5,9 @@ What is refused and why: a subquery reads tables the writer may not (another sch
 path); `reflect` / `java_method` call any static Java method (`System.exit` among them);
 `current_user` names the server's own account, never the caller's; a regular expression
 (`RLIKE`, `regexp_*`) or a LIKE pattern Spark matches by backtracking (the rule the scans'
-filters follow, filters/patterns.py) can hold a task for
-hours on one crafted row; `repeat`, `lpad` and their kind make a value as large as a number
-the client chose, enough to end the JVM every user shares. A deny-list of those names was
+filters follow, filters/patterns.py) can hold a task for hours on one crafted row; `repeat`,
+`lpad` and their kind make a value as large as a number the client chose, enough to end the
+JVM every user shares. A deny-list of those names was
 not enough: Spark takes a function's name quoted (`` `reflect`(…) ``) or through
 `IDENTIFIER('reflect')`. So the expression is read by Spark's own parser, and every part of
 its tree must be one this module allows: comparisons, arithmetic, CASE, casts, LIKE with a
@@ -208,8 +208,8 @@ def spark_expression(text: str) -> str:
 _HIDING = re.compile(r"`|--|/\*|\\|\$|\bidentifier\b", re.IGNORECASE)
 _CALL = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\s*(\.\s*[A-Za-z_][A-Za-z0-9_]*\s*)*\(")
 _KEYWORDS = re.compile(
-    r"\b(select|from|table|exists|lateral|rlike|regexp|glob|similar|escape|(?:i?like|~~\*?)\s+(?:any|all|some)|over)\b"
-    r"|->|~~~|;",
+    r"\b(select|from|table|exists|lateral|rlike|regexp|glob|similar|escape|over"
+    r"|(?:i?like|~~\*?)\s+(?:any|all|some))\b|->|~~~|;",
     re.IGNORECASE,
 )
 # Words Spark's grammar puts before a parenthesis without a function being called.
