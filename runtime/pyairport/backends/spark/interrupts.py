@@ -43,28 +43,26 @@ def interrupted_when_done(spark: Any, ctx: Context) -> Iterator[None]:
 
 
 class _Tags:
-    """The job tags of the calling thread, in the session's kind of Spark: a classic
-    session's SparkContext's, a Spark Connect session's own."""
+    """The job tags of the calling thread, in the session's kind of Spark: a Spark Connect
+    session's own, a classic session's SparkContext's."""
 
     def __init__(self, spark: Any) -> None:
-        self.spark = spark
+        connect = is_connect(spark)
+        self.owner = spark if connect else spark.sparkContext
+        self.names = _CONNECT if connect else _CLASSIC
 
     def call(self, what: str, tag: str) -> bool:
         """Add, remove or cancel tag; False (logged) where Spark could not."""
         try:
-            if is_connect(self.spark):
-                method = {"add": "addTag", "remove": "removeTag", "cancel": "interruptTag"}
-                getattr(self.spark, method[what])(tag)
-            else:
-                method = {
-                    "add": "addJobTag",
-                    "remove": "removeJobTag",
-                    "cancel": "cancelJobsWithTag",
-                }
-                getattr(self.spark.sparkContext, method[what])(tag)
+            getattr(self.owner, self.names[what])(tag)
         except Exception as exc:  # the JVM gone: the statement fails on its own
             log.warning("could not %s a statement's Spark job tag: %s", what, one_line(exc))
             return False
         if what == "cancel":
             log.info("stopped the Spark work of a statement whose call ended")
         return True
+
+
+# Spark 4.2's session tags (addTag, interruptTag) cancelled nothing in a classic session here.
+_CONNECT = {"add": "addTag", "remove": "removeTag", "cancel": "interruptTag"}
+_CLASSIC = {"add": "addJobTag", "remove": "removeJobTag", "cancel": "cancelJobsWithTag"}
