@@ -174,11 +174,11 @@ def _check_like_text(text: str) -> None:
 # DuckDB's text (what the Airport extension sends: its own rendering of the expression) has
 # strings '…' with '' for a quote and no escapes, names "…" with "" for a quote, and LIKE as
 # operators; Spark's reads a backslash in a string as an escape and '' as two strings.
-_DUCKDB_TOKEN = re.compile(
-    r"""'(?:[^']|'')*'|"(?:[^"]|"")*"|!~~\*|~~\*|!~~|~~~|~~|\bi?like\b""", re.IGNORECASE
-)
-_DUCKDB_STRING = re.compile(r"'(?:[^']|'')*'")
-_DUCKDB_NAME = re.compile(r'"(?:[^"]|"")*"')
+_STRING = r"'(?:[^']|'')*'"
+_NAME = r'"(?:[^"]|"")*"'
+_DUCKDB_TOKEN = re.compile(rf"{_STRING}|{_NAME}|!~~\*|~~\*|!~~|~~~|~~|\bi?like\b", re.IGNORECASE)
+_DUCKDB_STRING = re.compile(_STRING)
+_DUCKDB_NAME = re.compile(_NAME)
 _LIKE_OPERATORS = {"!~~*": " NOT ILIKE ", "~~*": " ILIKE ", "!~~": " NOT LIKE ", "~~": " LIKE "}
 
 
@@ -217,7 +217,7 @@ _SYNTAX = frozenset(
     "and or not in is between case when then else end cast try_cast interval collate".split()
 )
 _WORD = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")
-_LIKE = re.compile(r"(?:\bi?like\b|~~\*?)\s*('(?:[^']|'')*')?", re.IGNORECASE)
+_LIKE = re.compile(rf"(?:\bi?like\b|~~\*?)\s*({_STRING})?", re.IGNORECASE)
 
 
 def _check_tokens(expression: str) -> None:
