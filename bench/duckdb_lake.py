@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -192,14 +193,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=5_000_000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--serve",
+        default="",
+        metavar="FLAGS",
+        help="more flags for both `pyairport serve`s, e.g. '--no-spark-warm-up'",
+    )
     args = parser.parse_args()
+    flags = shlex.split(args.serve)
     extension = airport_extension.locate()
     with tempfile.TemporaryDirectory(prefix="pyairport-lake-bench-") as scratch:
         warehouse = Path(scratch) / "warehouse"
         write_lake(warehouse, args.rows)
         with (
-            serving(warehouse) as (location, pid),
-            serving(warehouse, "--delta-scan-refs") as (refs_location, _),
+            serving(warehouse, *flags) as (location, pid),
+            serving(warehouse, "--delta-scan-refs", *flags) as (refs_location, _),
         ):
             db = airport_extension.connect(extension)
             db.execute("LOAD delta")

@@ -199,7 +199,10 @@ def test_duckdb_lake_benchmark_prints_every_query_beside_delta_scan() -> None:
     except extension.Unavailable as why:
         pytest.skip(f"DuckDB tier skipped: {why}")
     run = subprocess.run(
-        [sys.executable, str(BENCH.parent / "duckdb_lake.py"), "--rows", "50000", "--repeats", "1"],
+        [sys.executable, str(BENCH.parent / "duckdb_lake.py"), "--rows", "50000", "--repeats", "1"]
+        # the figures' shape is the point here, not their warmth: half a minute of both
+        # cores for each server's warm-up saved
+        + ["--serve=--no-spark-warm-up"],
         capture_output=True,
         text=True,
         timeout=900,
