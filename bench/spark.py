@@ -72,7 +72,8 @@ def main() -> None:
         "--scans-only",
         type=int,
         metavar="ROWS",
-        help="run only the scan after scattered statements, on a ROWS-row table",
+        help="run only the scan after scattered statements, on a ROWS-row table (after the"
+        " statements, when both are asked for)",
     )
     parser.add_argument("--repeats", type=int, default=5, help="runs of each statement")
     args = parser.parse_args()
@@ -90,13 +91,13 @@ def main() -> None:
     location = process.stdout.readline().strip()
     client = AirportClient(location, max_message_bytes=256 * 1024 * 1024)
     try:
-        if args.scans_only:
-            scattered_scan_bench(client, location, args.scans_only)
-            return
         if args.statements_only:
             (name,) = client.action("bench_reset", str(args.statements_only).encode())
             statements_bench(client, name.decode(), args.statements_only, args.repeats)
             deletion_vectors_bench(client, args.statements_only, args.repeats)
+        if args.scans_only:
+            scattered_scan_bench(client, location, args.scans_only)
+        if args.statements_only or args.scans_only:
             return
         n = 1_000_000
         data = rows(n)

@@ -103,15 +103,24 @@ def test_catalog_plane_benchmark_prints_each_server_and_their_refusals() -> None
     )
 
 
-@pytest.mark.spark
-def test_spark_statement_benchmark_prints_every_figure() -> None:
-    script = BENCH.parent / "spark.py"
-    run = subprocess.run(
-        [sys.executable, str(script), "--statements-only", "30000", "--repeats", "1"],
+@pytest.fixture(scope="module")
+def spark_bench() -> subprocess.CompletedProcess[str]:
+    """bench/spark.py's statements and its scan after scattered statements, in one run: one
+    Spark server started for both tests below."""
+    return subprocess.run(
+        [sys.executable, str(BENCH.parent / "spark.py"), "--statements-only", "30000"]
+        + ["--scans-only", "30000", "--repeats", "1"],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=900,
     )
+
+
+@pytest.mark.spark
+def test_spark_statement_benchmark_prints_every_figure(
+    spark_bench: subprocess.CompletedProcess[str],
+) -> None:
+    run = spark_bench
     assert run.returncode == 0, run.stderr
     statements = ("INSERT 1 row", "UPDATE 1 row by rowid", "DELETE 1 row by rowid")
     for label in (*statements, "UPDATE 10,000 rowids"):
@@ -134,13 +143,10 @@ def test_spark_statement_benchmark_prints_every_figure() -> None:
 
 
 @pytest.mark.spark
-def test_spark_scan_benchmark_prints_every_figure() -> None:
-    run = subprocess.run(
-        [sys.executable, str(BENCH.parent / "spark.py"), "--scans-only", "30000"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+def test_spark_scan_benchmark_prints_every_figure(
+    spark_bench: subprocess.CompletedProcess[str],
+) -> None:
+    run = spark_bench
     assert run.returncode == 0, run.stderr
     assert re.search(
         r"^  DoGet over Flight, rows as the statements left them\s+\d+ MB/s\s+ratio Flight/local"
