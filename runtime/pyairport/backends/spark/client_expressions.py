@@ -7,12 +7,11 @@ path); `reflect` / `java_method` call any static Java method (`System.exit` amon
 (`RLIKE`, `regexp_*`) or a LIKE pattern Spark matches by backtracking (the rule the scans'
 filters follow, filters/patterns.py) can hold a task for hours on one crafted row; `repeat`,
 `lpad` and their kind make a value as large as a number the client chose, enough to end the
-JVM every user shares. A deny-list of those names was
-not enough: Spark takes a function's name quoted (`` `reflect`(…) ``) or through
-`IDENTIFIER('reflect')`. So the expression is read by Spark's own parser, and every part of
-its tree must be one this module allows: comparisons, arithmetic, CASE, casts, LIKE with a
-constant pattern holding one `%` or one at each end, and the functions named below, whose
-cost is linear in the values they are given. Where no parser can be asked (Spark Connect),
+JVM every user shares. A deny-list of those names was not enough: Spark takes a function's
+name quoted (`` `reflect`(…) ``) or through `IDENTIFIER('reflect')`. So the expression is
+read by Spark's own parser, and every part of its tree must be one this module allows:
+comparisons, arithmetic, CASE, casts, LIKE with a constant pattern holding one `%` or one at
+each end, and the functions named below, whose cost is linear in the values they are given. Where no parser can be asked (Spark Connect),
 the text is held to the same functions by its tokens, with anything that could hide a name
 (backquotes, comments, escapes, letters outside ASCII) refused.
 
