@@ -11,9 +11,10 @@ JVM every user shares. A deny-list of those names was not enough: Spark takes a 
 name quoted (`` `reflect`(…) ``) or through `IDENTIFIER('reflect')`. So the expression is
 read by Spark's own parser, and every part of its tree must be one this module allows:
 comparisons, arithmetic, CASE, casts, LIKE with a constant pattern holding one `%` or one at
-each end, and the functions named below, whose cost is linear in the values they are given. Where no parser can be asked (Spark Connect),
-the text is held to the same functions by its tokens, with anything that could hide a name
-(backquotes, comments, escapes, letters outside ASCII) refused.
+each end, and the functions named below, whose cost is linear in the values they are given.
+Where no parser can be asked (Spark Connect), the text is held to the same functions by its
+tokens, with anything that could hide a name (backquotes, comments, escapes, letters outside
+ASCII) refused.
 
 The text comes in DuckDB's dialect (the Airport extension sends DuckDB's own rendering of the
 expression) and Spark reads another: `'it''s'` is two strings to Spark ("its"), `'a\b'` holds
