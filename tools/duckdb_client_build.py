@@ -24,6 +24,7 @@ import re
 import shlex
 import subprocess
 import sys
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -37,22 +38,22 @@ HERE = re.compile(r"^HERE=\$\(cd [^\n]*\n", re.M)
 
 def run(script: Path) -> int:
     text = script.read_text()
-    patched, steps = COMPILE_STEP.subn(_compile_call(), text)
-    patched, heres = HERE.subn(f"HERE={shlex.quote(str(script.parent.resolve()))}\n", patched)
+    patched, steps = COMPILE_STEP.subn(lambda _: _compile_call(), text)
+    here = f"HERE={shlex.quote(str(script.parent.resolve()))}\n"
+    patched, heres = HERE.subn(lambda _: here, patched)
     if steps != 1 or heres != 1:
         print(
             f"{script.name}: its compile step is not as expected; running it unchanged", flush=True
         )
         return subprocess.call(["bash", str(script)])
-    work = Path(os.environ.get("WORK", "."))
-    work.mkdir(parents=True, exist_ok=True)
-    copy = work / f"unity-{script.name}"
-    copy.write_text(patched)
     print(
         f"{script.name}: its sources compiled as a few translation units ({Path(__file__).name})",
         flush=True,
     )
-    return subprocess.call(["bash", str(copy)])
+    with tempfile.NamedTemporaryFile("w", suffix=f"-{script.name}") as copy:
+        copy.write(patched)
+        copy.flush()
+        return subprocess.call(["bash", copy.name])
 
 
 def _compile_call() -> str:
