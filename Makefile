@@ -58,7 +58,7 @@ $(JARS)/.fetched:
 
 jars: $(JARS)/.fetched
 
-# Once per checkout, about 2 minutes on 2 cores (both clients at once): the shared build script
+# Once per checkout, about 3 minutes on 2 cores (both clients at once): the shared build script
 # run with its sources compiled as a few translation units (tools/duckdb_client_build.py says
 # why). Without the source the DuckDB tests are skipped and say why.
 $(DUCKDB_EXTENSION): | $(STAMP)

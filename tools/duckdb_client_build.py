@@ -5,8 +5,8 @@ Each of the extension's 36 .cpp files includes DuckDB's and Arrow Flight's heade
 parsing them is most of the file's compile (airport_take_flight.cpp: 13 s of 21 s at -O2).
 Compiled one by one, the two clients took 516 s and 639 s side by side on 2 cores, most of
 a clean clone's set-up; compiled as JOBS groups of files, each group one translation unit,
-160 s and 168 s (5 CPU minutes for both, pip and link included): the same sources, flags
-and link, the headers parsed once per group.
+160–190 s each (5–6 CPU minutes for both, pip and link included): the same sources,
+flags and link, the headers parsed once per group.
 
     duckdb_client_build.py run BUILD_SCRIPT     the script, with its compile step replaced
     duckdb_client_build.py compile SRC OBJ      that step: SRC/**/*.cpp into OBJ/unity-*.o
