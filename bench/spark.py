@@ -76,6 +76,12 @@ def main() -> None:
         " statements, when both are asked for)",
     )
     parser.add_argument("--repeats", type=int, default=5, help="runs of each statement")
+    parser.add_argument(
+        "--warm-up-rounds",
+        type=int,
+        default=4,
+        help="untimed rounds of the 1-row statements before they are timed (Spark's JIT)",
+    )
     args = parser.parse_args()
     env = dict(os.environ, GRPC_VERBOSITY="NONE")
     here = Path(__file__).parent
@@ -93,7 +99,9 @@ def main() -> None:
     try:
         if args.statements_only:
             (name,) = client.action("bench_reset", str(args.statements_only).encode())
-            statements_bench(client, name.decode(), args.statements_only, args.repeats)
+            statements_bench(
+                client, name.decode(), args.statements_only, args.repeats, args.warm_up_rounds
+            )
             deletion_vectors_bench(client, args.statements_only, args.repeats)
         if args.scans_only:
             scattered_scan_bench(client, location, args.scans_only)
@@ -121,7 +129,7 @@ def main() -> None:
         )
 
         (name,) = client.action("bench_reset", str(n).encode())
-        statements_bench(client, name.decode(), n, args.repeats)
+        statements_bench(client, name.decode(), n, args.repeats, args.warm_up_rounds)
         (fresh,) = client.action(
             "bench_reset", str(n).encode()
         )  # one version: its files are the table
@@ -169,13 +177,15 @@ def main() -> None:
         process.wait(timeout=120)
 
 
-def statements_bench(client: AirportClient, table: str, n: int, repeats: int = 5) -> None:
+def statements_bench(
+    client: AirportClient, table: str, n: int, repeats: int = 5, warm_up_rounds: int = 4
+) -> None:
     """Statements over Flight on a table pyairport made (deletion vectors on), taken in turn
-    with Spark's own (other rowids each time), best of `repeats` after four untimed rounds of
-    the 1-row statements: a 1-row INSERT (target <= 1.2), UPDATE and DELETE against the same
-    SQL statement on a table Spark wrote with the same rows and Delta's default settings
-    (target <= 0.6); a 10,000-rowid UPDATE against Spark's MERGE from a view,
-    on the very same table and on Spark's (target <= 1.05). Also the part of the Flight
+    with Spark's own (other rowids each time), best of `repeats` after `warm_up_rounds`
+    untimed rounds of the 1-row statements: a 1-row INSERT (target <= 1.2), UPDATE and DELETE
+    against the same SQL statement on a table Spark wrote with the same rows and Delta's
+    default settings (target <= 0.6); a 10,000-rowid UPDATE against Spark's MERGE from a
+    view, on the very same table and on Spark's (target <= 1.05). Also the part of the Flight
     statement's time that is not its Delta commit (pyairport's own work), median of them.
     Spark's own time for the same statement varies by a third between runs, and every tenth
     commit also writes a Delta checkpoint, on whichever side it falls."""
@@ -232,7 +242,7 @@ def statements_bench(client: AirportClient, table: str, n: int, repeats: int = 5
         f" Flight, and Spark's own on the same table or on one Spark wrote with the same rows"
         f" and Delta's defaults, best of {repeats}"
     )
-    for _ in range(4):  # Spark's JIT: the first statements of a session run slower
+    for _ in range(warm_up_rounds):  # Spark's JIT: a session's first statements run slower
         one_row_insert(), one_row_update(), one_row_delete()
     cases = (
         ("INSERT 1 row", one_row_insert, 1.2),

@@ -109,7 +109,7 @@ def spark_bench() -> subprocess.CompletedProcess[str]:
     Spark server started for both tests below."""
     return subprocess.run(
         [sys.executable, str(BENCH.parent / "spark.py"), "--statements-only", "30000"]
-        + ["--scans-only", "30000", "--repeats", "1"],
+        + ["--scans-only", "30000", "--repeats", "1", "--warm-up-rounds", "1"],
         capture_output=True,
         text=True,
         timeout=900,
