@@ -5,6 +5,7 @@ and a script whose compile step changed runs as it is."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -58,12 +59,13 @@ def test_files_share_units_and_those_that_clash_are_compiled_apart(tmp_path: Pat
     scripts.mkdir()
     (scripts / "build.sh").write_text(SCRIPT)
     helper = "static int helper() {{ return {0}; }}\nint {1}() {{ return helper(); }}\n"
+    # b and d both define helper(), and the files dealt in turn put them in one unit
     _sources(
         scripts,
         {
             "a.cpp": "int a() { return 1; }\n",
-            "b.cpp": helper.format(2, "b"),  # b and d both define helper(): they
-            "c.cpp": "int c() { return 3; }\n",  # land in one unit (files dealt in turn)
+            "b.cpp": helper.format(2, "b"),
+            "c.cpp": "int c() { return 3; }\n",
             "d.cpp": helper.format(4, "d"),
             "e/f.cpp": "int f() { return 5; }\n",
         },
@@ -103,11 +105,10 @@ def test_a_script_whose_compile_step_changed_runs_as_it_is(tmp_path: Path) -> No
 @pytest.mark.parametrize("script", ["build.sh", "build-main.sh"])
 def test_the_shared_scripts_compile_step_is_the_one_replaced(script: str) -> None:
     """Else `make` would build the clients file by file again, in silence but for a line."""
-    sys.path.insert(0, str(TOOL.parent))
-    try:
-        import duckdb_client_build as tool
-    finally:
-        sys.path.remove(str(TOOL.parent))
+    spec = importlib.util.spec_from_file_location("duckdb_client_build", TOOL)
+    assert spec is not None and spec.loader is not None
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
     text = (SHARED / script).read_text()
     assert len(tool.COMPILE_STEP.findall(text)) == 1
     assert len(tool.HERE.findall(text)) == 1
