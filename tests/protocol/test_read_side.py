@@ -447,6 +447,47 @@ def test_a_table_without_the_past_refuses_a_time_point_in_a_ticket(srv: Running)
     )
 
 
+# Versions no Delta table has, spelled as a hostile client might: digits str.isdigit() takes
+# but int() refuses ("²") or reads as another number ("١" is 1), more digits than int() reads,
+# more than a 64-bit version holds.
+_NOT_A_VERSION = {
+    "²": "version must be a non-negative integer, got '²'",
+    "١": "version must be a non-negative integer, got '١'",
+    "9" * 5000: f"version {'9' * 24}… does not exist",
+    "9223372036854775808": "version 9223372036854775808 does not exist",
+}
+
+
+@pytest.mark.parametrize("value", list(_NOT_A_VERSION))
+def test_a_version_no_table_can_have_is_the_clients_error(any_srv: Running, value: str) -> None:
+    """Refused with the contract's time_point_invalid where DuckDB sends it (flight_info and
+    endpoints) and in a ticket, never INTERNAL, on every backend."""
+    users = _path("batch_schema", "users").SerializeToString()
+    request = {
+        "descriptor": users,
+        "parameters": {"column_ids": [0], "json_filters": "", "at_unit": "VERSION"},
+    }
+    request["parameters"]["at_value"] = value  # type: ignore[index]
+    ticket = json.dumps(
+        {
+            "schema": "batch_schema",
+            "table": "users",
+            "time_point_unit": "version",
+            "time_point_value": value,
+        }
+    ).encode()
+    for error in (
+        _error(
+            lambda: any_srv.client.action("flight_info", _at(_path("batch_schema", "users"), value))
+        ),
+        _error(lambda: any_srv.client.action("endpoints", msgpack.packb(request))),
+        _get(any_srv, ticket),
+    ):
+        assert_error_row(
+            "time_point_invalid", {"error": _NOT_A_VERSION[value]}, error.code, error.message
+        )
+
+
 def _path(*parts: str) -> flight_pb2.FlightDescriptor:
     return flight_pb2.FlightDescriptor(type=flight_pb2.FlightDescriptor.PATH, path=list(parts))
 

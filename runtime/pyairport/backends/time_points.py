@@ -8,6 +8,9 @@ from datetime import UTC, datetime
 
 from airport_contracts import TimePoint
 
+LARGEST_VERSION = 2**63 - 1
+"""The largest version a Delta table can have (its log numbers versions as Java longs)."""
+
 
 class TimePointError(ValueError):
     """A time point the table cannot be read at (its unit or value): the client's error."""
@@ -18,8 +21,14 @@ def version_of(point: TimePoint) -> int | None:
     if point.unit.lower() != "version":
         return None
     text = point.value.strip()
-    if not text.isdigit():
+    # ASCII digits only, as Go's strconv reads them: str.isdigit() also takes "²" and "١",
+    # which int() refuses or reads as another number.
+    if not (text.isascii() and text.isdigit()):
         raise TimePointError(f"version must be a non-negative integer, got {point.value!r}"[:120])
+    # A Delta version is a signed 64-bit number; a longer one names no version (and int()
+    # refuses more than 4,300 digits).
+    if len(text.lstrip("0")) > len(str(LARGEST_VERSION)) or int(text) > LARGEST_VERSION:
+        raise TimePointError(f"version {text[:24]}{'…' if len(text) > 24 else ''} does not exist")
     return int(text)
 
 

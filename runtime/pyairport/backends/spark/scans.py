@@ -176,6 +176,8 @@ def log_version(log_dir: Path) -> int | None:
     except OSError:
         return None
     versions = [
-        int(n[:20]) for n in names if len(n) == 25 and n.endswith(".json") and n[:20].isdigit()
+        int(n[:20])
+        for n in names
+        if len(n) == 25 and n.endswith(".json") and n[:20].isascii() and n[:20].isdigit()
     ]
     return max(versions, default=None)
