@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 import zstandard
 
-from airport_contracts import Context, Unimplemented
+from airport_contracts import Context, RenameTableParams, Unimplemented
 from airport_contracts.contract import ERROR_TABLE
 from airport_contracts.dispatch import DDL_ACTIONS
 from airport_contracts.vocabulary import Action
@@ -132,6 +132,10 @@ def test_if_exists_and_if_not_exists_change_nothing(lake: Running) -> None:
     client.create_table(S, "t", pa.schema([pa.field("other", pa.int8())]), on_conflict="ignore")
     client.add_column(S, "t", pa.field("id", pa.int64()), if_not_exists=True)
     client.remove_column(S, "t", "nope", if_exists=True)
+    # ALTER TABLE IF EXISTS nope RENAME TO …, the table gone since DuckDB listed it: nothing
+    # renamed, nothing to answer (a missing table was INTERNAL: its FlightInfo looked up)
+    renamed = RenameTableParams(schema=S, name="nope", new_table_name="t2", ignore_not_found=True)
+    assert client.action("rename_table", renamed.encode()) == []
     (table,) = client.list_tables(S)
     assert table.arrow_schema.names == [*COLUMNS.names, "rowid"]
     replaced = client.create_table(S, "t", pa.schema([pa.field("x", pa.int8())]), "replace")

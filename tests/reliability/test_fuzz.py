@@ -11,17 +11,19 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import grpc
 import msgpack
 import pyarrow as pa
 import pytest
+import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import pyairport
-from airport_contracts import Context, flight_pb2
+from airport_contracts import Context, flight_pb2, payloads
 from pyairport.demo import memory_demo_catalog
 from pyairport.server import AirportServer, ServerConfig
 from pyairport.transactions import MemoryTransactionManager
@@ -39,6 +41,7 @@ CLEAN = {
     grpc.StatusCode.OK,
     grpc.StatusCode.INVALID_ARGUMENT,
     grpc.StatusCode.NOT_FOUND,
+    grpc.StatusCode.ALREADY_EXISTS,
     grpc.StatusCode.FAILED_PRECONDITION,
     grpc.StatusCode.UNIMPLEMENTED,
     grpc.StatusCode.RESOURCE_EXHAUSTED,
@@ -427,6 +430,8 @@ PLAUSIBLE_TICKETS = st.fixed_dictionaries(
         "catalog": st.sampled_from(["", "x"]),
         "columns": st.lists(NAMES, max_size=3),
         "filters": st.sampled_from(["", "e30=", "!!"]),
+        "time_point_unit": st.sampled_from(["version", "timestamp", "x"]),
+        "time_point_value": st.one_of(st.sampled_from(["0", "²", "9" * 5000]), TEXT),
     },
 ).map(lambda v: json.dumps(v).encode())
 
@@ -441,3 +446,146 @@ def test_fuzz_doget(srv: Running, ticket: bytes) -> None:
     before = _snapshot(srv)
     code, message = _rpc(lambda: srv.client.stub.DoGet(flight_pb2.Ticket(ticket=ticket)))
     _check(srv, before, code, message, "DoGet")
+
+
+# --- every action, with bodies of its own payload's shape -----------------------------------
+
+# Values a field of this wire name is tried with, beside any text: the names the demo catalog
+# has and lacks, and the values DuckDB's own clients never send.
+_PLAUSIBLE_TEXT = {
+    "catalog": [""],
+    "schema": ["dml_schema", "batch_schema", "demo_schema", "nope"],
+    "table": ["users", "readonly", "nope"],
+    "column": ["rowid", "id", "name", "email", "nickname"],
+    "unit": ["VERSION", "version", "TIMESTAMP", "timestamp_ns", "x"],
+    "value": ["0", "1", "-1", "²", "١", "9" * 5000, "2020-01-01", "2020-01-01T00:00:00+25:00"],
+    "type": ["table", "BIGINT", "VARCHAR", "DECIMAL(10,2)", "STRUCT(a INTEGER)", "x"],
+}
+
+
+def _text_for(wire: str) -> st.SearchStrategy[str]:
+    for part, values in _PLAUSIBLE_TEXT.items():
+        if part in wire:
+            return st.one_of(*[st.sampled_from(values)] * 4, st.just(""), TEXT)
+    return st.one_of(st.just(""), TEXT)
+
+
+def _path_descriptor(parts: list[str]) -> bytes:
+    return flight_pb2.FlightDescriptor(
+        type=flight_pb2.FlightDescriptor.PATH, path=parts
+    ).SerializeToString()
+
+
+def _bytes_for(wire: str) -> st.SearchStrategy[bytes]:
+    plausible: st.SearchStrategy[bytes]
+    if "descriptor" in wire:
+        plausible = st.one_of(
+            st.tuples(_text_for("schema"), _text_for("table")).map(list),
+            st.lists(st.one_of(_text_for("schema"), _text_for("table")), max_size=3),
+        ).map(_path_descriptor)
+    elif "schema" in wire:
+        plausible = arrow_batches().map(lambda data: data[0].serialize().to_pybytes())
+    else:
+        plausible = MSGPACK_VALUES.map(lambda v: msgpack.packb(v))
+    return st.one_of(plausible, plausible, st.binary(max_size=40))
+
+
+def _field_value(spec: Any) -> st.SearchStrategy[Any]:
+    """A value of the field's wire kind."""
+    kind = spec.kind
+    if kind == "str":
+        return _text_for(spec.wire)
+    if kind in ("bytes", "base64"):
+        return _bytes_for(spec.wire)
+    if kind == "bool":
+        return st.booleans()
+    largest = 2**64 - 1 if "uint" in kind else 2**63 - 1
+    numbers = st.one_of(st.integers(-3, 10), st.integers(-(2**63), largest))
+    if kind in ("int64", "uint64"):
+        return numbers
+    if kind.startswith("list[int"):
+        return st.lists(numbers, max_size=4)
+    if kind == "list[str]":
+        return st.lists(_text_for(spec.wire), max_size=3)
+    if kind == "map[str, str]":
+        return st.dictionaries(TEXT, TEXT, max_size=3)
+    if kind.startswith("payload:"):
+        return _payload_body(getattr(payloads, kind.split(":", 1)[1]))
+    return MSGPACK_VALUES
+
+
+def _payload_body(payload: Any) -> st.SearchStrategy[dict[str, Any]]:
+    """Mostly every field of its kind (what gets past decoding to the catalog); otherwise
+    fields left out, and any field of any kind (the codec's refusal, never a crash)."""
+    whole = st.fixed_dictionaries({spec.wire: _field_value(spec) for spec in payload.FIELDS})
+    partial = st.fixed_dictionaries(
+        {}, optional={spec.wire: _field_value(spec) for spec in payload.FIELDS}
+    )
+    one_wrong = st.tuples(
+        whole, st.sampled_from([spec.wire for spec in payload.FIELDS]), MSGPACK_VALUES
+    ).map(lambda drawn: {**drawn[0], drawn[1]: drawn[2]})
+    return st.one_of(whole, whole, partial, one_wrong)
+
+
+def _action_payloads() -> dict[str, Any]:
+    """Each DoAction's request payload, as contracts.yaml names it."""
+    contract = yaml.safe_load((Path(__file__).parents[2] / "contracts.yaml").read_text())
+    return {
+        row["name"]: getattr(payloads, row["request"])
+        for row in contract["actions"] + contract["ddl_actions"]
+        if row.get("request")
+    }
+
+
+ACTION_PAYLOADS = _action_payloads()
+
+
+@pytest.fixture(scope="module")
+def ddl_srv() -> Iterator[Running]:
+    """A server of its own: the fuzz below creates, drops and alters what it finds."""
+    catalog = memory_demo_catalog()
+    server = AirportServer(catalog, MemoryTransactionManager(), ServerConfig(port=0)).start()
+    running = Running(server, catalog, None)
+    yield running
+    running.client.close()
+    server.stop(0)
+    if COUNTS:
+        print("\nfuzz outcomes:", json.dumps(dict(sorted(COUNTS.items()))))
+
+
+@settings(FUZZ, max_examples=EXAMPLES * 5)  # 21 actions: some twenty cases each in CI
+@given(
+    data=st.sampled_from(sorted(ACTION_PAYLOADS)).flatmap(
+        lambda action: st.tuples(st.just(action), _payload_body(ACTION_PAYLOADS[action]))
+    )
+)
+@example(
+    data=(
+        "flight_info",
+        {
+            "descriptor": _path_descriptor(["dml_schema", "users"]),
+            "at_unit": "VERSION",
+            "at_value": "²",
+        },
+    )
+)
+def test_fuzz_every_action_with_bodies_of_its_shape(
+    ddl_srv: Running, data: tuple[str, dict[str, Any]]
+) -> None:
+    """Each action the server lists, with bodies of its contract payload's shape: the names
+    the catalog has and lacks, hostile text, numbers past 64 bits, schemas of any type."""
+    action, body = data
+    before = _snapshot(ddl_srv)
+    code, message = _rpc(
+        lambda: ddl_srv.client.stub.DoAction(
+            flight_pb2.Action(type=action, body=msgpack.packb(body))
+        )
+    )
+    _check(ddl_srv, before, code, message, f"DoAction {action}")
+
+
+def test_the_fuzz_reaches_every_action_the_server_lists(ddl_srv: Running) -> None:
+    listed = {a.type for a in ddl_srv.client.stub.ListActions(flight_pb2.Empty())}
+    assert listed - {"create_transaction", "get_transaction_status", "delete"} == set(
+        ACTION_PAYLOADS
+    )

@@ -279,7 +279,7 @@ class DdlActions:
         except Exception as exc:
             raise _mapped(row, bound, exc) from exc
         self._changed()
-        return self._answer(ctx, row, bound, schema, table, result)
+        return self._answer(ctx, row, bound, schema, table, result, ignoring)
 
     def _changed(self) -> None:
         """DuckDB reloads its catalog when catalog_version moves (protocol §2.5)."""
@@ -295,6 +295,7 @@ class DdlActions:
         schema: Schema | None,
         table: Table | None,
         result: Any,
+        ignoring: bool,
     ) -> list[bytes]:
         if row.answer == "none":
             return []
@@ -303,6 +304,10 @@ class DdlActions:
         assert schema is not None
         if bound.renamed_to:
             table = self.tables.table_in(ctx, schema, bound.renamed_to, RenamedTableLookupFailed)
+            if table is None and ignoring:
+                # ALTER TABLE IF EXISTS of a table that was not there renamed nothing: nothing
+                # to answer, as when its schema is missing (Go dereferences the nil table).
+                return []
             if table is None:
                 raise RenamedTableLookupFailed(error=f"table {bound.renamed_to!r} not found")
         elif result is not None:
