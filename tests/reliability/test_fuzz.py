@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 import pyairport
 from airport_contracts import Context, flight_pb2, payloads
+from airport_contracts.dispatch import DDL_ACTIONS
 from pyairport.demo import memory_demo_catalog
 from pyairport.server import AirportServer, ServerConfig
 from pyairport.transactions import MemoryTransactionManager
@@ -100,12 +101,17 @@ def _check(
     message: str,
     what: str,
     corrupt_stream: bool = False,
+    backend_refusal: str = "",
 ) -> None:
+    """backend_refusal: the prefix of the contract's INTERNAL row for a DDL action the
+    backend refused (Go's `failed to create table: …`), the one INTERNAL a DDL case may get."""
     outcome = f"{what}{' (corrupt stream)' if corrupt_stream else ''} {code.name}"
     COUNTS[outcome] = COUNTS.get(outcome, 0) + 1
     assert code in CLEAN, (code, message)
     assert not any(sign in message for sign in LEAKS), message
-    if code == grpc.StatusCode.INTERNAL:
+    if code == grpc.StatusCode.INTERNAL and backend_refusal:
+        assert message.startswith(backend_refusal) and message != backend_refusal, message
+    elif code == grpc.StatusCode.INTERNAL:
         # Client input is never the server's fault: INTERNAL only where the case broke the
         # IPC stream itself (the contract's reader_creation_failed / operation_failed, as Go).
         assert corrupt_stream, f"{what}: INTERNAL for client input: {message}"
@@ -460,14 +466,19 @@ _PLAUSIBLE_TEXT = {
     "unit": ["VERSION", "version", "TIMESTAMP", "timestamp_ns", "x"],
     "value": ["0", "1", "-1", "²", "١", "9" * 5000, "2020-01-01", "2020-01-01T00:00:00+25:00"],
     "type": ["table", "BIGINT", "VARCHAR", "DECIMAL(10,2)", "STRUCT(a INTEGER)", "x"],
+    "expression": ["1", "'x'", "id + 1", "now()", "current_user", "(SELECT 1)", "reflect('x')"],
+    "check": ["id > 0", "name LIKE 'a%'", "id IN (SELECT 1)", "rlike(name, '(a+)+$')"],
+    "conflict": ["error", "ignore", "replace", "x"],
+    "name": ["users", "readonly", "nope"],  # last: the DDL payloads' table, any other name
 }
 
 
 def _text_for(wire: str) -> st.SearchStrategy[str]:
-    for part, values in _PLAUSIBLE_TEXT.items():
-        if part in wire:
-            return st.one_of(*[st.sampled_from(values)] * 4, st.just(""), TEXT)
-    return st.one_of(st.just(""), TEXT)
+    """Mostly the values of the first key the wire name holds (its own name first)."""
+    key = wire if wire in _PLAUSIBLE_TEXT else next((k for k in _PLAUSIBLE_TEXT if k in wire), "")
+    if not key:
+        return st.one_of(st.just(""), TEXT)
+    return st.one_of(*[st.sampled_from(_PLAUSIBLE_TEXT[key])] * 4, st.just(""), TEXT)
 
 
 def _path_descriptor(parts: list[str]) -> bytes:
@@ -581,7 +592,9 @@ def test_fuzz_every_action_with_bodies_of_its_shape(
             flight_pb2.Action(type=action, body=msgpack.packb(body))
         )
     )
-    _check(ddl_srv, before, code, message, f"DoAction {action}")
+    ddl = DDL_ACTIONS.get(action)
+    refusal = ddl.failed.template.split("{")[0] if ddl is not None else ""
+    _check(ddl_srv, before, code, message, f"DoAction {action}", backend_refusal=refusal)
 
 
 def test_the_fuzz_reaches_every_action_the_server_lists(ddl_srv: Running) -> None:
