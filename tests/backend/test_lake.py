@@ -112,6 +112,11 @@ def test_doput_update_finds_row_tracked_rows_by_their_ids(
         rows = pa.table({"order_id": pa.array([1, 4], pa.int64()), "amount": [11.0, 44.0]})
         answer = client.put_update("sales", "tracked", [scanned[1], scanned[4]], rows)
         assert answer.affected_rows == 2
+        # rowids alone (a DoExchange UPDATE setting no column): found, nothing set, no commit
+        log = fresh_lake / "sales" / "tracked" / "_delta_log"
+        versions = sorted(log.glob("*.json"))
+        assert client.update("sales", "tracked", pa.table({"rowid": [scanned[2]]})).total_changed
+        assert sorted(log.glob("*.json")) == versions
         unknown = max(scanned.values()) + 1_000
         with pytest.raises(RemoteError) as refused:
             client.put_update("sales", "tracked", [scanned[2], unknown], rows)

@@ -181,6 +181,36 @@ def test_schema_then_no_batches_is_schema_and_zero(srv: Running) -> None:
     )
 
 
+def _total_changed(out: list[flight_pb2.FlightData]) -> int:
+    return int(msgpack.unpackb(out[-1].app_metadata)["total_changed"])
+
+
+def test_batches_that_change_nothing_count_as_on_every_backend(any_srv: Running) -> None:
+    """An empty batch of rowids, and an UPDATE of rowids alone (no column to set: DuckDB
+    never sends one, a client may), change nothing and succeed on every backend, counted as
+    DoExchange counts (the rows sent, as Go); Spark was given `IN ()` and an UPDATE without
+    SET (INTERNAL, in its parser's words)."""
+    path = "batch_schema/users"
+    any_srv.client.insert("batch_schema", "users", users([1, 2]))
+    ids = any_srv.client.scan("batch_schema", "users", ["rowid"]).read_all().column("rowid")
+    rowids = pa.schema([pa.field("rowid", pa.int64(), metadata={"is_rowid": "1"})])
+    for op, batch, changed in (
+        ("delete", [], 0),
+        ("update", [], 0),
+        ("update", ids.to_pylist(), 2),
+        ("update", [*ids.to_pylist(), 10**9], 3),  # with a rowid no row has
+    ):
+        data = pa.RecordBatch.from_arrays([pa.array(batch, pa.int64())], schema=rowids)
+        messages = [schema_message(rowids), batch_message(data)]
+        out = list(any_srv.client.stub.DoExchange(iter(messages), metadata=_headers(op, path)))
+        assert _total_changed(out) == changed, (op, batch)
+    rows = any_srv.client.scan("batch_schema", "users", ["id", "name"]).read_all()
+    assert sorted(rows.to_pylist(), key=str) == [
+        {"id": 1, "name": "user_1"},
+        {"id": 2, "name": "user_2"},
+    ]
+
+
 def _lock_step_call(
     srv: Running, headers: list[tuple[str, str]], schema: pa.Schema
 ) -> tuple[queue.Queue[object], Iterator[flight_pb2.FlightData]]:

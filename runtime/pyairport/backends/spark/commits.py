@@ -185,6 +185,12 @@ class DeltaChanges:
 
     def _apply_updates(self, updates: list[tuple[np.ndarray, dict[str, pa.Array]]]) -> int:
         changes = as_stored(update_frame(updates, self.layout.schema, ROWID), self.layout.stored)
+        if not changes.num_rows:
+            return 0  # an empty batch: Spark has no `IN ()`
+        if changes.column_names == [ROWID]:
+            # rowids alone set no column (DuckDB always sets one; other clients may not): the
+            # rows are matched and left as they are, as the memory backend does, no commit
+            return self._existing(changes.column(ROWID).to_numpy())
         if self.layout.rowids == "tracked":
             return self._merge_by_values(changes, "update")
         statement = self._update_statement(changes)
@@ -248,7 +254,17 @@ class DeltaChanges:
         listed = ", ".join(str(k) for k in rowids)
         return f"UPDATE {self.fqn} SET {', '.join(assignments)} WHERE {ROWID} IN ({listed})"
 
+    def _existing(self, ids: np.ndarray) -> int:
+        """How many of these rowids the table's latest version holds."""
+        if self.layout.rowids == "tracked":
+            version = self._latest_version()
+            return int(self._tracked_rows(ids, version, [], self._files_at(version)).num_rows)
+        on = f"t.{quote(ROWID)} = s.{quote(ROWID)}"
+        return self._count_joined(pa.table({ROWID: ids}), "LEFT SEMI JOIN", on, "")
+
     def _apply_deletes(self, ids: np.ndarray) -> int:
+        if not len(ids):
+            return 0  # an empty batch: Spark has no `IN ()`
         if self.layout.rowids == "tracked":
             return self._merge_by_values(pa.table({ROWID: pa.array(ids, pa.int64())}), "delete")
         if len(ids) <= INLINE_ROWIDS:  # Spark's own DELETE; rowids are integers
