@@ -306,7 +306,8 @@ class DdlActions:
             table = self.tables.table_in(ctx, schema, bound.renamed_to, RenamedTableLookupFailed)
             if table is None and ignoring:
                 # ALTER TABLE IF EXISTS of a table that was not there renamed nothing: nothing
-                # to answer, as when its schema is missing (Go dereferences the nil table).
+                # to answer, as when its schema is missing (deviation
+                # rename_if_exists_answers_nothing)
                 return []
             if table is None:
                 raise RenamedTableLookupFailed(error=f"table {bound.renamed_to!r} not found")
