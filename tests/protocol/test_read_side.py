@@ -462,12 +462,11 @@ _NOT_A_VERSION = {
 def test_a_version_no_table_can_have_is_the_clients_error(any_srv: Running, value: str) -> None:
     """Refused with the contract's time_point_invalid where DuckDB sends it (flight_info and
     endpoints) and in a ticket, never INTERNAL, on every backend."""
-    users = _path("batch_schema", "users").SerializeToString()
+    parameters = {"column_ids": [0], "json_filters": "", "at_unit": "VERSION", "at_value": value}
     request = {
-        "descriptor": users,
-        "parameters": {"column_ids": [0], "json_filters": "", "at_unit": "VERSION"},
+        "descriptor": _path("batch_schema", "users").SerializeToString(),
+        "parameters": parameters,
     }
-    request["parameters"]["at_value"] = value  # type: ignore[index]
     ticket = json.dumps(
         {
             "schema": "batch_schema",

@@ -11,20 +11,18 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import grpc
 import msgpack
 import pyarrow as pa
 import pytest
-import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import pyairport
 from airport_contracts import Context, flight_pb2, payloads
-from airport_contracts.dispatch import DDL_ACTIONS
+from airport_contracts.dispatch import ACTIONS, DDL_ACTIONS
 from pyairport.demo import memory_demo_catalog
 from pyairport.server import AirportServer, ServerConfig
 from pyairport.transactions import MemoryTransactionManager
@@ -539,13 +537,9 @@ def _payload_body(payload: Any) -> st.SearchStrategy[dict[str, Any]]:
 
 
 def _action_payloads() -> dict[str, Any]:
-    """Each DoAction's request payload, as contracts.yaml names it."""
-    contract = yaml.safe_load((Path(__file__).parents[2] / "contracts.yaml").read_text())
-    return {
-        row["name"]: getattr(payloads, row["request"])
-        for row in contract["actions"] + contract["ddl_actions"]
-        if row.get("request")
-    }
+    """Each DoAction's request payload, as the contract names it."""
+    rows = [*ACTIONS.values(), *DDL_ACTIONS.values()]
+    return {row.name: row.request for row in rows if row.request is not None}
 
 
 ACTION_PAYLOADS = _action_payloads()
