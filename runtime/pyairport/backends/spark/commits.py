@@ -256,11 +256,7 @@ class DeltaChanges:
 
     def _existing(self, ids: np.ndarray) -> int:
         """How many of these rowids the table's latest version holds."""
-        if self.layout.rowids == "tracked":
-            version = self._latest_version()
-            return int(self._tracked_rows(ids, version, [], self._files_at(version)).num_rows)
-        on = f"t.{quote(ROWID)} = s.{quote(ROWID)}"
-        return self._count_joined(pa.table({ROWID: ids}), "LEFT SEMI JOIN", on, "")
+        return int(self._with_rowids(ids).count())
 
     def _apply_deletes(self, ids: np.ndarray) -> int:
         if not len(ids):
