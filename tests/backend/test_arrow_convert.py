@@ -6,6 +6,7 @@ import decimal
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from pyairport.backends.arrow_convert import INTERVAL_PARTS, convert
@@ -85,3 +86,31 @@ def test_a_decimal128_value_past_the_decimal64_is_refused_not_cut() -> None:
         convert(column, pa.decimal64(18, 0))
     with pytest.raises(pa.ArrowInvalid):
         convert(pa.array([decimal.Decimal(2**64 + 5)], pa.decimal128(20, 0)), pa.decimal64(18, 0))
+
+
+_EDGES = (0, 1, -1, 10**15 - 1, 10**15, -(10**15), 10**18 - 1, 10**18, -(10**18) + 1)
+_PAST_64_BITS = (2**63 - 1, -(2**63), 2**63, -(2**63) - 1, 2**64 + 5, -(2**64), 2**70)
+
+
+@pytest.mark.parametrize("precision", [1, 9, 15, 18])
+@pytest.mark.parametrize("beside", [0, 5, -5])
+def test_narrowing_keeps_or_refuses_exactly_what_pyarrows_cast_does(
+    precision: int, beside: int
+) -> None:
+    """The narrowing reads the words itself (faster than pyarrow's cast, value by value): at
+    every edge of the precision and of 64 bits, beside a value of either sign or zero, it
+    gives what the cast gives or refuses what the cast refuses (a value within 64 bits but
+    past the precision too)."""
+    for value in _EDGES + _PAST_64_BITS:
+        values = [decimal.Decimal(value), decimal.Decimal(beside)]
+        wide = pa.array(values, pa.decimal128(38, 0)).cast(pa.decimal128(precision, 0), safe=False)
+        to = pa.decimal64(precision, 0)
+        try:
+            expected: object = pc.cast(wide, to).to_pylist()
+        except pa.ArrowInvalid:
+            expected = pa.ArrowInvalid
+        try:
+            got: object = convert(wide, to).to_pylist()
+        except pa.ArrowInvalid:
+            got = pa.ArrowInvalid
+        assert got == expected, value
