@@ -259,6 +259,33 @@ def test_partitioned_column_mapped_and_deletion_vector_tables_scan_without_spark
     assert served_rows(at_1) == then and len(then) == 100  # before the DELETE
 
 
+def test_a_stored_value_its_column_cannot_hold_fails_the_scan_naming_the_column(
+    spark_backend: Any, tmp_path: Path
+) -> None:
+    """A DECIMAL(18, 0) column whose file holds a 19-digit value (delta-rs writes what it is
+    handed): the rows are never changed, a scan of that column fails naming it, and the
+    table's other columns still read."""
+    import decimal
+
+    from deltalake import write_deltalake
+
+    wide = [decimal.Decimal(1), decimal.Decimal(10**18 + 7), decimal.Decimal(-2)]
+    values = pa.array(wide, pa.decimal128(38, 0)).cast(pa.decimal128(18, 0), safe=False)
+    write_deltalake(str(tmp_path / "s" / "t"), pa.table({"id": [1, 2, 3], "v": values}))
+    before = _files(tmp_path)
+    with serving_lake(spark_backend.spark, tmp_path) as client:
+        ids = client.scan("s", "t", ["id"]).read_all()
+        for columns in (["v"], None):
+            with pytest.raises(RemoteError) as failed:
+                client.scan("s", "t", columns).read_all()
+            error = "column v: Decimal value does not fit in precision 18"
+            assert_error_row(
+                "scan_failed", {"error": error}, failed.value.code, failed.value.message
+            )
+    assert sorted(ids.column("id").to_pylist()) == [1, 2, 3]
+    assert _files(tmp_path) == before
+
+
 def _flight_info_at(client: AirportClient, path: list[str], version: str) -> pa.Schema:
     descriptor = flight_pb2.FlightDescriptor(type=flight_pb2.FlightDescriptor.PATH, path=path)
     body = msgpack.packb(

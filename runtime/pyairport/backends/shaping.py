@@ -21,6 +21,7 @@ from airport_contracts import (
     NullRowid,
     RowCountMismatch,
     RowsRefused,
+    ScanFailed,
     find_rowid_column,
     project_schema,
     returning_columns,
@@ -176,15 +177,24 @@ def full_width(batch: pa.RecordBatch, schema: pa.Schema, wanted: Container[str])
     differs (Spark's large strings, DataFusion's string views, the types Delta stores as
     others: arrow_convert.py), the others null — a scan answers
     with the table's full width, and sending columns the client did not ask for (every
-    column of a count(*)) costs their bytes."""
+    column of a count(*)) costs their bytes. A stored value the served type cannot hold (a
+    file some writer put a 19-digit value in, in a DECIMAL(18) column) fails the scan naming
+    its column: never changed, and the client learns which column to look at."""
     columns = []
     for field in schema:
         if field.name in wanted:
             column = batch.column(field.name)
-            columns.append(column if column.type == field.type else convert(column, field.type))
+            columns.append(column if column.type == field.type else _served(column, field))
         else:
             columns.append(null_column(batch.num_rows, field.type))
     return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def _served(column: pa.Array, field: pa.Field) -> pa.Array:
+    try:
+        return convert(column, field.type)
+    except pa.ArrowInvalid as exc:  # a value that does not fit: pyarrow's words name no path
+        raise ScanFailed(error=f"column {field.name}: {exc}") from None
 
 
 def returning_schema(schema: pa.Schema, opts: DMLOptions | None) -> pa.Schema | None:
