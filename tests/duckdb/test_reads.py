@@ -269,6 +269,47 @@ def test_a_spark_lakes_statistics_give_duckdbs_own_answers(
 
 
 @pytest.mark.spark
+def test_a_delta_tables_statistics_are_worked_out_once_a_version_and_follow_its_commits(
+    spark_backend: Any,
+    tmp_path: Path,
+    open_session: OpenSession,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """DuckDB asks for each column's statistics twice a query and keeps no answer: the server
+    works a version's out once. A commit by another writer, or by DuckDB itself, gives the
+    next query the new version's bounds: a filter outside the old ones is not planned empty."""
+    from deltalake import write_deltalake
+
+    from pyairport.backends.spark import delta_stats
+
+    folder = tmp_path / "sales" / "events"
+    write_deltalake(str(folder), pa.table({"id": pa.array(range(100), pa.int64())}))
+    worked_out: list[str] = []
+    column_stats = delta_stats.column_stats
+
+    def counted(files: pa.Table, field: pa.Field) -> Any:
+        worked_out.append(field.name)
+        return column_stats(files, field)
+
+    monkeypatch.setattr(delta_stats, "column_stats", counted)
+    outside = "SELECT id FROM lake.sales.events WHERE id > 99 ORDER BY id"
+    with lake_server(spark_backend.spark, tmp_path) as location:
+        duck = open_session(location)
+        for _ in range(3):
+            assert "EMPTY_RESULT" in _plan(duck, outside) and duck.run(outside) == []
+        assert worked_out == ["id"]  # once for version 0, however often DuckDB asks
+        write_deltalake(
+            str(folder), pa.table({"id": pa.array([100, 101], pa.int64())}), mode="append"
+        )
+        assert "EMPTY_RESULT" not in _plan(duck, outside)
+        assert duck.run(outside) == [(100,), (101,)]
+        duck.run("INSERT INTO lake.sales.events VALUES (500)")
+        assert duck.run(outside) == [(100,), (101,), (500,)]
+        assert duck.run("SELECT max(id) FROM lake.sales.events WHERE id > 101") == [(500,)]
+        assert worked_out == ["id"] * 3  # once a version: 0, 1 and 2
+
+
+@pytest.mark.spark
 def test_a_spark_lakes_dates_timestamps_decimals_and_likes_are_filtered_by_the_server(
     spark_lake: tuple[Any, str, str], open_session: OpenSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -10,6 +10,7 @@ catalog's tables are created only when asked for (`table()`, from `--demo`).
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import shutil
@@ -128,7 +129,7 @@ class SparkBackend:
         for schema_name, schema_folder in _named_folders(self.warehouse):
             self._schema_folders.setdefault(schema_name, schema_folder)
             for table_name, table_folder in _named_folders(schema_folder):
-                if (table_folder / "_delta_log").is_dir():
+                if os.path.isdir(os.path.join(table_folder, "_delta_log")):
                     found.append((schema_name, table_name, path_ident(str(table_folder))))
         return found
 
@@ -137,13 +138,14 @@ class SparkBackend:
         cannot be opened (a broken log, a folder Spark cannot read) is left out with a log
         line: one such folder never takes the catalog's listing down."""
         present = set()
+        ctx = Context.background()
         for schema_name, table_name, ident in self._found():
             if (schema_name, table_name) in present:
                 log.warning("%s.%s is in two folders: the first is served", schema_name, table_name)
                 continue
             present.add((schema_name, table_name))
-            schema = self.catalog.schema(Context.background(), schema_name)
-            if schema is not None and schema.table(Context.background(), table_name) is not None:
+            schema = self.catalog.schema(ctx, schema_name)
+            if schema is not None and schema.table(ctx, table_name) is not None:
                 continue
             try:
                 layout = self._layout(ident, self._folder(schema_name, table_name))
@@ -154,8 +156,8 @@ class SparkBackend:
                 continue
             if layout is not None:
                 self._open(schema_name, table_name, layout)
-        for schema in self.catalog.schemas(Context.background()):
-            for table in schema.tables(Context.background()):
+        for schema in self.catalog.schemas(ctx):
+            for table in schema.tables(ctx):
                 if (schema.name(), table.name()) not in present:
                     schema.drop(table.name())
 
@@ -349,9 +351,12 @@ class SparkBackend:
 
 def _named_folders(parent: Path) -> list[tuple[str, Path]]:
     """The folders of parent that hold a schema or table, by name; what cannot be read or
-    holds no name the server serves is left out with a log line."""
+    holds no name the server serves is left out with a log line. DuckDB asks for the
+    catalog's version before each table it reads, and each ask looks here again: the
+    directory's entries say which are folders without a stat of each (os.scandir)."""
     try:
-        children = sorted(child for child in parent.iterdir() if child.is_dir())
+        with os.scandir(parent) as entries:
+            children = sorted(e.name for e in entries if _is_folder(e))
     except OSError as exc:
         log.warning(
             "not serving what %s holds: it cannot be listed (%s)", parent.name, exc.strerror
@@ -359,15 +364,26 @@ def _named_folders(parent: Path) -> list[tuple[str, Path]]:
         return []
     named = []
     for child in children:
-        name = name_of(child.name)
+        name = _served_name(child)
         if name is None:
-            if not child.name.startswith((".", WORK_PREFIX)):
-                log.warning(
-                    "not serving the folder %r: its name is no schema or table name", child.name
-                )
+            if not child.startswith((".", WORK_PREFIX)):
+                log.warning("not serving the folder %r: its name is no schema or table name", child)
             continue
-        named.append((name, child))
+        named.append((name, parent / child))
     return named
+
+
+def _is_folder(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()  # a link to a folder counts, as Path.is_dir's did
+    except OSError:
+        return False
+
+
+@functools.lru_cache(maxsize=65_536)
+def _served_name(folder: str) -> str | None:
+    """name_of, remembered: the same folders are named on every look."""
+    return name_of(folder)
 
 
 STAGING_ROOT = Path(tempfile.gettempdir()) / "pyairport-staging"

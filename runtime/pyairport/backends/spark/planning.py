@@ -49,6 +49,7 @@ class DeltaScanPlanning:
     direct_snapshot: Callable[..., Any]
     client_errors: Callable[[str], AbstractContextManager[None]]
     backend: Any  # its SparkBackend (delta_scan_refs: the server's --delta-scan-refs)
+    statistics_memo: StatisticsMemo  # its columns' statistics at the latest version
 
     def scan_partitions(self, ctx: Context, opts: ScanOptions) -> list[ScanPartition]:
         layout, latest = self.fresh_layout()
@@ -143,19 +144,45 @@ class DeltaScanPlanning:
     def column_statistics(self, ctx: Context, column_name: str, column_type: str) -> ColumnStats:
         """A column's statistics from the latest version's log; unknown for the columns Delta
         keeps no usable statistics of (partition columns, those stored as another type, the
-        rowid row tracking computes) and for tables Spark reads."""
+        rowid row tracking computes) and for tables Spark reads. A version's are worked out
+        once: DuckDB 1.4.4 asks twice for each column of every query, keeping no answer."""
         layout, latest = self.fresh_layout()
         if column_name not in layout.schema.names:
             raise NotFound()
+        memo = self.statistics_memo.of_version(latest)
+        known = memo.get(column_name)
+        if known is None:
+            known = memo[column_name] = self._column_statistics(layout, latest, column_name)
+        return known
+
+    def _column_statistics(self, layout: Layout, latest: int | None, column: str) -> ColumnStats:
         with self.client_errors("statistics"):
             snapshot = self.direct_snapshot(layout, None, latest)
         unknowable = set(layout.retyped) | set(layout.partitions)
         if layout.rowids == "tracked":
             unknowable.add(ROWID)
-        if snapshot is None or self.snapshots is None or column_name in unknowable:
+        if snapshot is None or self.snapshots is None or column in unknowable:
             return ColumnStats()
         files = self.snapshots.files(snapshot)
-        return delta_stats.column_stats(files, layout.schema.field(column_name))
+        return delta_stats.column_stats(files, layout.schema.field(column))
+
+
+class StatisticsMemo:
+    """The column statistics of one version of a table, by column: a version's statistics
+    never change. Asked for another version, it forgets the last; an unknown version (a log
+    that cannot be listed) is never kept."""
+
+    def __init__(self) -> None:
+        self._version: int | None = None
+        self._by_column: dict[str, ColumnStats] = {}
+
+    def of_version(self, version: int | None) -> dict[str, ColumnStats]:
+        """The memo for version (an empty dict that keeps nothing for None)."""
+        if version is None:
+            return {}
+        if version != self._version:
+            self._version, self._by_column = version, {}
+        return self._by_column
 
 
 def scan_columns(

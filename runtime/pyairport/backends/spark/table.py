@@ -49,7 +49,7 @@ from .commits import DeltaChanges
 from .interrupts import interrupted_when_done
 from .lake import Lake
 from .layout import ROWID, Layout
-from .planning import DeltaScanPlanning, pushable, read_version, scan_columns
+from .planning import DeltaScanPlanning, StatisticsMemo, pushable, read_version, scan_columns
 from .rowid_claims import RowidClaims
 from .rowid_counter import RowidCounter
 from .scans import Scanner, as_of, log_version
@@ -91,6 +91,7 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
             else None
         )
         self.rowid_counter = RowidCounter(self._rowid_claims(), lambda: self.fqn)
+        self.statistics_memo = StatisticsMemo()
         self.changes = DeltaChanges(
             backend,
             self._label,
