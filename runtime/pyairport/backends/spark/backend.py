@@ -380,9 +380,10 @@ def _is_folder(entry: os.DirEntry[str]) -> bool:
         return False
 
 
-@functools.lru_cache(maxsize=65_536)
+@functools.lru_cache(maxsize=4096)
 def _served_name(folder: str) -> str | None:
-    """name_of, remembered: the same folders are named on every look."""
+    """name_of, remembered: the same folders are named on every look (a warehouse's worth;
+    a folder name is at most 255 bytes, so the memory this keeps stays about a megabyte)."""
     return name_of(folder)
 
 
