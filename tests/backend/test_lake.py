@@ -1125,3 +1125,107 @@ def test_a_decimal_of_at_most_18_digits_is_served_as_decimal64(
         assert (stats.min.as_py(), stats.max.as_py()) == (-top, top)
     finally:
         backend.close()
+
+
+def test_the_log_s_bounds_tell_whether_a_filter_rules_a_file_out_and_either_form_keeps_its_rows(
+    tmp_path: Path,
+) -> None:
+    """delta-rs hands a filter to its Parquet reader split at every AND, each term decoding
+    its columns again (direct.read); where no bound shows anything skipped by it, the filter
+    runs as one term. delta_stats.rules_out_none holds it against the log's bounds of two
+    files delta-rs wrote (ids 1-4 and 11-14): True only where every file is kept, False where
+    one is ruled out or the bounds cannot tell. Either form keeps exactly the filter's rows,
+    a NULL not kept."""
+    from deltalake import DeltaTable, write_deltalake
+
+    from airport_contracts import Context
+    from pyairport import filters
+    from pyairport.backends.spark import direct
+    from pyairport.backends.spark.delta_stats import files_of, rules_out_none
+    from pyairport.filters import And, Between, Compare, In, IsNull, Like, Not, Or
+
+    first = pa.table({"id": [1, 2, 3, 4], "v": ["a", None, "c", "d"]})
+    second = pa.table({"id": [11, 12, 13, 14], "v": ["x", "y", None, "z"]})
+    write_deltalake(str(tmp_path / "t"), first)
+    write_deltalake(str(tmp_path / "t"), second, mode="append")
+    snapshot = DeltaTable(str(tmp_path / "t"))
+    files = files_of(snapshot)
+    keeps_both = [
+        Compare("id", ">=", 0),
+        Between("id", 2, 12, True, True),
+        In("id", (3, 12), False),
+        IsNull("v", False),
+        IsNull("v", True),
+        Or((Compare("id", "<", 2), Compare("id", ">", 13))),
+        And((Compare("id", ">", 1), Compare("v", "<=", "z"))),
+    ]
+    rules_one_out = [
+        Compare("id", "<", 5),
+        Compare("id", "==", 12),
+        Between("id", 4, 11, False, False),
+        In("id", (1, 2), False),
+        IsNull("id", False),  # neither file holds a NULL id
+        And((Compare("id", ">", 0), Compare("id", "<", 10))),
+        Or((Compare("id", "<", 2), Compare("id", "==", 3))),
+    ]
+    cannot_tell = [
+        Compare("id", "!=", 3),
+        Like("v", "a%"),
+        Not(Compare("id", "<", 2)),
+        In("id", (1,), True),
+        In("id", tuple(range(100)), False),  # longer than the bounds are checked against
+        And((Compare("id", ">", 0), Like("v", "x%"))),
+    ]
+    assert [rules_out_none(files, p) for p in keeps_both] == [True] * len(keeps_both)
+    assert not any(rules_out_none(files, p) for p in rules_one_out + cannot_tell)
+    assert not rules_out_none(files.drop_columns(["max.id"]), Compare("id", ">=", 0))
+
+    schema = first.schema
+    every = pa.concat_tables([first, second])
+    three_valued = [
+        Or((Compare("v", "==", "a"), Compare("id", ">", 12))),
+        Not(Compare("v", "==", "c")),
+    ]
+    for predicate in keeps_both + rules_one_out + three_valued:
+        kept = sorted(every.filter(filters.arrow_expression(predicate)).column("id").to_pylist())
+        for prunes in (True, False):
+            read = direct.read(
+                Context.background(), snapshot, schema, ["id", "v"], predicate, 0, prunes
+            )
+            assert sorted(read.read_all().column("id").to_pylist()) == kept, (predicate, prunes)
+
+
+def test_a_filter_runs_as_terms_wherever_a_file_or_a_row_group_may_be_skipped_by_it(
+    tmp_path: Path,
+) -> None:
+    """planning.filter_prunes: the log's bounds first, then the files' Parquet footers (a
+    file delta-rs wrote in row groups of two rows: ids 1-2 and 3-4, v sorted too); a filter
+    that no bound rules anything out by runs as one term, the others as DataFusion's terms."""
+    from deltalake import WriterProperties, write_deltalake
+
+    from pyairport.backends.spark import direct, planning
+    from pyairport.backends.spark.delta_stats import row_groups_of
+    from pyairport.filters import Between, Compare, In
+
+    table = pa.table({"id": [1, 2, 3, 4], "v": ["a", "b", "c", "d"]})
+    properties = WriterProperties(max_row_group_size=2)
+    write_deltalake(str(tmp_path / "t"), table, writer_properties=properties)
+    snapshots = direct.Snapshots(tmp_path / "t")
+    snapshot = snapshots.latest()
+    assert snapshot is not None
+    files = snapshots.files(snapshot)
+    footers = snapshots.footers(snapshot)
+    assert footers is not None and [f.num_row_groups for f in footers] == [2]
+    groups = row_groups_of(footers, ["id", "v"])
+    assert groups is not None and groups.column("max.id").to_pylist() == [2, 4]
+    assert row_groups_of(footers, ["missing"]) is None
+
+    def prunes(predicate: Any) -> bool:
+        return planning.filter_prunes(snapshots, snapshot, files, predicate)
+
+    assert not prunes(Compare("id", ">=", 1))  # every row group holds a match
+    assert not prunes(In("id", (2, 3), False))
+    assert prunes(Compare("id", "==", 3))  # the file holds it, its first row group does not
+    assert prunes(Between("id", 3, 4, True, True))
+    assert prunes(Compare("v", ">", "b"))
+    assert prunes(Compare("id", ">", 9))  # the log rules the file out

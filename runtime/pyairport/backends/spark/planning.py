@@ -260,7 +260,8 @@ def read_version(
     direct_snapshot leaves to Spark a version neither reads) or a row-tracked table's rowids
     are asked for (a ticket may ask for them with any part). files: the version's part_files
     when the caller has made them already."""
-    misread = delta_stats.misread_timestamps(snapshots.files(snapshot), layout.schema)
+    log_files = snapshots.files(snapshot)
+    misread = delta_stats.misread_timestamps(log_files, layout.schema)
     if misread or (layout.rowids == "tracked" and ROWID in wanted):
         if files is None:
             files = part_files(snapshots, layout, snapshot)
@@ -268,7 +269,23 @@ def read_version(
             raise RuntimeError("this version of the table cannot be read without Spark here")
         every = list(range(files.files.num_rows))
         return file_parts.read(ctx, files, every, wanted, predicate, limit)
-    return direct.read(ctx, snapshot, layout.schema, wanted, predicate, limit)
+    prunes = predicate is not None and filter_prunes(snapshots, snapshot, log_files, predicate)
+    return direct.read(ctx, snapshot, layout.schema, wanted, predicate, limit, prunes)
+
+
+def filter_prunes(
+    snapshots: direct.Snapshots, snapshot: Any, files: pa.Table, predicate: filters.Predicate
+) -> bool:
+    """Whether DataFusion may skip some of the version's files or row groups by predicate's
+    bounds (direct.read): unless the log's bounds keep every file and the files' footers
+    every row group."""
+    if not delta_stats.rules_out_none(files, predicate):
+        return True
+    footers = snapshots.footers(snapshot)
+    if footers is None:
+        return True
+    groups = delta_stats.row_groups_of(footers, filters.columns_of(predicate))
+    return groups is None or not delta_stats.rules_out_none(groups, predicate)
 
 
 def part_files(
