@@ -1,8 +1,8 @@
 """Should the catalog's RPCs move to Arrow C++'s Flight server, as the scans' data plane did?
 The same pyarrow.flight client (Arrow C++, as DuckDB's) against pyairport's catalog server
 (grpcio; bench_server.py's memory table), a bare grpcio DoExchange loop
-(decode_loop_server.py) and a bare Arrow C++ one (arrow_exchange_server.py), each in its own
-process, taking turns: the p50 of 1-row INSERTs (one connection per server, as DuckDB keeps
+(decode_loop_server.py), the same loop on grpcio's asyncio server (grpc.aio) and a bare Arrow
+C++ one (arrow_exchange_server.py), each in its own process, taking turns: the p50 of 1-row INSERTs (one connection per server, as DuckDB keeps
 one), and DuckDB-shaped INSERTs of N rows in 2048-row batches, plain and with RETURNING in
 lock-step (best of R). Last, what a gRPC client receives when each server refuses a
 statement with the contract's INVALID_ARGUMENT: the deciding fact beside the times.
@@ -32,9 +32,10 @@ from airport_contracts import flight_pb2, flight_pb2_grpc  # noqa: E402
 from pyairport.wire.ipc import encode_batch, encode_schema  # noqa: E402
 
 SERVERS = {
-    "pyairport (grpcio)": "bench_server.py",
-    "bare grpcio loop": "decode_loop_server.py",
-    "bare Arrow C++ loop": "arrow_exchange_server.py",
+    "pyairport (grpcio)": ("bench_server.py",),
+    "bare grpcio loop": ("decode_loop_server.py",),
+    "bare grpc.aio loop": ("decode_loop_server.py", "--aio"),
+    "bare Arrow C++ loop": ("arrow_exchange_server.py",),
 }
 
 
@@ -68,7 +69,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    started = {name: start_server(script) for name, script in SERVERS.items()}
+    started = {name: start_server(*command) for name, command in SERVERS.items()}
     locations = {name: location for name, (_, location) in started.items()}
     try:
         clients = {name: flight.connect(at) for name, at in locations.items()}

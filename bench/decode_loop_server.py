@@ -2,13 +2,16 @@
 on this transport. It decodes every batch the client sends (and with RETURNING re-encodes it
 and answers it at once, as a lock-step client waits for), then sends the final metadata; no
 dispatcher, no table. It answers with FlightData wire bytes, as pyairport's server does.
-Prints its grpc:// location; stops when stdin closes."""
+With --aio the same loop runs on grpcio's asyncio server (grpc.aio) instead of its thread-pool
+one. Prints its grpc:// location; stops when stdin closes."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent import futures
+from typing import Any
 
 import grpc
 import pyarrow as pa
@@ -38,21 +41,56 @@ def exchange(
     yield encode_app_metadata(FinalMetadata(total_changed=rows).to_msgpack())
 
 
-def main() -> None:
-    server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers=32),
-        options=[("grpc.max_receive_message_length", 256 * 1024 * 1024)],
-    )
+async def exchange_aio(
+    requests: AsyncIterator[flight_pb2.FlightData],
+    context: grpc.aio.ServicerContext[flight_pb2.FlightData, bytes],
+) -> AsyncIterator[bytes]:
+    """exchange() as grpc.aio calls it: the same work, the messages awaited."""
+    returning = dict(context.invocation_metadata() or ()).get("return-chunks") == "1"
+    schema: pa.Schema | None = None
+    rows = 0
+    async for data in requests:
+        if not data.data_header:
+            continue
+        message = read_message(data)
+        if schema is None:
+            schema = pa.ipc.read_schema(message)
+            yield encode_schema(schema)
+            continue
+        batch = pa.ipc.read_record_batch(message, schema)
+        rows += batch.num_rows
+        if returning:
+            yield encode_batch(batch)
+    yield encode_app_metadata(FinalMetadata(total_changed=rows).to_msgpack())
+
+
+OPTIONS = [("grpc.max_receive_message_length", 256 * 1024 * 1024)]
+
+
+def _handlers(fn: Callable[..., Any]) -> tuple[grpc.GenericRpcHandler[Any, Any], ...]:
     handler = grpc.stream_stream_rpc_method_handler(
-        exchange, request_deserializer=flight_pb2.FlightData.FromString, response_serializer=bytes
+        fn, request_deserializer=flight_pb2.FlightData.FromString, response_serializer=bytes
     )
-    server.add_generic_rpc_handlers(
-        (
-            grpc.method_handlers_generic_handler(
-                "arrow.flight.protocol.FlightService", {"DoExchange": handler}
-            ),
-        )
-    )
+    service = "arrow.flight.protocol.FlightService"
+    return (grpc.method_handlers_generic_handler(service, {"DoExchange": handler}),)
+
+
+async def serve_aio() -> None:
+    server = grpc.aio.server(options=OPTIONS)
+    server.add_generic_rpc_handlers(_handlers(exchange_aio))
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    print(f"grpc://127.0.0.1:{port}", flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+    await server.stop(0)
+
+
+def main() -> None:
+    if "--aio" in sys.argv[1:]:
+        asyncio.run(serve_aio())
+        return
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=32), options=OPTIONS)
+    server.add_generic_rpc_handlers(_handlers(exchange))
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     print(f"grpc://127.0.0.1:{port}", flush=True)

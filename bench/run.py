@@ -53,12 +53,12 @@ def best_of(
     return min(times)
 
 
-def start_server(script: str = "bench_server.py") -> tuple[subprocess.Popen[str], str]:
-    """A server script of bench/ in its own process: (process, the location it prints). It
-    stops when its stdin closes."""
+def start_server(script: str = "bench_server.py", *args: str) -> tuple[subprocess.Popen[str], str]:
+    """A server script of bench/ (with args) in its own process: (process, the location it
+    prints). It stops when its stdin closes."""
     env = dict(os.environ, GRPC_VERBOSITY="NONE")
     process = subprocess.Popen(
-        [sys.executable, str(Path(__file__).parent / script)],
+        [sys.executable, str(Path(__file__).parent / script), *args],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,

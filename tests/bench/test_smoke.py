@@ -79,9 +79,10 @@ def test_duckdb_shaped_benchmark_prints_every_figure() -> None:
 
 
 def test_catalog_plane_benchmark_prints_each_server_and_their_refusals() -> None:
-    """pyairport, a bare grpcio loop and a bare Arrow C++ loop: a 1-row statement's p50, the
-    DuckDB-shaped INSERTs' rows/s (each server counted every row), and what each sends a
-    client for the contract's INVALID_ARGUMENT."""
+    """pyairport, a bare grpcio loop (on grpcio's thread-pool server and on grpc.aio) and a
+    bare Arrow C++ loop: a 1-row statement's p50, the DuckDB-shaped INSERTs' rows/s (each
+    server counted every row), and what each sends a client for the contract's
+    INVALID_ARGUMENT."""
     run = subprocess.run(
         [sys.executable, str(BENCH.parent / "catalog_plane.py"), "--samples", "20"]
         + ["--rows", "20000", "--repeats", "1"],
@@ -91,7 +92,12 @@ def test_catalog_plane_benchmark_prints_each_server_and_their_refusals() -> None
     )
     assert run.returncode == 0, run.stderr
     out = run.stdout
-    servers = ("pyairport (grpcio)", "bare grpcio loop", "bare Arrow C++ loop")
+    servers = (
+        "pyairport (grpcio)",
+        "bare grpcio loop",
+        "bare grpc.aio loop",
+        "bare Arrow C++ loop",
+    )
     for server in servers:
         assert re.search(rf"^  {re.escape(server)}\s+\d+\.\d{{3}} ms$", out, re.M), server
     for label in ("plain", "RETURNING lock-step"):
