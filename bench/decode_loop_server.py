@@ -20,25 +20,37 @@ from airport_contracts import FinalMetadata, flight_pb2
 from pyairport.wire.ipc import encode_app_metadata, encode_batch, encode_schema, read_message
 
 
+class Loop:
+    """One statement's work: each client message decoded, what goes back for it, and the
+    final metadata."""
+
+    def __init__(self, headers: Any) -> None:
+        self.returning = dict(headers or ()).get("return-chunks") == "1"
+        self.schema: pa.Schema | None = None
+        self.rows = 0
+
+    def answers(self, data: flight_pb2.FlightData) -> list[bytes]:
+        if not data.data_header:
+            return []
+        message = read_message(data)
+        if self.schema is None:
+            self.schema = pa.ipc.read_schema(message)
+            return [encode_schema(self.schema)]
+        batch = pa.ipc.read_record_batch(message, self.schema)
+        self.rows += batch.num_rows
+        return [encode_batch(batch)] if self.returning else []
+
+    def final(self) -> bytes:
+        return encode_app_metadata(FinalMetadata(total_changed=self.rows).to_msgpack())
+
+
 def exchange(
     requests: Iterator[flight_pb2.FlightData], context: grpc.ServicerContext
 ) -> Iterator[bytes]:
-    returning = dict(context.invocation_metadata()).get("return-chunks") == "1"
-    schema: pa.Schema | None = None
-    rows = 0
+    loop = Loop(context.invocation_metadata())
     for data in requests:
-        if not data.data_header:
-            continue
-        message = read_message(data)
-        if schema is None:
-            schema = pa.ipc.read_schema(message)
-            yield encode_schema(schema)
-            continue
-        batch = pa.ipc.read_record_batch(message, schema)
-        rows += batch.num_rows
-        if returning:
-            yield encode_batch(batch)
-    yield encode_app_metadata(FinalMetadata(total_changed=rows).to_msgpack())
+        yield from loop.answers(data)
+    yield loop.final()
 
 
 async def exchange_aio(
@@ -46,22 +58,11 @@ async def exchange_aio(
     context: grpc.aio.ServicerContext[flight_pb2.FlightData, bytes],
 ) -> AsyncIterator[bytes]:
     """exchange() as grpc.aio calls it: the same work, the messages awaited."""
-    returning = dict(context.invocation_metadata() or ()).get("return-chunks") == "1"
-    schema: pa.Schema | None = None
-    rows = 0
+    loop = Loop(context.invocation_metadata())
     async for data in requests:
-        if not data.data_header:
-            continue
-        message = read_message(data)
-        if schema is None:
-            schema = pa.ipc.read_schema(message)
-            yield encode_schema(schema)
-            continue
-        batch = pa.ipc.read_record_batch(message, schema)
-        rows += batch.num_rows
-        if returning:
-            yield encode_batch(batch)
-    yield encode_app_metadata(FinalMetadata(total_changed=rows).to_msgpack())
+        for answer in loop.answers(data):
+            yield answer
+    yield loop.final()
 
 
 OPTIONS = [("grpc.max_receive_message_length", 256 * 1024 * 1024)]
