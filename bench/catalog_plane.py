@@ -2,10 +2,11 @@
 The same pyarrow.flight client (Arrow C++, as DuckDB's) against pyairport's catalog server
 (grpcio; bench_server.py's memory table), a bare grpcio DoExchange loop
 (decode_loop_server.py), the same loop on grpcio's asyncio server (grpc.aio) and a bare Arrow
-C++ one (arrow_exchange_server.py), each in its own process, taking turns: the p50 of 1-row INSERTs (one connection per server, as DuckDB keeps
-one), and DuckDB-shaped INSERTs of N rows in 2048-row batches, plain and with RETURNING in
-lock-step (best of R). Last, what a gRPC client receives when each server refuses a
-statement with the contract's INVALID_ARGUMENT: the deciding fact beside the times.
+C++ one (arrow_exchange_server.py), each in its own process, taking turns: the p50 of 1-row
+INSERTs (one connection per server, as DuckDB keeps one), and DuckDB-shaped INSERTs of N
+rows in 2048-row batches, plain and with RETURNING in lock-step (best of R). Last, what a
+gRPC client receives when each server refuses a statement with the contract's
+INVALID_ARGUMENT: the deciding fact beside the times.
 
     .venv/bin/python bench/catalog_plane.py [--samples 500] [--rows 1000000] [--repeats 5]
 """
