@@ -1,5 +1,6 @@
 """Compressed DoGet streams: every column of TPC-H's `lineitem` read by DuckDB 1.4.4 through
-`pyairport serve --compression none|lz4|zstd`: the bytes the server sent (its
+`pyairport serve --compression none|lz4|zstd` (and ZSTD with `--string-dictionaries`,
+"zstd+dict"): the bytes the server sent (its
 pyairport_bytes_sent_total) beside the table's Parquet files, the query's time and the
 server's CPU time.
 
@@ -25,6 +26,8 @@ from tests import tpch  # noqa: E402
 from tests.duckdb import extension as airport_extension  # noqa: E402
 
 QUERY = "SELECT max(COLUMNS(*)) FROM lake.tpch.lineitem"  # every column of every row
+SETTINGS = (("none",), ("lz4",), ("zstd",), ("zstd", "--string-dictionaries"))
+LABELS = {"--string-dictionaries": "dict"}
 
 
 def sent(metrics: str) -> float:
@@ -61,12 +64,13 @@ def main() -> None:
             f" {db.execute('SELECT version()').fetchone()[0]}, best of {args.repeats};"
             f" its Parquet files: {parquet / 1e6:,.0f} MB"
         )
-        print(f"  {'codec':<6}{'on the wire':>14}{'/ Parquet':>11}{'query':>9}{'server CPU':>12}")
+        print(f"  {'codec':<10}{'on the wire':>14}{'/ Parquet':>11}{'query':>9}{'server CPU':>12}")
         want = None
-        for codec in ("none", "lz4", "zstd"):
+        for codec, *more in SETTINGS:
             port = _free_port()
             metrics = f"http://127.0.0.1:{port}/metrics"
-            flags = ("--compression", codec, "--metrics-port", str(port))
+            flags = ("--compression", codec, *more, "--metrics-port", str(port))
+            codec = "+".join([codec, *(LABELS[flag] for flag in more)])
             with serving(warehouse, *flags) as (location, pid):
                 db.execute(f"ATTACH '' AS lake (TYPE airport, LOCATION '{location}')")
                 best = None
@@ -83,7 +87,7 @@ def main() -> None:
             assert best is not None
             took, moved, cpu = best
             print(
-                f"  {codec:<6}{moved / 1e6:>11,.0f} MB{moved / parquet:>11.2f}{took:>8.2f}s"
+                f"  {codec:<10}{moved / 1e6:>11,.0f} MB{moved / parquet:>11.2f}{took:>8.2f}s"
                 f"{cpu:>11.2f}s"
             )
     db.close()

@@ -117,16 +117,46 @@ def test_duckdb_reads_through_a_worker_that_joined_over_tcp(
     worker.stop(0)
 
 
+def test_a_worker_sends_strings_as_the_dictionaries_the_catalog_declared(
+    spark_backend: Any, tmp_path: Path, open_session: OpenSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--string-dictionaries`: the sealed ticket tells the worker, which has no flag of its
+    own for it, to send the strings as the catalog declared them (DuckDB reads a stream by
+    the types it bound)."""
+    from pyairport.access.identities import StaticToken
+
+    lake = _lake(spark_backend.spark, tmp_path, monkeypatch)
+    key = new_key()
+    reader = DetachedReader().read
+    worker = DataWorker("grpc://127.0.0.1:0", TicketSeal(key), reader, StaticToken(TOKEN))
+    at = f"grpc://127.0.0.1:{worker.port}"
+    workers = DataWorkers(key, 0, [at], WorkerFlags(), reader, lakes=[str(lake)])
+    with _server(spark_backend.spark, lake, workers, string_dictionaries=True) as server:
+        assert until(lambda: workers.for_peer("ipv4:127.0.0.1:1") is not None)
+        duck = open_session(server.location, TOKEN)
+        # 1,000 rows a file, name n{i % 7}: n0..n5 143 times a file, n6 142
+        assert duck.run("SELECT name, count(*) FROM lake.shop.orders GROUP BY 1 ORDER BY 1") == [
+            (f"n{k}", 3 * (142 if k == 6 else 143)) for k in range(7)
+        ]
+        assert worker.scans == 3
+        assert duck.run(
+            "SELECT count(*), sum(id) FROM lake.shop.orders WHERE name = 'n3' AND id < 1_000"
+        ) == [(143, sum(i for i in range(1_000) if i % 7 == 3))]
+        assert duck.run("SELECT typeof(name) FROM lake.shop.orders LIMIT 1") == [("VARCHAR",)]
+    worker.stop(0)
+
+
 @contextmanager
-def _server(spark: Any, lake: Path, workers: DataWorkers) -> Iterator[AirportServer]:
+def _server(
+    spark: Any, lake: Path, workers: DataWorkers, string_dictionaries: bool = False
+) -> Iterator[AirportServer]:
     """The lake served with TOKEN, its parts handed to workers; stopped (and the workers
     with it) and its staging folder gone at the end."""
     from pyairport.backends.spark import SparkBackend
 
     backend = SparkBackend(spark, lake)
-    server = AirportServer(
-        backend.catalog, MemoryTransactionManager(), ServerConfig(port=0, auth_token=TOKEN)
-    )
+    config = ServerConfig(port=0, auth_token=TOKEN, string_dictionaries=string_dictionaries)
+    server = AirportServer(backend.catalog, MemoryTransactionManager(), config)
     server.serve_parts_at(workers)
     try:
         yield server.start()

@@ -31,14 +31,15 @@ QUERY = (
 _RUN = """
 import json, sys
 import duckdb
-extension, extension_dir, location, query, catalog = sys.argv[1:6]
+extension, extension_dir, location, catalog = sys.argv[1:5]
 config = {"allow_unsigned_extensions": "true", "autoinstall_known_extensions": "false"}
 if extension_dir:
     config["extension_directory"] = extension_dir
 db = duckdb.connect(config=config)
 db.execute(f"LOAD '{extension}'")
 db.execute(f"ATTACH '{catalog}' AS lake (TYPE AIRPORT, LOCATION '{location}')")
-print(json.dumps([str(v) for v in db.execute(query).fetchone()]))
+for query in sys.argv[5:]:
+    print(json.dumps([[str(v) for v in row] for row in db.execute(query).fetchall()]))
 """
 
 
@@ -70,7 +71,16 @@ def serving_wide(config: ServerConfig, name: str = "lake") -> Iterator[AirportSe
 
 
 def ask(client: Client, location: str, query: str = QUERY, catalog: str = "lake") -> list[str]:
-    """query's answer (as text) from client, attached as `lake` to the catalog at location."""
+    """The first row of query's answer (as text) from client, attached as `lake` to the
+    catalog at location."""
+    return session(client, location, [query], catalog)[0][0]
+
+
+def session(
+    client: Client, location: str, queries: list[str], catalog: str = "lake"
+) -> list[list[list[str]]]:
+    """Each query's rows (as text), run in order in one session of client, attached as `lake`
+    to the catalog at location."""
     why = client.missing()
     if why:
         if os.environ.get(REQUIRED):
@@ -78,17 +88,12 @@ def ask(client: Client, location: str, query: str = QUERY, catalog: str = "lake"
         pytest.skip(f"the DuckDB client {client.name} cannot run: {why}")
     extension_dir = str(client.extension_dir) if client.extension_dir is not None else ""
     done = subprocess.run(
-        [
-            str(client.python),
-            "-c",
-            _RUN,
-            *(str(client.extension), extension_dir, location, query, catalog),
-        ],
+        [str(client.python), "-c", _RUN, str(client.extension), extension_dir, location, catalog]
+        + queries,
         capture_output=True,
         text=True,
         timeout=300,
         env={"QUERY_FARM_TELEMETRY_OPT_OUT": "1", "PATH": "/usr/bin:/bin", "HOME": "/tmp"},
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    answer: list[str] = json.loads(done.stdout.strip().splitlines()[-1])
-    return answer
+    return [json.loads(line) for line in done.stdout.strip().splitlines()]

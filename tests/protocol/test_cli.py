@@ -428,6 +428,14 @@ def test_data_workers_misconfigured_is_one_line(args: tuple[str, ...], message: 
     assert done.stderr == f"pyairport: error: {message}\n"
 
 
+def test_string_dictionaries_beside_delta_scan_refs_is_refused_in_one_line() -> None:
+    """A delta_scan reads the files' strings where the catalog would declare dictionaries."""
+    done = _serve_refused("--backend", "spark", "--string-dictionaries", "--delta-scan-refs")
+    assert done.returncode == 2
+    message = "--string-dictionaries and --delta-scan-refs: choose one"
+    assert done.stderr == f"pyairport: error: {message}\n"
+
+
 HAS_DELTA_RS = importlib.util.find_spec("deltalake") is not None
 NEEDS_DELTA_RS = pytest.mark.skipif(not HAS_DELTA_RS, reason="a worker needs deltalake")
 

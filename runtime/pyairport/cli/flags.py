@@ -163,6 +163,14 @@ def parser() -> CommandParser:
     )
     _compression_flag(serve)
     serve.add_argument(
+        "--string-dictionaries",
+        action="store_true",
+        help="declare and send tables' string columns as Arrow dictionaries, to every client:"
+        " compressed, a low-cardinality column's bytes fall to a fraction (TPC-H lineitem's"
+        " under Parquet's); DuckDB reads them as VARCHAR, pyarrow and Go clients as"
+        " dictionaries. Costs the server about 30 ns a value to encode",
+    )
+    serve.add_argument(
         "--data-socket",
         metavar="PATH",
         help="serve the scans of clients on this host (DuckDB's reads) over a Unix socket at"

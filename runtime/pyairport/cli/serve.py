@@ -53,6 +53,13 @@ def serve(args: argparse.Namespace) -> int:
             "pyairport: error: data workers read Delta tables: use --backend spark", file=sys.stderr
         )
         return 2
+    if args.string_dictionaries and args.delta_scan_refs:
+        # a delta_scan reads the files' strings where the catalog declared dictionaries
+        print(
+            "pyairport: error: --string-dictionaries and --delta-scan-refs: choose one",
+            file=sys.stderr,
+        )
+        return 2
     try:
         from ..access.tokens import read_token
 
@@ -82,6 +89,7 @@ def serve(args: argparse.Namespace) -> int:
         metrics_port=args.metrics_port,
         compression=args.compression,
         data_socket=args.data_socket,
+        string_dictionaries=args.string_dictionaries,
     )
     try:
         server = AirportServer(None, None, config, authenticator=authenticator, policy=policy)

@@ -48,7 +48,7 @@ from airport_support.rows import ActionRow
 
 from ..access.grants import readable
 from ..catalog import MutableCatalog
-from ..wire.column_ids import names_for_ids, needs_no_columns, served_schema
+from ..wire.column_ids import names_for_ids, needs_no_columns
 from ..wire.go_text import go_quote
 from .flight_infos import REUSE_CONNECTION, FlightInfos, scan_partitions
 from .functions import Functions
@@ -275,6 +275,7 @@ class CatalogActions:
                 part.rows if part.rows > 0 else -1,
                 list(ticket.columns),
                 ticket.rows_only,
+                self.infos.string_dictionaries,
             )
             for plan, part in zip(plans, parts, strict=True)
             if plan is not None
@@ -325,7 +326,7 @@ class CatalogActions:
             if not implements(table, "DynamicSchemaTable"):
                 raise TimeTravelUnsupported(schema=schema_name, table=table_name)
             # without can_produce_statistics: a table's statistics describe its rows now
-            info.schema = serialize_schema(served_schema(schema_at(ctx, table, point)))
+            info.schema = serialize_schema(self.infos.served(schema_at(ctx, table, point)))
         info.total_records = self.infos.row_count(ctx, table, point)
         info.flight_descriptor.CopyFrom(descriptor)
         return info.SerializeToString()

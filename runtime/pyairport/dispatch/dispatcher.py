@@ -98,6 +98,8 @@ class Dispatcher(Handlers[ExchangeCall, PutCall, ActionCall]):
     max_batch_bytes: the most a client's compressed batch (a table function's arguments) may
     decompress to.
     routes: the dispatch table (the generated one unless a test gives another).
+    string_dictionaries: tables' string columns declared and streamed as Arrow dictionaries
+    (wire/dictionaries.py).
     """
 
     def __init__(
@@ -107,12 +109,13 @@ class Dispatcher(Handlers[ExchangeCall, PutCall, ActionCall]):
         max_row_ids: int | None = None,
         max_batch_bytes: int = MAX_MESSAGE_BYTES,
         routes: Mapping[tuple[str, str], Route] = ROUTES,
+        string_dictionaries: bool = False,
     ) -> None:
         self.catalog = catalog
         self.name = catalog_name(catalog)
         self.transactions = transactions
         self.tables = Tables(catalog, max_row_ids, max_batch_bytes)
-        infos = FlightInfos(catalog)  # type: ignore[arg-type]
+        infos = FlightInfos(catalog, string_dictionaries)  # type: ignore[arg-type]
         self.functions = Functions(self.tables)
         self.read_actions = CatalogActions(self.tables, infos, self.functions)
         self.ddl_actions = DdlActions(self.tables, infos, self.name)

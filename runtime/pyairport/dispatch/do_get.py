@@ -24,7 +24,7 @@ from airport_contracts import (
 )
 
 from ..access.grants import readable
-from ..wire.column_ids import requested_only, served_reader
+from ..wire.column_ids import requested_only
 from .catalog_actions import check_catalog, time_point
 from .flight_infos import FlightInfos
 from .functions import Functions
@@ -104,7 +104,7 @@ class Scans:
                 )
         if ticket.columns or ticket.rows_only:
             reader = requested_only(reader, ticket.columns)
-        return served_reader(reader)
+        return self.infos.served_rows(reader)
 
     def flight_info(
         self, ctx: Context, descriptor: flight_pb2.FlightDescriptor

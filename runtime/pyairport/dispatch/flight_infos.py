@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import logging
 
+import pyarrow as pa
+
 from airport_contracts import (
     AirportError,
     Context,
@@ -22,7 +24,8 @@ from airport_contracts import (
 from airport_support.arrow_ipc import serialize_schema
 
 from ..catalog import MutableCatalog
-from ..wire.column_ids import served_schema
+from ..wire.column_ids import served_reader, served_schema
+from ..wire.dictionaries import declared, encoded
 from .statistics import produces_statistics, with_statistics_flag
 
 log = logging.getLogger("pyairport.dispatch")
@@ -44,13 +47,33 @@ def scan_partitions(ctx: Context, table: Table, opts: ScanOptions) -> list[ScanP
     return parts or [ScanPartition(token="", rows=0)]
 
 
+def served_rows(reader: pa.RecordBatchReader, string_dictionaries: bool) -> pa.RecordBatchReader:
+    """A scan's rows as FlightInfos.served declares them (the same rule, so that the stream
+    and the declaration agree), wherever the scan is served."""
+    reader = served_reader(reader)
+    return encoded(reader) if string_dictionaries else reader
+
+
 REUSE_CONNECTION = "arrow-flight-reuse-connection://?"
 """The location that tells a client to reuse its connection (no address configured)."""
 
 
 class FlightInfos:
-    def __init__(self, catalog: MutableCatalog) -> None:
+    """string_dictionaries: tables' string columns are declared, and streamed, as Arrow
+    dictionaries (wire/dictionaries.py)."""
+
+    def __init__(self, catalog: MutableCatalog, string_dictionaries: bool = False) -> None:
         self.catalog = catalog
+        self.string_dictionaries = string_dictionaries
+
+    def served(self, schema: pa.Schema) -> pa.Schema:
+        """A table's schema as its clients are told it: in the served order, with its string
+        columns as dictionaries when the server serves them so."""
+        schema = served_schema(schema)
+        return declared(schema) if self.string_dictionaries else schema
+
+    def served_rows(self, reader: pa.RecordBatchReader) -> pa.RecordBatchReader:
+        return served_rows(reader, self.string_dictionaries)
 
     def for_table(
         self,
@@ -75,8 +98,8 @@ class FlightInfos:
             description=None,
             extra_data=None,
         )
-        schema = served_schema(table.arrow_schema(None))
-        if produces_statistics(table):
+        schema = self.served(table.arrow_schema(None))
+        if produces_statistics(table, schema):
             schema = with_statistics_flag(schema)
         return flight_pb2.FlightInfo(
             schema=serialize_schema(schema),

@@ -26,10 +26,12 @@ class DataWorkers(Protocol):
         expected_rows: int,
         columns: list[str],
         rows_only: bool,
+        string_dictionaries: bool = False,
     ) -> tuple[bytes, str]:
         """The ticket (sealed for ctx's identity) and the worker's address for one part:
         its plan (DetachableTable.detached_part), the rows it holds before filters (-1:
-        unknown), the columns the client asked for and whether it only counts rows."""
+        unknown), the columns the client asked for, whether it only counts rows and whether
+        its string columns go as dictionaries (the catalog declared them so)."""
         ...
 
 

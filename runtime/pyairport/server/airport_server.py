@@ -65,6 +65,9 @@ class ServerConfig:
     # Scans of clients on this host over a Unix socket at this path ("auto": a private one),
     # served by Arrow C++ (data_plane.py); None: every scan at the catalog's address.
     data_socket: str | None = None
+    # Tables' string columns declared and streamed as Arrow dictionaries, to every client
+    # (wire/dictionaries.py): with compression, far fewer bytes for low-cardinality strings.
+    string_dictionaries: bool = False
 
 
 class AirportServer:
@@ -164,7 +167,11 @@ class AirportServer:
         if transactions is None and self.catalog_transactions is not None:
             transactions = CatalogTransactions(self.catalog_transactions, name)
         dispatcher = Dispatcher(
-            catalog, transactions, self.config.max_row_ids, self.config.max_message_bytes
+            catalog,
+            transactions,
+            self.config.max_row_ids,
+            self.config.max_message_bytes,
+            string_dictionaries=self.config.string_dictionaries,
         )
         self.catalogs.add(name, dispatcher)
         self.health.add(name)

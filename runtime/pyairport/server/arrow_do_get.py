@@ -93,7 +93,14 @@ class DoGetServer(flight.FlightServerBase):  # type: ignore[misc]
         stream = _batches(ProgressReport(served), ReadCounter(call.metrics, served.table))
         codec = codec_for(self._compression, context.peer(), served.rows_only)
         options = pa.ipc.IpcWriteOptions(compression=codec) if codec else None
-        return flight.GeneratorStream(served.reader.schema, _ending(stream, call), options=options)
+        schema = served.reader.schema
+        if any(pa.types.is_dictionary(field.type) for field in schema):
+            # pyarrow's GeneratorStream sends no dictionary messages; a reader's stream does,
+            # but without a batch's app_metadata: these streams report no progress.
+            batches = (batch for batch, _ in _ending(stream, call))
+            reader = pa.RecordBatchReader.from_batches(schema, batches)
+            return flight.RecordBatchStream(reader, options=options)
+        return flight.GeneratorStream(schema, _ending(stream, call), options=options)
 
     # Everything but DoGet is the catalog's: refused here in one line, without a traceback.
     def list_flights(self, context: Any, criteria: bytes) -> Iterator[Any]:

@@ -31,8 +31,9 @@ from airport_contracts.vocabulary import Protocol
 from ..access.gate import Access
 from ..access.tokens import AUTHORIZATION_HEADER
 from ..dispatch import ServedScan
+from ..dispatch.flight_infos import served_rows
 from ..dispatch.headers import context_meta
-from ..wire.column_ids import requested_only, served_reader
+from ..wire.column_ids import requested_only
 from .arrow_do_get import DoGetServer
 from .metrics import ReadMetrics
 from .ticket_seal import TicketSeal
@@ -55,7 +56,8 @@ def open_sealed(ctx: Context, seal: TicketSeal, read_plan: PlanReader, ticket: b
     reader = read_plan(ctx, sealed.plan)
     if sealed.columns or sealed.rows_only:
         reader = requested_only(reader, list(sealed.columns))
-    return ServedScan(served_reader(reader), sealed.expected_rows, sealed.table, sealed.rows_only)
+    served = served_rows(reader, sealed.string_dictionaries)
+    return ServedScan(served, sealed.expected_rows, sealed.table, sealed.rows_only)
 
 
 class DataWorker:

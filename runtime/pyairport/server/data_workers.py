@@ -394,6 +394,7 @@ class _Placement:
         expected_rows: int,
         columns: list[str],
         rows_only: bool,
+        string_dictionaries: bool = False,
     ) -> tuple[bytes, str]:
         sealed = Sealed(
             identity=identity_from_context(ctx),
@@ -403,6 +404,7 @@ class _Placement:
             columns=tuple(columns),
             rows_only=rows_only,
             expires=self.seal.expiry(),
+            string_dictionaries=string_dictionaries,
         )
         location = self.locations[next(self.turn) % len(self.locations)]
         if self.metrics is not None:

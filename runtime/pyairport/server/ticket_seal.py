@@ -53,7 +53,9 @@ class MessageKind(Enum):
 class Sealed:
     """What a sealed ticket says: who may read it, the table (catalog, schema, table), the
     part's plan (the backend's bytes), the rows it holds before filters (-1: unknown), the
-    columns the client asked for and whether only rows were counted, and when it expires."""
+    columns the client asked for and whether only rows were counted, when it expires, and
+    whether its string columns are sent as dictionaries (the catalog declared them so:
+    wire/dictionaries.py)."""
 
     identity: str
     table: tuple[str, str, str]
@@ -62,6 +64,7 @@ class Sealed:
     columns: tuple[str, ...]
     rows_only: bool
     expires: float
+    string_dictionaries: bool = False
 
 
 def new_key() -> bytes:
@@ -102,6 +105,7 @@ class TicketSeal:
                 "columns": list(sealed.columns),
                 "rows_only": sealed.rows_only,
                 "expires": sealed.expires,
+                "string_dictionaries": sealed.string_dictionaries,
             }
         )
         return self._encrypt(PREFIX, body)
@@ -152,6 +156,7 @@ class TicketSeal:
                 columns=tuple(str(name) for name in fields["columns"]),
                 rows_only=bool(fields["rows_only"]),
                 expires=float(fields["expires"]),
+                string_dictionaries=bool(fields["string_dictionaries"]),
             )
         except Exception:  # InvalidTag: not sealed by this key, or changed since
             raise TicketRefused(reason=_NOT_ISSUED) from None

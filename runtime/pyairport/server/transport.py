@@ -265,7 +265,7 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
         codec = codec_for(self.compression, context.peer(), served.rows_only)
         encoder = BatchEncoder(served.reader.schema, codec)
 
-        def encoded() -> tuple[pa.RecordBatch, bytes] | None:
+        def encoded() -> tuple[pa.RecordBatch, list[bytes]] | None:
             item = report.next()
             return None if item is None else (item[0], encoder.encode(*item))
 
@@ -273,8 +273,8 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
         try:
             yield encode_schema(served.reader.schema)
             while (item := self._guard(context, "DoGet", ahead.next)) is not None:
-                counted.sent(item[0], len(item[1]))
-                yield item[1]
+                counted.sent(item[0], sum(len(message) for message in item[1]))
+                yield from item[1]
         finally:
             ahead.close()
             counted.done()  # what was sent, also when the client stopped reading

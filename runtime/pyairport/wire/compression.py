@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from .ipc import after_schema, encode_batch, frame_message
+from .ipc import encode_batch, frame_messages
 
 SETTINGS = ("auto", "none", "lz4", "zstd")
 _ACROSS_A_NETWORK = "zstd"
@@ -50,33 +50,28 @@ def on_this_host(peer: str) -> bool:
 
 
 class BatchEncoder:
-    """A stream's batches as FlightData bytes, compressed with codec (None: as they are).
-    Arrow's stream writer compresses (pyarrow's serialize cannot); each batch's message is
-    taken from what it writes."""
+    """A stream's batches as FlightData messages, compressed with codec (None: as they are):
+    one message a batch, after one for each dictionary the batch brings (its dictionary
+    columns' values, whenever they change: wire/dictionaries.py). pyarrow's serialize
+    neither compresses nor writes dictionaries, so then Arrow's stream writer writes the
+    batch and its messages are cut out of what it wrote."""
 
     def __init__(self, schema: pa.Schema, codec: str | None) -> None:
         self._sink: _Collected | None = None
         self._writer: Any = None
-        if codec is not None and not _has_dictionaries(schema):
+        if codec is not None or _has_dictionaries(schema):
             self._sink = _Collected()
             options = pa.ipc.IpcWriteOptions(compression=codec)
             self._writer = pa.ipc.new_stream(self._sink, schema, options=options)
-            self._schema_ahead = True  # written with the first batch; the transport sends its own
 
-    def encode(self, batch: pa.RecordBatch, app_metadata: bytes = b"") -> bytes:
+    def encode(self, batch: pa.RecordBatch, app_metadata: bytes = b"") -> list[bytes]:
         if self._sink is None:
-            return encode_batch(batch, app_metadata)
+            return [encode_batch(batch, app_metadata)]
         self._writer.write_batch(batch)
-        written = self._sink.take()
-        if self._schema_ahead:
-            self._schema_ahead = False
-            return frame_message(pa.py_buffer(after_schema(written)), app_metadata)
-        return frame_message(pa.py_buffer(written), app_metadata)
+        return frame_messages(self._sink.take(), app_metadata)
 
 
 def _has_dictionaries(schema: pa.Schema) -> bool:
-    """Dictionary columns need dictionary messages ahead of their batches; their streams go
-    uncompressed (no table pyairport serves has them)."""
     return any(pa.types.is_dictionary(field.type) for field in schema)
 
 

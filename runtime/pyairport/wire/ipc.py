@@ -76,9 +76,27 @@ def frame_message(serialized: pa.Buffer, app_metadata: bytes = b"") -> bytes:
     return _flight_data(*_message_parts(serialized), app_metadata=app_metadata)
 
 
-def after_schema(stream: pa.Buffer | bytes) -> memoryview:
-    """What an IPC stream holds after its first message, its schema (which has no body)."""
-    return _message_parts(stream)[1]
+def frame_messages(stream: pa.Buffer | bytes, app_metadata: bytes = b"") -> list[bytes]:
+    """The messages of a stream fragment as Arrow's stream writer writes them (a record batch
+    and the dictionaries it brings before it; a schema first is left out) as FlightData
+    bytes, app_metadata on the last, the batch."""
+    reader = pa.ipc.MessageReader.open_stream(pa.py_buffer(stream))
+    messages = []
+    while True:
+        try:
+            message = reader.read_next_message()
+        except StopIteration:
+            break
+        if message.type != "schema":
+            messages.append(message)
+    return [
+        _flight_data(
+            memoryview(message.metadata),
+            memoryview(message.body) if message.body is not None else b"",
+            app_metadata if i == len(messages) - 1 else b"",
+        )
+        for i, message in enumerate(messages)
+    ]
 
 
 def encode_app_metadata(app_metadata: bytes) -> bytes:
