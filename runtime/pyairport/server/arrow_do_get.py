@@ -24,6 +24,7 @@ from airport_contracts import AirportError, Context, StatusCode
 
 from ..dispatch import ProgressReport, ServedScan
 from ..wire.compression import codec_for
+from ..wire.dictionaries import has_dictionaries
 from ..wire.go_text import go_string
 from .ahead import Ahead
 from .grpc_call import first_values
@@ -94,7 +95,7 @@ class DoGetServer(flight.FlightServerBase):  # type: ignore[misc]
         codec = codec_for(self._compression, context.peer(), served.rows_only)
         options = pa.ipc.IpcWriteOptions(compression=codec) if codec else None
         schema = served.reader.schema
-        if any(pa.types.is_dictionary(field.type) for field in schema):
+        if has_dictionaries(schema):
             # pyarrow's GeneratorStream sends no dictionary messages; a reader's stream does,
             # but without a batch's app_metadata: these streams report no progress.
             batches = (batch for batch, _ in _ending(stream, call))

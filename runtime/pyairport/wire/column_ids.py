@@ -23,7 +23,7 @@ ROWID_COLUMN_ID = 2**64 - 1
 _ROWID_KEY = ROWID_METADATA_KEY.encode()
 
 
-def _hidden_by_duckdb(schema_field: pa.Field) -> bool:
+def hidden_by_duckdb(schema_field: pa.Field) -> bool:
     """The extension hides a field whose `is_rowid` metadata is non-empty (only that: a
     field merely named rowid is an ordinary column to DuckDB)."""
     metadata = schema_field.metadata
@@ -32,7 +32,7 @@ def _hidden_by_duckdb(schema_field: pa.Field) -> bool:
 
 def duckdb_columns(schema: pa.Schema) -> list[str]:
     """The table's columns as DuckDB numbers them."""
-    return [f.name for f in schema if not _hidden_by_duckdb(f)]
+    return [f.name for f in schema if not hidden_by_duckdb(f)]
 
 
 def served_order(schema: pa.Schema) -> list[int]:
@@ -41,7 +41,7 @@ def served_order(schema: pa.Schema) -> list[int]:
     Arrow schema, but numbers DuckDB's columns without the hidden field: with that field
     anywhere but last, every column after it is looked up one place off (struct and list
     access, statistics)."""
-    hidden = [i for i, f in enumerate(schema) if _hidden_by_duckdb(f)]
+    hidden = [i for i, f in enumerate(schema) if hidden_by_duckdb(f)]
     return [i for i in range(len(schema)) if i not in hidden] + hidden
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from .dictionaries import has_dictionaries
 from .ipc import encode_batch, frame_messages
 
 SETTINGS = ("auto", "none", "lz4", "zstd")
@@ -59,7 +60,7 @@ class BatchEncoder:
     def __init__(self, schema: pa.Schema, codec: str | None) -> None:
         self._sink: _Collected | None = None
         self._writer: Any = None
-        if codec is not None or _has_dictionaries(schema):
+        if codec is not None or has_dictionaries(schema):
             self._sink = _Collected()
             options = pa.ipc.IpcWriteOptions(compression=codec)
             self._writer = pa.ipc.new_stream(self._sink, schema, options=options)
@@ -69,10 +70,6 @@ class BatchEncoder:
             return [encode_batch(batch, app_metadata)]
         self._writer.write_batch(batch)
         return frame_messages(self._sink.take(), app_metadata)
-
-
-def _has_dictionaries(schema: pa.Schema) -> bool:
-    return any(pa.types.is_dictionary(field.type) for field in schema)
 
 
 class _Collected:

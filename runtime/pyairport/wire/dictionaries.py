@@ -20,9 +20,8 @@ from collections.abc import Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airport_contracts import ROWID_METADATA_KEY
+from .column_ids import hidden_by_duckdb
 
-_ROWID_KEY = ROWID_METADATA_KEY.encode()
 _INDEX = pa.int32()
 
 
@@ -31,7 +30,12 @@ def _served_as_dictionary(field: pa.Field) -> bool:
     readers take them as stored), other than the rowid."""
     if not (pa.types.is_string(field.type) or pa.types.is_large_string(field.type)):
         return False
-    return not (field.metadata and field.metadata.get(_ROWID_KEY))
+    return not hidden_by_duckdb(field)
+
+
+def has_dictionaries(schema: pa.Schema) -> bool:
+    """Whether a stream of schema needs dictionary messages before its batches."""
+    return any(pa.types.is_dictionary(field.type) for field in schema)
 
 
 def declared(schema: pa.Schema) -> pa.Schema:
