@@ -8,7 +8,11 @@
 //
 // It exits 1 when a scenario fails. -target airport-go leaves out the spec-002 scenarios
 // (airport-go v0.2.1 no longer serves them), so the same expectations can be checked
-// against the Go server itself.
+// against the Go server itself. -dictionaries expects a server run with
+// --string-dictionaries: every scan then checks that the table's string columns (the rowid
+// aside) are declared and streamed as Arrow dictionaries, and reads their values through them.
+// -scan schema.table reads one table instead of the scenarios and prints as JSON its rows,
+// batches and each string column's values with their counts.
 package main
 
 import (
@@ -28,6 +32,9 @@ func main() {
 	location := flag.String("location", "grpc://127.0.0.1:8815", "the server's grpc:// location")
 	target := flag.String("target", "pyairport", "pyairport or airport-go (no spec-002 scenarios)")
 	list := flag.Bool("list", false, "print the scenarios a -target runs, one per line, and exit")
+	scanTable := flag.String("scan", "", "read schema.table, print its rows, batches and string values as JSON, and exit")
+	flag.BoolVar(&wantDictionaries, "dictionaries", false,
+		"the server sends string columns as dictionaries (pyairport --string-dictionaries)")
 	flag.Parse()
 	if *target != "pyairport" && *target != "airport-go" {
 		fmt.Fprintln(os.Stderr, "interop-client: -target must be pyairport or airport-go")
@@ -51,6 +58,15 @@ func main() {
 		os.Exit(2)
 	}
 	defer client.Close()
+	if *scanTable != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		if err := printScanReport(ctx, client, *scanTable); err != nil {
+			fmt.Fprintln(os.Stderr, "interop-client:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	failed := 0
 	for _, s := range scenarios {
 		if s.spec002 && *target == "airport-go" {

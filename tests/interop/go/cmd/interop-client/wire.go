@@ -154,6 +154,8 @@ func rowMaps(rec arrow.RecordBatch) []map[string]any {
 				rows[i][f.Name] = a.Value(i)
 			case *array.String:
 				rows[i][f.Name] = a.Value(i)
+			case *array.Dictionary:
+				rows[i][f.Name] = a.Dictionary().(*array.String).Value(a.GetValueIndex(i))
 			default:
 				rows[i][f.Name] = col.ValueStr(i)
 			}
@@ -164,32 +166,84 @@ func rowMaps(rec arrow.RecordBatch) []map[string]any {
 
 // scan reads a table the way a Go Flight user would: GetFlightInfo, then DoGet its ticket.
 func scan(ctx context.Context, client flight.Client, schema, table string) ([]map[string]any, error) {
+	var rows []map[string]any
+	err := scanBatches(ctx, client, schema, table, func(batch arrow.RecordBatch) {
+		rows = append(rows, rowMaps(batch)...)
+	})
+	return rows, err
+}
+
+// scanBatches hands each batch of schema.table to each, read through GetFlightInfo and a DoGet
+// of every endpoint, after checking how the FlightInfo and each stream type string columns.
+func scanBatches(ctx context.Context, client flight.Client, schema, table string, each func(arrow.RecordBatch)) error {
 	info, err := client.GetFlightInfo(ctx, &flight.FlightDescriptor{
 		Type: flight.DescriptorPATH, Path: []string{schema, table},
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var rows []map[string]any
+	declared, err := flight.DeserializeSchema(info.Schema, memory.DefaultAllocator)
+	if err != nil {
+		return err
+	}
+	if err := checkStringTypes("FlightInfo", declared); err != nil {
+		return err
+	}
 	for _, endpoint := range info.Endpoint {
 		stream, err := client.DoGet(ctx, endpoint.Ticket)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		reader, err := flight.NewRecordReader(stream)
 		if err != nil {
-			return nil, err
+			return err
+		}
+		if err := checkStringTypes("DoGet stream", reader.Schema()); err != nil {
+			reader.Release()
+			return err
 		}
 		for reader.Next() {
-			rows = append(rows, rowMaps(reader.RecordBatch())...)
+			each(reader.RecordBatch())
 		}
 		err = reader.Err()
 		reader.Release()
 		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, err
+			return err
 		}
 	}
-	return rows, nil
+	return nil
+}
+
+// wantDictionaries: the server was started with --string-dictionaries (the -dictionaries flag).
+var wantDictionaries bool
+
+// checkStringTypes checks how a scanned table's string columns are typed: as dictionaries of
+// strings where wantDictionaries (the rowid, which DuckDB hides and filters by, stays a plain
+// column), as plain strings otherwise. With dictionaries at least one column must be one, so
+// that the check cannot pass on a table without strings.
+func checkStringTypes(where string, s *arrow.Schema) error {
+	dictionaries := 0
+	for _, f := range s.Fields() {
+		isRowID := f.Metadata.FindKey("is_rowid") >= 0
+		switch t := f.Type.(type) {
+		case *arrow.DictionaryType:
+			if !wantDictionaries || isRowID {
+				return fmt.Errorf("%s: column %s is %s, want a plain column", where, f.Name, t)
+			}
+			if t.ValueType.ID() != arrow.STRING && t.ValueType.ID() != arrow.LARGE_STRING {
+				return fmt.Errorf("%s: column %s is %s, want a dictionary of strings", where, f.Name, t)
+			}
+			dictionaries++
+		case *arrow.StringType, *arrow.LargeStringType:
+			if wantDictionaries && !isRowID {
+				return fmt.Errorf("%s: column %s is %s, want a dictionary", where, f.Name, t)
+			}
+		}
+	}
+	if wantDictionaries && dictionaries == 0 {
+		return fmt.Errorf("%s: no dictionary column in %s", where, s)
+	}
+	return nil
 }
 
 // action runs a DoAction and returns the bodies of its results.
