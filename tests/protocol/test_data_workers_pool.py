@@ -19,12 +19,19 @@ import pyarrow.flight as flight
 import pytest
 
 from airport_contracts import Context
+from pyairport import __version__
 from pyairport.demo import memory_demo_catalog
 from pyairport.server import AirportServer, ServerConfig
 from pyairport.server.data_worker import DataWorker
 from pyairport.server.data_workers import DataWorkers, WorkerFlags
 from pyairport.server.metrics import ServerMetrics
-from pyairport.server.ticket_seal import PREFIX, MessageKind, TicketSeal, new_key
+from pyairport.server.ticket_seal import (
+    PREFIX,
+    TICKET_FORMAT,
+    MessageKind,
+    TicketSeal,
+    new_key,
+)
 from pyairport.server.worker_link import JOIN_METHOD, Joiner
 
 from ..waiting import until
@@ -104,6 +111,45 @@ def test_a_server_that_answers_without_the_key_is_never_named() -> None:
     finally:
         workers.stop()
         impostor.shutdown()
+
+
+class _OtherPyairport(flight.FlightServerBase):  # type: ignore[misc]
+    """Holds the key and answers the probe's challenge right, as a worker of another
+    pyairport would: one without the ticket format (older) or with another."""
+
+    def __init__(self, seal: TicketSeal, ticket_format: str | None) -> None:
+        super().__init__("grpc://127.0.0.1:0")
+        self._seal = seal
+        self._format = ticket_format
+
+    def do_get(self, context: object, ticket: flight.Ticket) -> flight.RecordBatchStream:
+        fields = self._seal.open_message(MessageKind.PROBE, ticket.ticket)
+        assert fields is not None
+        row = {"challenge": pa.array([fields["challenge"]], pa.binary())}
+        if self._format is not None:
+            row |= {"ticket_format": pa.array([self._format]), "version": pa.array(["9.9.9"])}
+        return flight.RecordBatchStream(pa.table(row))
+
+
+@pytest.mark.parametrize("ticket_format", [None, TICKET_FORMAT + ",ticket_field_of_tomorrow"])
+def test_a_worker_of_another_pyairport_is_never_named(
+    ticket_format: str | None, caplog: pytest.LogCaptureFixture
+) -> None:
+    """It holds the key, but would open the catalog's tickets without a field the catalog
+    sealed (--string-dictionaries': strings sent where dictionaries were declared): named in
+    no endpoint, and the server's log says why."""
+    key = new_key()
+    other = _OtherPyairport(TicketSeal(key), ticket_format)
+    at = f"grpc://127.0.0.1:{other.port}"
+    workers = DataWorkers(key, 0, [at], WorkerFlags(), _unread)  # type: ignore[arg-type]
+    try:
+        time.sleep(1.5)
+        assert _offered(workers) == []
+    finally:
+        workers.stop()
+        other.shutdown()
+    there = "9.9.9" if ticket_format else "an older one"
+    assert f"it is another pyairport (pyairport {there} there, {__version__} here)" in caplog.text
 
 
 def test_a_unix_socket_worker_is_named_to_clients_on_this_host_only(tmp_path: object) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from enum import Enum
 from typing import Any
 
@@ -65,6 +65,13 @@ class Sealed:
     rows_only: bool
     expires: float
     string_dictionaries: bool = False
+
+
+TICKET_FORMAT = PREFIX.decode() + ",".join(f.name for f in fields(Sealed))
+"""What a worker must open to serve this catalog's tickets: the prefix and Sealed's fields. It
+says it in its answer to the catalog's probe (worker_link.py): a worker of another pyairport
+would open a ticket without a field the catalog sealed (and send, say, strings where the
+catalog declared dictionaries), so it is named in no endpoint."""
 
 
 def new_key() -> bytes:

@@ -9,11 +9,13 @@ knows a worker is fit to be named in endpoints. Both ends prove they hold the sh
   until it says it leaves. The method is not Flight's: no Flight client calls it.
 - **Probe**: the catalog DoGets, each second, a sealed MessageKind.PROBE ticket holding a
   random challenge and the lake's folders from each worker on another host; the worker
-  answers one row holding the challenge, which only a holder of the key can read, if it sees
+  answers one row holding the challenge, which only a holder of the key can read, and the
+  ticket format it opens (ticket_seal.TICKET_FORMAT) with its pyairport version, if it sees
   every folder. A worker that does not answer, answers wrong or refuses (it was given another
-  key, or the lake is not mounted where the catalog has it) is named in no endpoint until it
-  answers right: its parts are read by the catalog meanwhile, and no query is sent to a
-  worker that would refuse every ticket or fail every read.
+  key, the lake is not mounted where the catalog has it, or it is another pyairport, which
+  would misread the catalog's tickets) is named in no endpoint until it answers right: its
+  parts are read by the catalog meanwhile, and no query is sent to a worker that would
+  refuse every ticket, fail every read or answer wrong.
 """
 
 from __future__ import annotations
@@ -32,8 +34,9 @@ import pyarrow.flight as flight
 
 from airport_contracts import TicketRefused
 
+from .. import __version__
 from ..dispatch import ServedScan
-from .ticket_seal import MessageKind, TicketSeal
+from .ticket_seal import TICKET_FORMAT, MessageKind, TicketSeal
 
 log = logging.getLogger("pyairport.workers")
 
@@ -43,23 +46,31 @@ LEASE_SECONDS = 15.0  # three joins: one lost request does not drop a worker
 PROBE_TIMEOUT_SECONDS = 2.0
 LARGEST_JOIN_BYTES = 4096  # a location and a flag, sealed: a few hundred bytes
 WORKER_SCHEMES = ("grpc", "grpc+tcp", "grpc+tls", "grpc+unix")
-_CHALLENGE = pa.schema([pa.field("challenge", pa.binary(), nullable=False)])
+_PROBE_ANSWER = pa.schema(
+    [
+        pa.field("challenge", pa.binary(), nullable=False),
+        pa.field("ticket_format", pa.string(), nullable=False),
+        pa.field("version", pa.string(), nullable=False),
+    ]
+)
 
 
 # --- the probe ---------------------------------------------------------------------------
 
 
 def probe_answer(seal: TicketSeal, ticket: bytes) -> ServedScan:
-    """A worker's answer to a probe ticket: its challenge, one row; TicketRefused when it is
-    no probe sealed under seal's key, or this worker does not see a folder it names."""
+    """A worker's answer to a probe ticket: its challenge, the tickets it opens and its
+    version, one row; TicketRefused when it is no probe sealed under seal's key, or this
+    worker does not see a folder it names."""
     fields = seal.open_message(MessageKind.PROBE, ticket)
     if fields is None or not isinstance(fields.get("challenge"), bytes):
         raise TicketRefused(reason="a probe not sealed with this worker's key")
     for folder in fields.get("lakes", []):
         if not os.path.isdir(str(folder)):  # only key holders seal probes: they may know it
             raise TicketRefused(reason=f"this worker does not see the lake's folder {folder}")
-    batch = pa.record_batch([pa.array([fields["challenge"]], pa.binary())], schema=_CHALLENGE)
-    return ServedScan(pa.RecordBatchReader.from_batches(_CHALLENGE, [batch]), 1, internal=True)
+    row = {"challenge": fields["challenge"], "ticket_format": TICKET_FORMAT, "version": __version__}
+    batch = pa.RecordBatch.from_pylist([row], schema=_PROBE_ANSWER)
+    return ServedScan(pa.RecordBatchReader.from_batches(_PROBE_ANSWER, [batch]), 1, internal=True)
 
 
 def is_probe(ticket: bytes) -> bool:
@@ -98,14 +109,28 @@ class Prober:
             log.debug("probe of %s: %s", self.location, exc)
             self.close()  # a new connection next time: the worker may have restarted
             return False
-        right = answer.schema == _CHALLENGE and answer.column(0).to_pylist() == [challenge]
-        self.why = "" if right else "a wrong answer"
-        return bool(right)
+        self.why = _what_is_wrong(answer, challenge)
+        return not self.why
 
     def close(self) -> None:
         if self._client is not None:
             self._client.close()
             self._client = None
+
+
+def _what_is_wrong(answer: pa.Table, challenge: bytes) -> str:
+    """Why a probe's answer does not show a worker fit for this catalog's tickets ("": it
+    does). The challenge first: only a holder of the key reads it."""
+    rows = answer.to_pylist()
+    if len(rows) != 1 or rows[0].get("challenge") != challenge:
+        return "a wrong answer"
+    if rows[0].get("ticket_format") != TICKET_FORMAT:
+        there = rows[0].get("version") or "an older one"
+        return (
+            f"it is another pyairport (pyairport {there} there, {__version__} here), which"
+            " would misread this server's tickets: run the same pyairport on both"
+        )
+    return ""
 
 
 # --- the join ----------------------------------------------------------------------------
