@@ -101,16 +101,21 @@ class _Impostor(flight.FlightServerBase):  # type: ignore[misc]
         return flight.RecordBatchStream(table)
 
 
-def test_a_server_that_answers_without_the_key_is_never_named() -> None:
-    impostor = _Impostor("grpc://127.0.0.1:0")
-    at = f"grpc://127.0.0.1:{impostor.port}"
-    workers = DataWorkers(new_key(), 0, [at], WorkerFlags(), _unread)  # type: ignore[arg-type]
+def _never_named(key: bytes, server: flight.FlightServerBase) -> None:
+    """server, listed as a worker of a catalog with key, is offered to no client while the
+    watcher probes it; shut down afterwards."""
+    at = f"grpc://127.0.0.1:{server.port}"
+    workers = DataWorkers(key, 0, [at], WorkerFlags(), _unread)  # type: ignore[arg-type]
     try:
         time.sleep(1.5)
         assert _offered(workers) == []
     finally:
         workers.stop()
-        impostor.shutdown()
+        server.shutdown()
+
+
+def test_a_server_that_answers_without_the_key_is_never_named() -> None:
+    _never_named(new_key(), _Impostor("grpc://127.0.0.1:0"))
 
 
 class _OtherPyairport(flight.FlightServerBase):  # type: ignore[misc]
@@ -139,15 +144,7 @@ def test_a_worker_of_another_pyairport_is_never_named(
     sealed (--string-dictionaries': strings sent where dictionaries were declared): named in
     no endpoint, and the server's log says why."""
     key = new_key()
-    other = _OtherPyairport(TicketSeal(key), ticket_format)
-    at = f"grpc://127.0.0.1:{other.port}"
-    workers = DataWorkers(key, 0, [at], WorkerFlags(), _unread)  # type: ignore[arg-type]
-    try:
-        time.sleep(1.5)
-        assert _offered(workers) == []
-    finally:
-        workers.stop()
-        other.shutdown()
+    _never_named(key, _OtherPyairport(TicketSeal(key), ticket_format))
     there = "9.9.9" if ticket_format else "an older one"
     assert f"it is another pyairport (pyairport {there} there, {__version__} here)" in caplog.text
 
