@@ -145,8 +145,8 @@ def test_a_worker_of_another_pyairport_is_never_named(
     no endpoint, and the server's log says why."""
     key = new_key()
     _never_named(key, _OtherPyairport(TicketSeal(key), ticket_format))
-    there = "9.9.9" if ticket_format else "an older one"
-    assert f"it is another pyairport (pyairport {there} there, {__version__} here)" in caplog.text
+    there = "pyairport 9.9.9" if ticket_format else "an older pyairport"
+    assert f"another pyairport ({there} there, pyairport {__version__} here)" in caplog.text
 
 
 def test_a_unix_socket_worker_is_named_to_clients_on_this_host_only(tmp_path: object) -> None:

@@ -125,9 +125,10 @@ def _what_is_wrong(answer: pa.Table, challenge: bytes) -> str:
     if len(rows) != 1 or rows[0].get("challenge") != challenge:
         return "a wrong answer"
     if rows[0].get("ticket_format") != TICKET_FORMAT:
-        there = rows[0].get("version") or "an older one"
+        version = rows[0].get("version")
+        there = f"pyairport {version}" if version else "an older pyairport"
         return (
-            f"it is another pyairport (pyairport {there} there, {__version__} here), which"
+            f"it is another pyairport ({there} there, pyairport {__version__} here), which"
             " would misread this server's tickets: run the same pyairport on both"
         )
     return ""
