@@ -4,6 +4,7 @@ reads every column type, and a memory table's statistics following its rows."""
 
 from __future__ import annotations
 
+import dataclasses
 import decimal
 from collections.abc import Callable
 from datetime import date, datetime
@@ -18,6 +19,7 @@ from airport_contracts.contract import ERROR_TABLE
 from pyairport.backends.memory import memory_table
 from pyairport.catalog import CatalogSchema, MutableCatalog
 from pyairport.client import RemoteError
+from pyairport.dispatch.statistics import answer
 
 from .conftest import Running, assert_error_row, serving
 
@@ -313,6 +315,23 @@ def test_statistics_follow_the_rows_of_a_memory_table() -> None:
         running.client.delete("s", "t", [ids[1], ids[9]])
         after = _stats(running, "id")
         assert (after["min"], after["max"], after["distinct_count"]) == (5, 5, 1)
+
+
+def test_an_answer_is_built_once_for_equal_statistics_of_the_same_field() -> None:
+    """DuckDB asks for a column's statistics several times a query: the answer is kept, but
+    only for the same field (another type is another answer) and only where the values can
+    be a key (a list bound from a custom table is answered afresh, and rightly)."""
+    known = ColumnStats(has_not_null=True, has_null=False, min="a", max="z", distinct_count=3)
+    text = pa.field("s", pa.string())
+    first = answer(text, known)
+    assert answer(text, dataclasses.replace(known)) is first
+    large = answer(pa.field("s", pa.large_string()), known)
+    assert pa.ipc.open_stream(large).schema.field("min").type == pa.large_string()
+    assert pa.ipc.open_stream(first).schema.field("min").type == pa.string()
+    listed = ColumnStats(min=[1], max=[2, 3])
+    field = pa.field("l", pa.list_(pa.int64()))
+    built = pa.ipc.open_stream(answer(field, listed)).read_all()
+    assert (built["min"].to_pylist(), built["max"].to_pylist()) == ([[1]], [[2, 3]])
 
 
 def _flag(running: Running, table: str) -> bool:
