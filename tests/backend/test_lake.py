@@ -286,6 +286,49 @@ def test_a_stored_value_its_column_cannot_hold_fails_the_scan_naming_the_column(
     assert _files(tmp_path) == before
 
 
+def test_returning_a_stored_value_its_column_cannot_hold_refuses_the_statement(
+    spark_backend: Any, tmp_path: Path
+) -> None:
+    """UPDATE and DELETE with RETURNING read the rows they change before committing: one
+    whose DECIMAL(18, 0) value has 19 digits (delta-rs writes what it is handed) refuses the
+    statement with the JVM's reason in one line (Spark reads those rows: its Arrow writer
+    refuses the value), and nothing is written; without RETURNING the same statement changes
+    the row, never reading the value (kept exactly as stored)."""
+    import decimal
+
+    from deltalake import DeltaTable, write_deltalake
+
+    wide = [decimal.Decimal(1), decimal.Decimal(10**18 + 7), decimal.Decimal(-2)]
+    values = pa.array(wide, pa.decimal128(38, 0)).cast(pa.decimal128(18, 0), safe=False)
+    where = tmp_path / "s" / "t"
+    write_deltalake(str(where), pa.table({"rowid": [1, 2, 3], "id": [1, 2, 3], "v": values}))
+    before = _files(tmp_path)
+    error = "BigDecimal precision cannot be greater than that in the Arrow vector: 19 > 18"
+    new_id = pa.table({"id": [20], "rowid": pa.array([2], pa.int64())})
+    with serving_lake(spark_backend.spark, tmp_path) as client:
+        for operation, statement in (
+            ("UPDATE", lambda: client.update("s", "t", new_id, returning=True)),
+            ("DELETE", lambda: client.delete("s", "t", [2], returning=True)),
+        ):
+            with pytest.raises(RemoteError) as refused:
+                statement()
+            assert_error_row(
+                "operation_failed",
+                {"operation": operation, "error": error},
+                refused.value.code,
+                refused.value.message,
+            )
+        assert _files(tmp_path) == before
+        fine = client.update(
+            "s", "t", pa.table({"id": [10], "rowid": pa.array([1], pa.int64())}), returning=True
+        )
+        assert fine.returning.column("id").to_pylist() == [10]  # the statement's columns
+        assert client.update("s", "t", new_id).total_changed == 1
+    stored = DeltaTable(str(where)).to_pyarrow_table().sort_by("rowid")
+    assert stored.column("id").to_pylist() == [10, 20, 3]
+    assert stored.column("v").cast(pa.decimal128(38, 0)).to_pylist() == wide
+
+
 def _flight_info_at(client: AirportClient, path: list[str], version: str) -> pa.Schema:
     descriptor = flight_pb2.FlightDescriptor(type=flight_pb2.FlightDescriptor.PATH, path=path)
     body = msgpack.packb(

@@ -58,6 +58,28 @@ WRAPPED_CONSTRAINT = (
             False,
         ),
         ("no error class at all\n\tat x.y(Z.java:1)", "no error class at all", False),
+        (
+            "An error occurred while calling o95.getResult.\n: org.apache.spark.SparkException:"
+            " Exception thrown in awaitResult: \n\tat org.apache.spark.util.X.y(X.scala:1)\n"
+            "Caused by: org.apache.spark.SparkException: Job aborted due to stage failure: Task"
+            " 0 in stage 9.0 failed 1 times\n\tat org.apache.spark.Z.z(Z.scala:2)\nCaused by:"
+            " java.lang.UnsupportedOperationException: BigDecimal precision cannot be greater"
+            " than that in the Arrow vector: 19 > 18\n\tat org.apache.arrow.W.w(W.java:3)",
+            "BigDecimal precision cannot be greater than that in the Arrow vector: 19 > 18",
+            False,
+        ),
+        (
+            "An error occurred while calling o7.collectToPython.\n: java.lang.NullPointerException"
+            "\n\tat org.apache.spark.Q.q(Q.scala:4)",
+            "NullPointerException",
+            False,
+        ),
+        (
+            "An error occurred while calling o8.sql.\n: org.apache.spark.SparkException: read"
+            " file:/data/lake/s/t/part-0.parquet failed\n\tat org.apache.spark.Q.q(Q.scala:4)",
+            "read <path> failed",
+            False,
+        ),
     ],
 )
 def test_one_line_of_a_spark_failure(text: str, line: str, clients: bool) -> None:

@@ -142,14 +142,25 @@ def caused_by_client(exc: BaseException) -> bool:
     return client_cause(exc) is not None
 
 
+# py4j's first line ("An error occurred while calling o95.getResult") says only which JVM
+# object failed; what happened is the innermost Java exception's message.
+_PY4J_CALL = "An error occurred while calling "
+_JAVA_CAUSE = re.compile(r"^(?:Caused by)?: (?:[a-z_$][\w$]*\.)+([\w$]+)(?:: (.*))?$", re.MULTILINE)
+
+
 def one_line(exc: BaseException, limit: int = 300) -> str:
-    """The line of a Spark failure that says what happened (the one naming its error class),
-    without the plan, the stack or the JVM's frames around it (those go to the server's
-    log)."""
+    """The line of a Spark failure that says what happened (the one naming its error class;
+    where none is named, the innermost Java cause's message), without the plan, the stack or
+    the JVM's frames around it (those go to the server's log)."""
     text = str(exc).strip()
     named = error_class(exc)
     if named:
         text = text[text.index("[" + named) :]
+    elif text.startswith(_PY4J_CALL):
+        causes = _JAVA_CAUSE.findall(text)
+        if causes:
+            name, message = causes[-1]
+            text = message.strip() or name
     cut = _NOT_FOR_CLIENTS.search(text)
     line = _PATH.sub("<path>", (text[: cut.start()] if cut else text)).strip().rstrip(".:")
     return (line[:limit].rstrip() + ("…" if len(line) > limit else "")) or type(exc).__name__
