@@ -13,6 +13,9 @@
 4. Peak server memory (the Python process and Spark's JVM) during a 10M-row INSERT, then a
    DoGet of those 10M rows (streamed, twice) against pyarrow reading the files batch by
    batch: MB/s, ratio, and the server's memory meanwhile.
+5. With `--returning ROWS` alone: UPDATE and DELETE of 50,000 rowids of a ROWS-row table in
+   DuckDB's shape (2048-row batches, RETURNING in lock-step) against the same statements
+   without RETURNING: ratio on/off (the target for RETURNING: <= 1.2).
 """
 
 from __future__ import annotations
@@ -75,6 +78,12 @@ def main() -> None:
         help="run only the scan after scattered statements, on a ROWS-row table (after the"
         " statements, when both are asked for)",
     )
+    parser.add_argument(
+        "--returning",
+        type=int,
+        metavar="ROWS",
+        help="run only UPDATE and DELETE with and without RETURNING, on a ROWS-row table",
+    )
     parser.add_argument("--repeats", type=int, default=5, help="runs of each statement")
     parser.add_argument(
         "--warm-up-rounds",
@@ -97,6 +106,9 @@ def main() -> None:
     location = process.stdout.readline().strip()
     client = AirportClient(location, max_message_bytes=256 * 1024 * 1024)
     try:
+        if args.returning:
+            returning_bench(client, args.returning, min(args.repeats, 3))
+            return
         if args.statements_only:
             (name,) = client.action("bench_reset", str(args.statements_only).encode())
             statements_bench(
@@ -305,6 +317,47 @@ def deletion_vectors_bench(client: AirportClient, n: int, repeats: int) -> None:
         print(
             f"  {label:<24} without {plain:5.2f} s   with deletion vectors {dv:5.2f} s"
             f"   ratio with/without {dv / plain:4.2f}"
+        )
+
+
+def returning_bench(client: AirportClient, n: int, repeats: int, count: int = 50_000) -> None:
+    """UPDATE and DELETE of count rowids as DuckDB sends them (2048-row batches; with
+    RETURNING, each batch's rows awaited before the next is sent), with RETURNING and
+    without, in turn, best of `repeats`, each on rowids no statement touched before."""
+    (table,) = client.action("bench_reset", f"{n}:dv".encode())
+    name = table.decode()
+    starts = iter(range(1, n + 1, count))
+    times: dict[tuple[str, bool], list[float]] = {}
+    for _ in range(repeats):
+        for returning in (False, True):
+            updated, deleted = (
+                pa.array(range(first, first + count), pa.int64())
+                for first in itertools.islice(starts, 2)
+            )
+            update = pa.table({"name": pa.array(["x"] * count), "rowid": updated})
+            statements = (("UPDATE", client.update, update), ("DELETE", client.delete, deleted))
+            for label, call, data in statements:
+                start = time.perf_counter()
+                answer = call(
+                    "bench",
+                    name,
+                    data,
+                    returning=returning,
+                    batch_rows=2048,
+                    lock_step=returning,
+                )
+                times.setdefault((label, returning), []).append(time.perf_counter() - start)
+                if returning:
+                    assert answer.returning is not None and answer.returning.num_rows == count
+    print(
+        f"UPDATE and DELETE of {count:,} rowids of a {n:,}-row Delta table pyairport made, in"
+        f" DuckDB's shape (2048-row batches, RETURNING in lock-step), best of {repeats}"
+    )
+    for label in ("UPDATE", "DELETE"):
+        off, on = min(times[(label, False)]), min(times[(label, True)])
+        print(
+            f"  {label}  without RETURNING {off:6.2f} s   with {on:6.2f} s"
+            f"   ratio on/off {on / off:5.2f}   (target <= 1.2)"
         )
 
 

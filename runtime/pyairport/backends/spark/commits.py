@@ -26,8 +26,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from airport_contracts import Context
+from airport_contracts import Context, ScanFailed
 
+from ...filters.model import Between
 from ..arrow_convert import convert
 from ..shaping import full_width
 from . import file_parts
@@ -110,15 +111,39 @@ class DeltaChanges:
         return keys.join(table, ROWID)
 
     def rows_for(self, ids: np.ndarray, clause: str = "") -> pa.Table:
-        """The committed rows with these rowids (table schema; order not kept)."""
+        """The committed rows with these rowids (table schema; order not kept): of the latest
+        version, read from its files where delta-rs reads it (file_parts), else by Spark (at
+        clause's version where one is given). RETURNING reads each of DuckDB's 2048-row
+        batches so: a Spark query a batch made a DELETE of 100,000 rows RETURNING take 78 s
+        against 5.5 s without."""
         if not len(ids):
             return self.layout.schema.empty_table()
+        files = None if clause else self._files_at(self._latest_version())
+        if files is not None:
+            return self._rows_in_files(files, np.unique(ids))
         frame = self._with_rowids(ids, clause).select(*[quote(n) for n in self.layout.schema.names])
         read = frame.toArrow()
         served = [
             full_width(b, self.layout.schema, self.layout.schema.names) for b in read.to_batches()
         ]
         return pa.Table.from_batches(served, schema=self.layout.schema)
+
+    def _rows_in_files(self, files: file_parts.PartFiles, ids: np.ndarray) -> pa.Table:
+        """The rows with these rowids (sorted) of the version files holds, from the files
+        whose bounds may hold them; of a table with a rowid column, each file's row groups
+        skipped by their bounds too."""
+        predicate = (
+            None
+            if files.base_row_ids is not None
+            else Between(ROWID, int(ids[0]), int(ids[-1]), True, True)
+        )
+        indexes = file_parts.holding(files, ids)
+        names = self.layout.schema.names
+        reader = file_parts.read(Context.background(), files, indexes, names, predicate, 0, ids)
+        try:
+            return reader.read_all()
+        except ScanFailed as exc:  # a stored value its column cannot hold: no scan's failure
+            raise RuntimeError(str(exc.error)) from None
 
     # --- commit: one Delta commit per kind of change (a statement has one kind) --------------
 

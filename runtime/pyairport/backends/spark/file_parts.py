@@ -163,6 +163,23 @@ def read(
     return pa.RecordBatchReader.from_batches(part.schema, batches())
 
 
+def holding(part: PartFiles, rowids: np.ndarray) -> list[int]:
+    """The indexes of the files that may hold rows with these ids (sorted): of a table with a
+    rowid column, those whose bounds in the log take in one of them (every file the log gives
+    no bounds of); of a row-tracked table every file (read skips those by their base row
+    ids)."""
+    count = part.files.num_rows
+    if part.base_row_ids is not None or f"min.{ROWID}" not in part.files.column_names:
+        return list(range(count))
+    lows = part.files.column(f"min.{ROWID}").to_pylist()
+    highs = part.files.column(f"max.{ROWID}").to_pylist()
+    return [
+        index
+        for index, (low, high) in enumerate(zip(lows, highs, strict=True))
+        if low is None or high is None or _any_within(rowids, int(low), int(high) + 1)
+    ]
+
+
 def _file_batches(
     part: PartFiles, index: int, needed: list[str], expression: Any, rowids: np.ndarray | None
 ) -> Iterator[pa.RecordBatch]:

@@ -251,10 +251,11 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
     def _files_at(self, version: int) -> file_parts.PartFiles | None:
         """What reading the table's files at version one by one needs, where delta-rs reads
         that version as it is served now (planning.part_files), else None."""
-        snapshot = self.direct_snapshot(self.layout, None, version)
+        layout, _ = self.fresh_layout()  # the shape delta-rs' version must have, known
+        snapshot = self.direct_snapshot(layout, None, version)
         if snapshot is None or snapshot.version() != version:
             return None
-        return self.part_files(self.layout, snapshot)
+        return self.part_files(layout, snapshot)
 
     # --- rowids and staging --------------------------------------------------------------------
 
