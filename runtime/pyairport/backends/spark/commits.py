@@ -131,15 +131,15 @@ class DeltaChanges:
         return pa.Table.from_batches(served, schema=self.layout.schema)
 
     def _rows_in_files(self, files: file_parts.PartFiles, ids: np.ndarray) -> pa.Table:
-        """The rows with these rowids (sorted) of the version files holds, from the files
-        whose bounds may hold them; of a table with a rowid column, each file's row groups
-        skipped by their bounds too."""
+        """The rows with these rowids (sorted) of the version files holds (file_parts.read
+        skips the files that cannot hold them); of a table with a rowid column, each file's
+        row groups skipped by their bounds too."""
         predicate = (
             None
             if files.base_row_ids is not None
             else Between(ROWID, int(ids[0]), int(ids[-1]), True, True)
         )
-        indexes = file_parts.holding(files, ids)
+        indexes = list(range(files.files.num_rows))
         names = self.layout.schema.names
         reader = file_parts.read(Context.background(), files, indexes, names, predicate, 0, ids)
         try:

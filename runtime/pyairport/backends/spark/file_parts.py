@@ -141,7 +141,8 @@ def read(
 ) -> pa.RecordBatchReader:
     """The rows of the files at indexes, full width in the served schema (the columns not
     wanted null), filtered; limit > 0 stops after that many rows. rowids (sorted): only the
-    rows with these ids, and of a row-tracked table no file whose ids miss them all read."""
+    rows with these ids, and no file whose ids (a row-tracked table's base row ids, a rowid
+    column's bounds in the log) miss them all read."""
     expression = filters.arrow_expression(predicate) if predicate is not None else None
     needed = list(dict.fromkeys(wanted + (filters.columns_of(predicate) if predicate else [])))
     if rowids is not None and ROWID not in needed:
@@ -163,23 +164,6 @@ def read(
     return pa.RecordBatchReader.from_batches(part.schema, batches())
 
 
-def holding(part: PartFiles, rowids: np.ndarray) -> list[int]:
-    """The indexes of the files that may hold rows with these ids (sorted): of a table with a
-    rowid column, those whose bounds in the log take in one of them (every file the log gives
-    no bounds of); of a row-tracked table every file (read skips those by their base row
-    ids)."""
-    count = part.files.num_rows
-    if part.base_row_ids is not None or f"min.{ROWID}" not in part.files.column_names:
-        return list(range(count))
-    lows = part.files.column(f"min.{ROWID}").to_pylist()
-    highs = part.files.column(f"max.{ROWID}").to_pylist()
-    return [
-        index
-        for index, (low, high) in enumerate(zip(lows, highs, strict=True))
-        if low is None or high is None or _any_within(rowids, int(low), int(high) + 1)
-    ]
-
-
 def _file_batches(
     part: PartFiles, index: int, needed: list[str], expression: Any, rowids: np.ndarray | None
 ) -> Iterator[pa.RecordBatch]:
@@ -198,11 +182,8 @@ def _file_batches(
     base = part.base_row_ids.get(str(Path(relative))) if part.base_row_ids is not None else None
     if tracked and base is None:
         raise RuntimeError(f"the log gives no base row id for {relative}")
-    if rowids is not None and base is not None and materialized is None:
-        # every row's id is base + its position: a file none of rowids falls in is not read
-        records = part.files.column("num_records")[index].as_py()
-        if records is not None and not _any_within(rowids, base, base + records):
-            return
+    if rowids is not None and not _may_hold(part, index, base, materialized, rowids):
+        return
     mask = part.masks.get(str(Path(relative)))
     in_order = mask is not None or tracked
     pushed = not in_order and _on(expression, present, needed) and read == present
@@ -242,6 +223,25 @@ def _file_batches(
             named = named.filter(expression)
         if named.num_rows:
             yield named
+
+
+def _may_hold(
+    part: PartFiles, index: int, base: int | None, materialized: str | None, rowids: np.ndarray
+) -> bool:
+    """Whether the file at index may hold a row with one of rowids (sorted): of a row-tracked
+    table, by its ids (base + each row's position; a file of rewritten rows keeps theirs in
+    the materialized column, so it is read); of a table with a rowid column, by that column's
+    bounds in the log; where neither tells, yes."""
+    if base is not None:
+        records = part.files.column("num_records")[index].as_py()
+        return (
+            materialized is not None or records is None or _any_within(rowids, base, base + records)
+        )
+    if f"min.{ROWID}" not in part.files.column_names:
+        return True
+    low = part.files.column(f"min.{ROWID}")[index].as_py()
+    high = part.files.column(f"max.{ROWID}")[index].as_py()
+    return low is None or high is None or _any_within(rowids, int(low), int(high) + 1)
 
 
 def _dataset(part: PartFiles, path: Path) -> ds.Dataset:
