@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from ..backend.test_lake import lake_server, make_table
+from ..tpch import TRACKED
 from .conftest import OpenSession
 
 pytestmark = [pytest.mark.duckdb, pytest.mark.spark]
@@ -67,6 +68,48 @@ def test_a_lake_spark_wrote_at_a_duckdb_prompt(
     ).collect() == [(2, 20.0), (3, 60.0), (4, 80.0)]
     assert spark.sql(f"SELECT count(*) FROM delta.`{lake / 'sales' / 'orders'}`").first()[0] == 4
     assert (lake / "sales" / "orders_by_region" / "region=ap").is_dir()
+
+
+def test_returning_of_decimal_columns_in_the_widths_duckdb_sent(
+    spark_backend: Any, tmp_path: Path, open_session: OpenSession
+) -> None:
+    """DuckDB sends every DECIMAL as decimal128, and an UPDATE answers in the schema it sent
+    (protocol §1.8), while the lake serves a DECIMAL of at most 18 digits as decimal64: an
+    UPDATE ... RETURNING of a row-tracked table (TPC-H's shape) failed `column type mismatch`
+    for every such column, SET or not. The values come back exactly, in either width."""
+    from decimal import Decimal
+
+    spark = spark_backend.spark
+    ident = f"delta.`{tmp_path / 'shop' / 'items'}`"
+    spark.sql(
+        f"CREATE TABLE {ident} USING delta TBLPROPERTIES ({TRACKED}) AS SELECT"
+        " id, CAST(id * 1.25 AS DECIMAL(15, 2)) AS price,"
+        " CAST(id AS DECIMAL(30, 4)) AS stock, concat('n', id) AS note FROM range(1, 6)"
+    )
+    with lake_server(spark, tmp_path) as location:
+        duck = open_session(location)
+        assert duck.run(
+            "UPDATE lake.shop.items SET price = price + 0.01 WHERE id <= 2 RETURNING *"
+        ) == [
+            (1, Decimal("1.26"), Decimal("1.0000"), "n1"),
+            (2, Decimal("2.51"), Decimal("2.0000"), "n2"),
+        ]
+        assert duck.run(
+            "UPDATE lake.shop.items SET note = 'x' WHERE id = 3 RETURNING price, note"
+        ) == [(Decimal("3.75"), "x")]
+        assert duck.run("DELETE FROM lake.shop.items WHERE id = 4 RETURNING price") == [
+            (Decimal("5.00"),)
+        ]
+        assert duck.run(
+            "INSERT INTO lake.shop.items VALUES (9, 99999999999.99, 12.5, 'nine') RETURNING price, stock"
+        ) == [(Decimal("99999999999.99"), Decimal("12.5000"))]
+    assert spark.sql(f"SELECT id, price, note FROM {ident} ORDER BY id").collect() == [
+        (1, Decimal("1.26"), "n1"),
+        (2, Decimal("2.51"), "n2"),
+        (3, Decimal("3.75"), "x"),
+        (5, Decimal("6.25"), "n5"),
+        (9, Decimal("99999999999.99"), "nine"),
+    ]
 
 
 def test_a_tables_history_and_changes_from_the_lakes_functions(

@@ -496,3 +496,38 @@ def test_every_ddl_action_has_exactly_one_binding() -> None:
     both = replace(bound_here, bind=bound_by_contract.bind)
     with pytest.raises(RuntimeError, match=r"RequestBinders binds \['create_table'\]"):
         check_binders({both.name: both})
+
+
+def test_update_returning_answers_a_decimal_in_the_width_it_was_sent(srv: Running) -> None:
+    """An UPDATE answers in its input's schema (protocol §1.8). A table serving a DECIMAL as
+    decimal64 (as the Spark backend serves DECIMAL(p <= 18)) answers an UPDATE that sends it
+    as decimal128 (as DuckDB sends every DECIMAL) in decimal128, values exact; a DECIMAL of
+    another precision is not the same column and is still refused."""
+    from decimal import Decimal
+
+    srv.client.create_schema(S)
+    declared = pa.schema([("id", pa.int64()), ("price", pa.decimal64(15, 2))])
+    srv.client.create_table(S, "prices", declared)
+    srv.client.insert(
+        S,
+        "prices",
+        pa.table({"id": [1], "price": pa.array([Decimal("1.25")], pa.decimal64(15, 2))}),
+    )
+    (rowid,) = srv.client.scan(S, "prices", ["rowid"]).read_all().column("rowid").to_pylist()
+    sent = pa.table(
+        {"price": pa.array([Decimal("99999999999.99")], pa.decimal128(15, 2)), "rowid": [rowid]}
+    )
+    answer = srv.client.update(S, "prices", sent, returning=True)
+    assert answer.returning is not None
+    assert answer.returning.schema.field("price").type == pa.decimal128(15, 2)
+    assert answer.returning.column("price").to_pylist() == [Decimal("99999999999.99")]
+    wider = pa.table({"price": pa.array([Decimal("2.50")], pa.decimal128(20, 2)), "rowid": [rowid]})
+    refused = _error(lambda: srv.client.update(S, "prices", wider, returning=True))
+    assert_error_row(
+        "returning_type_mismatch",
+        {"operation": "UPDATE", "source": "decimal64(15, 2)", "target": "decimal128(20, 2)"},
+        refused.code,
+        refused.message,
+    )
+    stored = srv.client.scan(S, "prices", ["price"]).read_all().column("price")
+    assert stored.to_pylist() == [Decimal("99999999999.99")]  # the refused UPDATE left it

@@ -19,7 +19,7 @@ import pyarrow as pa
 from airport_contracts import Context, DMLOptions, DMLResult
 from airport_contracts.protocols import CAPABILITIES, INTERFACE_METHODS
 
-from .shaping import batch_chunks, legacy_chunks, rowids_of
+from .shaping import batch_chunks, in_sent_types, legacy_chunks, rowids_of
 
 ALL_CAPABILITIES: tuple[str, ...] = tuple(CAPABILITIES)
 """Every capability interface of the contract, by name."""
@@ -36,7 +36,7 @@ def _update_batch(
     self: Any, ctx: Context, rows: pa.RecordBatchReader, opts: DMLOptions | None
 ) -> DMLResult:
     result: DMLResult = self.update_rows(ctx, batch_chunks(rows, "update"), opts)
-    return result
+    return in_sent_types(result, rows.schema)
 
 
 def _update_by_row_ids(
@@ -47,7 +47,7 @@ def _update_by_row_ids(
     opts: DMLOptions | None,
 ) -> DMLResult:
     result: DMLResult = self.update_rows(ctx, legacy_chunks(row_ids, rows), opts)
-    return result
+    return in_sent_types(result, rows.schema)
 
 
 def _delete_batch(

@@ -9,6 +9,7 @@ with messages that name the column.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Container, Iterator
 
@@ -18,6 +19,7 @@ import pyarrow.compute as pc
 
 from airport_contracts import (
     DMLOptions,
+    DMLResult,
     NullRowid,
     RowCountMismatch,
     RowsRefused,
@@ -203,6 +205,44 @@ def returning_schema(schema: pa.Schema, opts: DMLOptions | None) -> pa.Schema | 
     if opts is None or not opts.returning:
         return None
     return project_schema(schema, opts.returning_columns or returning_columns(schema))
+
+
+def in_sent_types(result: DMLResult, sent: pa.Schema) -> DMLResult:
+    """An UPDATE's result with its RETURNING columns in the decimal widths the client sent
+    them in. An UPDATE answers in its input's schema (protocol §1.8), and a table may serve a
+    DECIMAL in another width than a client sends it: the Spark backend serves DECIMAL(p <= 18)
+    as decimal64 (spark/stored_types.py), DuckDB 1.4.4 sends every DECIMAL as decimal128.
+    The same values either way; any other difference is left for the dispatcher to refuse."""
+    reader = result.returning_data
+    if reader is None:
+        return result
+    sent_types = {f.name: f.type for f in sent}
+    fields = [
+        f.with_type(sent_types[f.name])
+        if f.name in sent_types and _same_decimal(f.type, sent_types[f.name])
+        else f
+        for f in reader.schema
+    ]
+    schema = pa.schema(fields, metadata=reader.schema.metadata)
+    if schema.equals(reader.schema):
+        return result
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        for batch in reader:
+            columns = [convert(c, f.type) for c, f in zip(batch.columns, fields, strict=True)]
+            yield pa.RecordBatch.from_arrays(columns, schema=schema)
+
+    retyped = pa.RecordBatchReader.from_batches(schema, batches())
+    return dataclasses.replace(result, returning_data=retyped)
+
+
+def _same_decimal(served: pa.DataType, sent: pa.DataType) -> bool:
+    return (
+        pa.types.is_decimal(served)
+        and pa.types.is_decimal(sent)
+        and not served.equals(sent)
+        and (served.precision, served.scale) == (sent.precision, sent.scale)
+    )
 
 
 def returning_reader(
