@@ -45,10 +45,20 @@ def _served(table: pa.Table, columns: list[str]) -> list[str]:
     )
 
 
-@pytest.mark.parametrize("mapped", [False, True], ids=["plain", "column-mapped"])
+@pytest.mark.parametrize(
+    "mapped,small_row_groups",
+    [(False, False), (True, False), (False, True)],
+    ids=["plain", "column-mapped", "small-row-groups"],
+)
 def test_row_ids_equal_sparks_after_everything_spark_does(
-    spark_backend: Any, tmp_path: Path, mapped: bool, monkeypatch: pytest.MonkeyPatch
+    spark_backend: Any,
+    tmp_path: Path,
+    mapped: bool,
+    small_row_groups: bool,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """small-row-groups: files of many row groups, which the server's reader decodes on
+    several threads; a row's id is its position, so the batches must come in file order."""
     from pyairport.backends.spark import SparkBackend
     from pyairport.backends.spark.scans import Scanner
 
@@ -58,8 +68,15 @@ def test_row_ids_equal_sparks_after_everything_spark_does(
     spark.sql(
         f"CREATE TABLE {ident} (a BIGINT, b STRING) USING delta TBLPROPERTIES ({PROPERTIES}{mapping})"
     )
-    for statement in STATEMENTS:
-        spark.sql(statement.format(t=ident))
+    if small_row_groups:  # Spark passes its session's parquet.* settings to the writer
+        spark.conf.set("parquet.block.size", "2048")
+    try:
+        for statement in STATEMENTS:
+            spark.sql(statement.format(t=ident))
+    finally:
+        spark.conf.unset("parquet.block.size")
+    if small_row_groups:
+        assert max(_row_groups(tmp_path / "s" / "t")) > 4
     columns = ["a", "b"]
     if mapped:
         spark.sql(f"ALTER TABLE {ident} RENAME COLUMN b TO `b e`")
@@ -110,6 +127,12 @@ def test_row_ids_equal_sparks_after_everything_spark_does(
         assert picked.column("rowid").to_pylist() == [some]
     finally:
         backend.close()
+
+
+def _row_groups(folder: Path) -> list[int]:
+    import pyarrow.parquet as pq
+
+    return [pq.ParquetFile(f).metadata.num_row_groups for f in folder.glob("*.parquet")]
 
 
 def _forged_parts(real: dict[str, Any]) -> list[str]:

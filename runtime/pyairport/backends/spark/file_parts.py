@@ -187,13 +187,16 @@ def _file_batches(
     mask = part.masks.get(str(Path(relative)))
     in_order = mask is not None or tracked
     pushed = not in_order and _on(expression, present, needed) and read == present
-    # With a deletion vector (or row ids, which are positions) the rows are read in file order,
-    # and filtered after; else the filter also skips row groups by their statistics.
+    # With a deletion vector (or row ids, which are positions) every row is read and filtered
+    # after; else the filter also skips row groups by their statistics. The file's batches
+    # come in order with threads too (Arrow's ScanBatches: "the batches will arrive in
+    # order"), which the positions rely on; on one thread, a 3M-row file of TPC-H's lineitem
+    # read 4.9 s against 0.7 s.
     scanner = dataset.scanner(
         columns=read,
         filter=expression if pushed else None,
         batch_size=SCAN_BATCH_ROWS,
-        use_threads=not in_order,
+        use_threads=True,
     )
     offset = 0
     for batch in scanner.to_batches():
