@@ -88,8 +88,8 @@ def test_returning_of_decimal_columns_in_the_widths_duckdb_sent(
     )
     with lake_server(spark, tmp_path) as location:
         duck = open_session(location)
-        assert duck.run(
-            "UPDATE lake.shop.items SET price = price + 0.01 WHERE id <= 2 RETURNING *"
+        assert sorted(
+            duck.run("UPDATE lake.shop.items SET price = price + 0.01 WHERE id <= 2 RETURNING *")
         ) == [
             (1, Decimal("1.26"), Decimal("1.0000"), "n1"),
             (2, Decimal("2.51"), Decimal("2.0000"), "n2"),
