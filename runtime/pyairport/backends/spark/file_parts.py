@@ -170,6 +170,12 @@ def _file_batches(
     relative = unquote(part.files.column("path")[index].as_py())
     path = part.location / relative
     tracked = part.base_row_ids is not None and ROWID in needed
+    base = part.base_row_ids.get(str(Path(relative))) if part.base_row_ids is not None else None
+    if tracked and base is None:
+        raise RuntimeError(f"the log gives no base row id for {relative}")
+    # A rowid column's bounds in the log rule a file out before its footer is read.
+    if rowids is not None and base is None and not _bounds_may_hold(part, index, rowids):
+        return
     stored = [n for n in needed if n not in part.partitions and not (tracked and n == ROWID)]
     dataset = _dataset(part, path)
     present = [n for n in stored if part.in_files(n) in dataset.schema.names]
@@ -179,11 +185,12 @@ def _file_batches(
         read.append(materialized)
     else:
         materialized = None
-    base = part.base_row_ids.get(str(Path(relative))) if part.base_row_ids is not None else None
-    if tracked and base is None:
-        raise RuntimeError(f"the log gives no base row id for {relative}")
-    if rowids is not None and not _may_hold(part, index, base, materialized, rowids):
-        return
+    # A row-tracked file's ids are base + each row's position, unless it keeps rewritten
+    # rows' own ids in the materialized column (known from its footer): then it is read.
+    if rowids is not None and base is not None and materialized is None:
+        records = part.files.column("num_records")[index].as_py()
+        if records is not None and not _any_within(rowids, base, base + records):
+            return
     mask = part.masks.get(str(Path(relative)))
     in_order = mask is not None or tracked
     pushed = not in_order and _on(expression, present, needed) and read == present
@@ -228,18 +235,9 @@ def _file_batches(
             yield named
 
 
-def _may_hold(
-    part: PartFiles, index: int, base: int | None, materialized: str | None, rowids: np.ndarray
-) -> bool:
-    """Whether the file at index may hold a row with one of rowids (sorted): of a row-tracked
-    table, by its ids (base + each row's position; a file of rewritten rows keeps theirs in
-    the materialized column, so it is read); of a table with a rowid column, by that column's
-    bounds in the log; where neither tells, yes."""
-    if base is not None:
-        records = part.files.column("num_records")[index].as_py()
-        return (
-            materialized is not None or records is None or _any_within(rowids, base, base + records)
-        )
+def _bounds_may_hold(part: PartFiles, index: int, rowids: np.ndarray) -> bool:
+    """Whether the file at index may hold a row with one of rowids (sorted) by its rowid
+    column's bounds in the log; where the log gives none, yes."""
     if f"min.{ROWID}" not in part.files.column_names:
         return True
     low = part.files.column(f"min.{ROWID}")[index].as_py()
