@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from pyairport.backends.arrow_convert import INTERVAL_PARTS, convert
+from pyairport.backends.arrow_convert import INTERVAL_PARTS, convert, digits_fit
 
 MDN = pa.MonthDayNano
 
@@ -114,3 +114,43 @@ def test_narrowing_keeps_or_refuses_exactly_what_pyarrows_cast_does(
         except pa.ArrowInvalid:
             got = pa.ArrowInvalid
         assert got == expected, value
+
+
+def _decimal64(values: list[int], precision: int, valid: list[bool] | None = None) -> pa.Array:
+    """A decimal64 column of these integers as they are, as another engine's cast leaves it."""
+    validity = None if valid is None else pa.array(valid).buffers()[1]
+    nulls = 0 if valid is None else valid.count(False)
+    data = pa.py_buffer(np.array(values, dtype=np.int64))
+    return pa.Array.from_buffers(
+        pa.decimal64(precision, 0), len(values), [validity, data], null_count=nulls
+    )
+
+
+@pytest.mark.parametrize("precision", [1, 9, 15, 18])
+@pytest.mark.parametrize("beside", [0, 5, -5])
+def test_a_decimal64_fits_its_digits_where_pyarrows_cast_keeps_it(
+    precision: int, beside: int
+) -> None:
+    """DataFusion's cast to decimal64 (spark/direct.py) keeps a value past the precision:
+    digits_fit accepts exactly what pyarrow's cast from the decimal128 keeps, at every edge."""
+    for value in _EDGES + (2**63 - 1, -(2**63)):
+        wide = pa.array([decimal.Decimal(value), decimal.Decimal(beside)], pa.decimal128(38, 0))
+        try:
+            pc.cast(wide.cast(pa.decimal128(precision, 0), safe=False), pa.decimal64(precision, 0))
+            kept = True
+        except pa.ArrowInvalid:
+            kept = False
+        assert digits_fit(_decimal64([value, beside], precision)) is kept, value
+
+
+def test_a_wide_value_under_a_null_or_outside_the_slice_fits() -> None:
+    """Only the values a column shows count: a null slot's bytes and a slice's neighbours
+    are anything."""
+    wide = 10**18
+    assert not digits_fit(_decimal64([1, wide, 2], 18))
+    assert digits_fit(_decimal64([1, wide, 2], 18, [True, False, True]))
+    assert not digits_fit(_decimal64([1, wide, -wide], 18, [True, False, True]))
+    assert digits_fit(_decimal64([1, wide, 2, 3], 18).slice(2))
+    assert not digits_fit(_decimal64([1, wide, 2, 3], 18).slice(1, 2))
+    assert digits_fit(_decimal64([wide], 18, [False]))
+    assert digits_fit(_decimal64([], 18))

@@ -92,6 +92,24 @@ def _within_precision(low: np.ndarray, high: np.ndarray, precision: int) -> bool
     return top == 0 and bottom == -1 and bool(np.array_equal(high, low >> 63))
 
 
+def digits_fit(column: pa.Array) -> bool:
+    """Whether every value of a decimal64 column has at most its type's precision of digits:
+    what another engine's cast to decimal64 (DataFusion's, spark/direct.py) leaves unchecked.
+    Two reductions over the values, then, only if they find one too wide and the column has
+    nulls, the same over the valid ones (a null slot's bytes are anything)."""
+    length, start = len(column), column.offset
+    if not length:
+        return True
+    values = np.frombuffer(column.buffers()[1], dtype="<i8", count=start + length)[start:]
+    bound = 10**column.type.precision
+    if int(values.min()) > -bound and int(values.max()) < bound:
+        return True
+    if not column.null_count:
+        return False
+    valid = values[column.is_valid().to_numpy(zero_copy_only=False)]
+    return not len(valid) or (int(valid.min()) > -bound and int(valid.max()) < bound)
+
+
 def _interval_parts(column: pa.Array) -> pa.Array:
     values = np.frombuffer(
         column.buffers()[1], dtype=_INTERVAL_LAYOUT, count=len(column) + column.offset

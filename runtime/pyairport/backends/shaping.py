@@ -31,7 +31,7 @@ from airport_contracts import (
 from airport_contracts.dispatch import RULE_ERRORS
 from airport_contracts.vocabulary import Rule
 
-from .arrow_convert import convert
+from .arrow_convert import convert, digits_fit
 
 
 def user_fields(schema: pa.Schema) -> dict[str, pa.Field]:
@@ -190,6 +190,18 @@ def full_width(batch: pa.RecordBatch, schema: pa.Schema, wanted: Container[str])
         else:
             columns.append(null_column(batch.num_rows, field.type))
     return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def digits_checked(batch: pa.RecordBatch, names: list[str]) -> pa.RecordBatch:
+    """batch, once its decimal64 columns of names are found to hold no value wider than their
+    precision (arrow_convert.digits_fit); else the scan fails naming the column, in the words
+    of the narrowing's refusal (convert, through _served)."""
+    for name in names:
+        column = batch.column(name)
+        if not digits_fit(column):
+            message = f"Decimal value does not fit in precision {column.type.precision}"
+            raise ScanFailed(error=f"column {name}: {message}")
+    return batch
 
 
 def _served(column: pa.Array, field: pa.Field) -> pa.Array:
