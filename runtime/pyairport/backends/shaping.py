@@ -199,8 +199,8 @@ def digits_checked(batch: pa.RecordBatch, names: list[str]) -> pa.RecordBatch:
     for name in names:
         column = batch.column(name)
         if not digits_fit(column):
-            message = f"Decimal value does not fit in precision {column.type.precision}"
-            raise ScanFailed(error=f"column {name}: {message}")
+            precision = column.type.precision
+            raise _unfit(name, f"Decimal value does not fit in precision {precision}")
     return batch
 
 
@@ -208,7 +208,12 @@ def _served(column: pa.Array, field: pa.Field) -> pa.Array:
     try:
         return convert(column, field.type)
     except pa.ArrowInvalid as exc:  # a value that does not fit: pyarrow's words name no path
-        raise ScanFailed(error=f"column {field.name}: {exc}") from None
+        raise _unfit(field.name, exc) from None
+
+
+def _unfit(column: str, reason: object) -> ScanFailed:
+    """The scan's failure on a stored value its column's served type cannot hold."""
+    return ScanFailed(error=f"column {column}: {reason}")
 
 
 def returning_schema(schema: pa.Schema, opts: DMLOptions | None) -> pa.Schema | None:

@@ -253,9 +253,13 @@ def read(
     (planning.filter_prunes): it then runs as one term."""
     from deltalake import QueryBuilder
 
-    # no column wanted (a count): one constant per row, so the batches still count the rows
-    columns = ", ".join(_selected(n, schema.field(n).type) for n in wanted) or '1 AS "rows"'
     narrowed = [n for n in wanted if pa.types.is_decimal64(schema.field(n).type)]
+    columns = ", ".join(
+        _narrowed(n, schema.field(n).type) if n in narrowed else filters.sql_identifier(n)
+        for n in wanted
+    )
+    # no column wanted (a count): one constant per row, so the batches still count the rows
+    columns = columns or '1 AS "rows"'
     query = f'SELECT {columns} FROM "snapshot"'
     if predicate is not None:
         condition = filters.sql_text(predicate)
@@ -282,16 +286,14 @@ def read(
     return pa.RecordBatchReader.from_batches(schema, batches())
 
 
-def _selected(name: str, served: pa.DataType) -> str:
-    """A wanted column in the query. A DECIMAL of at most 18 digits, served as decimal64
-    (stored_types.served_type), is narrowed by DataFusion on its own threads rather than by
-    arrow_convert in this process: a two-column sum over SF 1's lineitem costs the server a
-    seventh less CPU (docs/benchmarks.md). Its cast keeps a value too wide for the precision,
-    so read's batches check the digits (shaping.digits_checked)."""
+def _narrowed(name: str, served: pa.DataType) -> str:
+    """A DECIMAL of at most 18 digits, served as decimal64 (stored_types.served_type), in the
+    query: narrowed by DataFusion on its own threads rather than by arrow_convert in this
+    process (a two-column sum over SF 1's lineitem costs the server a seventh less CPU,
+    docs/benchmarks.md). Its cast keeps a value too wide for the precision, so read's batches
+    check the digits (shaping.digits_checked)."""
     column = filters.sql_identifier(name)
-    if pa.types.is_decimal64(served):
-        return f"arrow_cast({column}, 'Decimal64({served.precision}, {served.scale})') AS {column}"
-    return column
+    return f"arrow_cast({column}, 'Decimal64({served.precision}, {served.scale})') AS {column}"
 
 
 COUNT_BATCH_ROWS = 262_144
