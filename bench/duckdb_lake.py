@@ -9,10 +9,11 @@ ratio (pyairport / delta_scan; 1.0 is DuckDB's own speed), and a third time thro
 started with --delta-scan-refs (DuckDB then reads the files itself, by delta_scan). The
 answers of every way must agree, or the query is reported as wrong and not timed.
 
-The last lines: a join of two lake tables whose plan statistics change (EXPLAIN through
-pyairport shows whether DuckDB pruned it from the tables' statistics), and how much the
-server's resident memory grew while DuckDB read every row (the table is about 75 times the
-server's 65,536-row batches: a server that held the table would grow by its size).
+The last lines: an earlier version's sum named by its number and by its commit's time, a
+join of two lake tables whose plan statistics change (EXPLAIN through pyairport shows whether
+DuckDB pruned it from the tables' statistics), and how much the server's resident memory grew
+while DuckDB read every row (the table is about 75 times the server's 65,536-row batches: a
+server that held the table would grow by its size).
 """
 
 from __future__ import annotations
@@ -189,6 +190,32 @@ def best_of(repeats: int, run: Callable[[], Any]) -> tuple[float, Any]:
     return best, answer
 
 
+def time_travel(db: Any, folder: Path, repeats: int) -> None:
+    """sum(amount) of an earlier version through pyairport, named by its version and by its
+    commit's time (which the server turns into the version from the log: commit_times.py)."""
+    from datetime import UTC, datetime, timedelta
+
+    version = FILES // 2
+    log = folder / "_delta_log" / f"{version:020d}.json"
+    committed = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(
+        milliseconds=log.stat().st_mtime_ns // 1_000_000
+    )
+    query = "SELECT round(sum(amount), 2) FROM lake.lake.sales AT ({at})"
+    by_version, answer = best_of(
+        repeats, lambda: db.execute(query.format(at=f"VERSION => {version}")).fetchall()
+    )
+    at = f"TIMESTAMP => TIMESTAMPTZ '{committed.isoformat()}'"
+    by_time, same = best_of(repeats, lambda: db.execute(query.format(at=at)).fetchall())
+    label = f"sum(amount) of version {version}"
+    if same != answer:
+        print(f"  {label}: WRONG: by its commit's time {same}, by its number {answer}")
+        return
+    print(
+        f"  {label}: by its number {by_version:.3f}s (baseline), by its commit's time"
+        f" {by_time:.3f}s ({by_time / by_version:.2f})"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=5_000_000)
@@ -244,6 +271,7 @@ def main() -> None:
                     f"{times['--delta-scan-refs']:>11.3f}s ({times['--delta-scan-refs'] / base:>5.2f})"
                     f"{base:>11.3f}s"
                 )
+            time_travel(db, warehouse / "lake" / "sales", args.repeats)
             plan = db.execute("EXPLAIN " + STATS_JOIN.format(**ways["pyairport"])).fetchall()
             text = "\n".join(row[1] for row in plan)
             pruned = "EMPTY_RESULT" in text or not re.search(r"HASH_JOIN|NESTED_LOOP", text)

@@ -202,8 +202,8 @@ def test_duckdb_client_benchmark_prints_every_server_beside_duckdb() -> None:
 @pytest.mark.spark
 def test_duckdb_lake_benchmark_prints_every_query_beside_delta_scan() -> None:
     """DuckDB reading a small Delta table through pyairport (and with --delta-scan-refs) and
-    with its own delta_scan: each query's times and ratios (no answer differs), the join's
-    plan and the server's memory."""
+    with its own delta_scan: each query's times and ratios (no answer differs), an earlier
+    version by number and by time, the join's plan and the server's memory."""
     from tests.duckdb import extension
 
     try:
@@ -227,6 +227,11 @@ def test_duckdb_lake_benchmark_prints_every_query_beside_delta_scan() -> None:
     for label in [*QUERIES, "join of two lake tables"]:
         timed = r"\s+[\d.]+s \(\s*\d+\.\d\d\)"
         assert re.search(rf"{re.escape(label)}{timed}{timed}\s+[\d.]+s", out), label
+    assert re.search(
+        r"sum\(amount\) of version 2: by its number [\d.]+s \(baseline\), by its commit's time"
+        r" [\d.]+s \(\d+\.\d\d\)",
+        out,
+    )
     assert "the join's plan through pyairport: pruned by statistics" in out
     assert re.search(r"server RSS \d+ MiB, grew -?\d+ MiB while DuckDB read all 50,000 rows", out)
 

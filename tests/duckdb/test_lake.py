@@ -4,6 +4,7 @@ DELETE where the table can address its rows."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from ..tpch import TRACKED
 from .conftest import OpenSession
 
 pytestmark = [pytest.mark.duckdb, pytest.mark.spark]
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @pytest.fixture
@@ -54,6 +56,15 @@ def test_a_lake_spark_wrote_at_a_duckdb_prompt(
         (1, 10.0),
         (2, 20.0),
     ]
+    # and by timestamp: the version Spark's TIMESTAMP AS OF picks, read by delta-rs
+    log = sorted((lake / "sales" / "orders" / "_delta_log").glob("*.json"))
+    committed = EPOCH + timedelta(milliseconds=log[1].stat().st_mtime_ns // 1_000_000)
+    at = f"AT (TIMESTAMP => TIMESTAMPTZ '{committed.isoformat()}')"
+    assert duck.run(f"SELECT order_id FROM lake.sales.orders {at} ORDER BY 1") == [(1,), (2,)]
+    later = committed + timedelta(days=365)
+    assert "[DELTA_TIMESTAMP_GREATER_THAN_COMMIT]" in duck.fails(
+        f"SELECT * FROM lake.sales.orders AT (TIMESTAMP => TIMESTAMPTZ '{later.isoformat()}')"
+    )
     # DML: row tracking's rowids take UPDATE and DELETE; the table without rowids INSERT only
     assert duck.value("UPDATE lake.sales.tracked SET amount = amount * 2 WHERE order_id > 2") == 2
     assert duck.run("DELETE FROM lake.sales.tracked WHERE order_id = 1 RETURNING order_id") == [

@@ -449,20 +449,35 @@ def test_a_table_without_the_past_refuses_a_time_point_in_a_ticket(srv: Running)
 
 # Versions no Delta table has, spelled as a hostile client might: digits str.isdigit() takes
 # but int() refuses ("²") or reads as another number ("١" is 1), more digits than int() reads,
-# more than a 64-bit version holds.
+# more than a 64-bit version holds; timestamps that are not one, or that no datetime holds in
+# UTC (year 1 east of it, year 9999 west of it).
 _NOT_A_VERSION = {
-    "²": "version must be a non-negative integer, got '²'",
-    "١": "version must be a non-negative integer, got '١'",
-    "9" * 5000: f"version {'9' * 24}… does not exist",
-    "9223372036854775808": "version 9223372036854775808 does not exist",
+    ("version", "²"): "version must be a non-negative integer, got '²'",
+    ("version", "١"): "version must be a non-negative integer, got '١'",
+    ("version", "9" * 5000): f"version {'9' * 24}… does not exist",
+    ("version", "9223372036854775808"): "version 9223372036854775808 does not exist",
+    ("timestamp", "yesterday"): "not a timestamp: 'yesterday'",
+    ("timestamp", "0001-01-01T00:00:00+01:00"): (
+        "timestamp out of range: '0001-01-01T00:00:00+01:00'"
+    ),
+    ("timestamp", "9999-12-31T23:59:59-01:00"): (
+        "timestamp out of range: '9999-12-31T23:59:59-01:00'"
+    ),
 }
 
 
-@pytest.mark.parametrize("value", list(_NOT_A_VERSION))
-def test_a_version_no_table_can_have_is_the_clients_error(any_srv: Running, value: str) -> None:
+@pytest.mark.parametrize(("unit", "value"), list(_NOT_A_VERSION))
+def test_a_version_no_table_can_have_is_the_clients_error(
+    any_srv: Running, unit: str, value: str
+) -> None:
     """Refused with the contract's time_point_invalid where DuckDB sends it (flight_info and
     endpoints) and in a ticket, never INTERNAL, on every backend."""
-    parameters = {"column_ids": [0], "json_filters": "", "at_unit": "VERSION", "at_value": value}
+    parameters = {
+        "column_ids": [0],
+        "json_filters": "",
+        "at_unit": unit.upper(),
+        "at_value": value,
+    }
     request = {
         "descriptor": _path("batch_schema", "users").SerializeToString(),
         "parameters": parameters,
@@ -471,19 +486,18 @@ def test_a_version_no_table_can_have_is_the_clients_error(any_srv: Running, valu
         {
             "schema": "batch_schema",
             "table": "users",
-            "time_point_unit": "version",
+            "time_point_unit": unit,
             "time_point_value": value,
         }
     ).encode()
+    descriptor = _path("batch_schema", "users")
     for error in (
-        _error(
-            lambda: any_srv.client.action("flight_info", _at(_path("batch_schema", "users"), value))
-        ),
+        _error(lambda: any_srv.client.action("flight_info", _at(descriptor, value, unit.upper()))),
         _error(lambda: any_srv.client.action("endpoints", msgpack.packb(request))),
         _get(any_srv, ticket),
     ):
         assert_error_row(
-            "time_point_invalid", {"error": _NOT_A_VERSION[value]}, error.code, error.message
+            "time_point_invalid", {"error": _NOT_A_VERSION[unit, value]}, error.code, error.message
         )
 
 

@@ -43,7 +43,10 @@ def moment_of(point: TimePoint) -> datetime | None:
         raise TimePointError(f"not a timestamp: {point.value!r}"[:120]) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:  # year 1 east of UTC, year 9999 west of it
+        raise TimePointError(f"timestamp out of range: {point.value!r}"[:120]) from None
 
 
 def parsed(point: TimePoint) -> int | datetime:

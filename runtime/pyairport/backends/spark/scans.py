@@ -1,7 +1,8 @@
 """Reading a Delta table through Spark, for the scans delta-rs cannot serve (direct.py): a
 table whose folder this process cannot see, a reader feature delta-rs lacks, row tracking's
-row ids (Delta computes them from the log), a time point given as a timestamp, or a version
-of another shape than today's.
+row ids where the log does not give every file's (row_ids.py), a timestamp time point whose
+version the log does not name as Delta would (commit_times.py), or a version of another
+shape than today's.
 """
 
 from __future__ import annotations
@@ -122,18 +123,21 @@ class Scanner:
 
     def _ranges(self, ctx: Context, read: _Read) -> pa.RecordBatchReader:
         """A table whose rowids span more than one range, streamed one rowid range at a time,
-        so the server never holds the table."""
+        so the server never holds the table; then the rows another writer left without a rowid
+        (Delta's null counts let Spark skip the files that hold none)."""
         frame = self.frame(read)
         low, high = frame.selectExpr(f"min({quote(ROWID)})", f"max({quote(ROWID)})").first()
 
         def ranges() -> Iterable[pa.RecordBatch]:
-            if low is None:
-                return
             rowid = frame[ROWID]
-            for start in range(int(low), int(high) + 1, SCAN_RANGE_ROWIDS):
+            if low is not None:
+                for start in range(int(low), int(high) + 1, SCAN_RANGE_ROWIDS):
+                    ctx.raise_if_done()
+                    part = frame.where((rowid >= start) & (rowid < start + SCAN_RANGE_ROWIDS))
+                    yield from read.batches(part)
+            if read.layout.rowids == "column":  # a row tracking's row id is never null
                 ctx.raise_if_done()
-                part = frame.where((rowid >= start) & (rowid < start + SCAN_RANGE_ROWIDS))
-                yield from read.batches(part)
+                yield from read.batches(frame.where(rowid.isNull()))
 
         return pa.RecordBatchReader.from_batches(read.schema, ranges())
 

@@ -25,6 +25,7 @@ import shutil
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -42,7 +43,8 @@ from airport_contracts import (
 from ... import filters
 from ..base import BackendTable
 from ..shaping import UpdateColumns, conform_insert, returning_reader
-from . import delta_stats, detached, direct, file_parts
+from ..time_points import parsed
+from . import commit_times, delta_stats, detached, direct, file_parts
 from .client_errors import client_errors
 from .column_ddl import DeltaColumns
 from .commits import DeltaChanges
@@ -207,11 +209,12 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
             return None
         if point is None:
             snapshot = self.snapshots.latest(latest)
-        elif point.unit.lower() == "version":
-            as_of(point)  # the version's text checked: the client's error, in its words
-            snapshot = self.snapshots.at(int(point.value.strip()))
         else:
-            return None  # a timestamp: Spark finds the version as Delta defines it
+            at = parsed(point)  # the time point's text checked: the client's error, its words
+            version = at if isinstance(at, int) else self._version_at(layout, at)
+            if version is None:
+                return None  # Spark finds the timestamp's version, or says why there is none
+            snapshot = self.snapshots.at(version)
         if snapshot is None or not direct.readable(snapshot, layout.features):
             return None
         if direct.shape(snapshot) != self._layout_shape:
@@ -222,6 +225,14 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
         ):
             return None  # neither delta-rs nor pyarrow reads its timestamps exactly here
         return snapshot
+
+    def _version_at(self, layout: Layout, moment: datetime) -> int | None:
+        """The version a timestamp names, where the log's commit times say it as Delta
+        would (commit_times.py)."""
+        assert self.snapshots is not None
+        return commit_times.version_at(
+            self.snapshots.location / "_delta_log", moment, layout.properties
+        )
 
     def schema_for_request(self, ctx: Context, request: SchemaRequest) -> pa.Schema:
         """The schema at request.time_point (Delta keeps every version's)."""
