@@ -11,9 +11,10 @@ answers of every way must agree, or the query is reported as wrong and not timed
 
 The last lines: an earlier version's sum named by its number and by its commit's time, a
 join of two lake tables whose plan statistics change (EXPLAIN through pyairport shows whether
-DuckDB pruned it from the tables' statistics), and how much the server's resident memory grew
+DuckDB pruned it from the tables' statistics), how much the server's resident memory grew
 while DuckDB read every row (the table is about 75 times the server's 65,536-row batches: a
-server that held the table would grow by its size).
+server that held the table would grow by its size), and the sum of a version Spark must read
+(one of another shape than today's) beside today's, which delta-rs reads.
 """
 
 from __future__ import annotations
@@ -216,6 +217,26 @@ def time_travel(db: Any, folder: Path, repeats: int) -> None:
     )
 
 
+def spark_read(db: Any, repeats: int) -> None:
+    """sum(amount) of the table's last version before a column was added (another shape
+    than today's: Spark reads it, scans.py) against the same rows at today's version (which
+    delta-rs reads). Last, since it changes the table."""
+    (version,) = db.execute("SELECT max(version) FROM lake.delta.history('lake.sales')").fetchone()
+    db.execute("ALTER TABLE lake.lake.sales ADD COLUMN extra VARCHAR")
+    query = "SELECT round(sum(amount), 2), count(*) FROM lake.lake.sales{at}"
+    by_delta_rs, answer = best_of(repeats, lambda: db.execute(query.format(at="")).fetchall())
+    at = f" AT (VERSION => {version})"
+    by_spark, same = best_of(repeats, lambda: db.execute(query.format(at=at)).fetchall())
+    label = "sum(amount) of the version before a column was added"
+    if same != answer:
+        print(f"  {label}: WRONG: read by Spark {same}, today's version {answer}")
+        return
+    print(
+        f"  {label}: today's version by delta-rs {by_delta_rs:.3f}s (baseline), that version"
+        f" by Spark {by_spark:.3f}s ({by_spark / by_delta_rs:.2f})"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=5_000_000)
@@ -286,6 +307,7 @@ def main() -> None:
                 f"  server RSS {before / 1024:.0f} MiB, grew {growth / 1024:.0f} MiB while DuckDB"
                 f" read all {args.rows:,} rows ({args.rows * 26 / 2**20:.0f} MiB of values)"
             )
+            spark_read(db, args.repeats)
             db.close()
 
 

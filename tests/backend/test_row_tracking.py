@@ -167,12 +167,15 @@ def _rowid_equals(value: int) -> bytes:
     return to_json(Compare("rowid", "==", value), pa.schema([("rowid", pa.int64())])).encode()
 
 
+@pytest.mark.parametrize("connect", [False, True], ids=["classic", "connect"])
 def test_what_spark_still_reads_streams_in_bounded_pieces(
-    spark_backend: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    spark_backend: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, connect: bool
 ) -> None:
-    """A scan Spark must serve (here: forced, as for a table on a remote file system) streams
-    a row-tracked table by rowid ranges and a plain one by groups of files — each piece one
-    Spark query — never the whole table in one, with the same rows."""
+    """A scan Spark must serve (here: forced, as for a table on a remote file system) never
+    holds the whole table, and gives the same rows: a classic session's streams one Spark
+    partition at a time (here a file each) in bounded batches; a Spark Connect session's (the
+    path forced here on a classic one) a row-tracked table by rowid ranges and a plain one by
+    groups of files, each piece one Spark query."""
     from pyairport.backends.spark import SparkBackend, scans
     from pyairport.backends.spark.planning import DeltaScanPlanning
     from pyairport.backends.spark.table import SparkTable
@@ -187,34 +190,50 @@ def test_what_spark_still_reads_streams_in_bounded_pieces(
     for ident in (tracked, plain):
         for statement in STATEMENTS[:4]:
             spark.sql(statement.format(t=ident))
+    monkeypatch.setattr(scans, "is_connect", lambda _: connect)
     monkeypatch.setattr(scans, "SCAN_RANGE_ROWIDS", 512)
     monkeypatch.setattr(scans, "SCAN_GROUP_BYTES", 1)  # a file per query
+    monkeypatch.setattr(scans, "SCAN_BATCH_ROWS", 512)
     monkeypatch.setattr(DeltaScanPlanning, "part_files", lambda *args: None)
     monkeypatch.setattr(SparkTable, "direct_snapshot", lambda *args, **kwargs: None)
     pieces: list[int] = []
-    to_arrow = scans.batches_of
+    shaped = scans.full_width
 
-    def counted(read: pa.Table, *args: Any) -> list[pa.RecordBatch]:
-        pieces.append(read.num_rows)
-        return to_arrow(read, *args)
+    def counted(batch: pa.RecordBatch, *args: Any) -> pa.RecordBatch:
+        pieces.append(batch.num_rows)
+        return shaped(batch, *args)
 
-    monkeypatch.setattr(scans, "batches_of", counted)
+    monkeypatch.setattr(scans, "full_width", counted)
+    queries: list[int] = []  # the Spark queries of Spark Connect's path, each a piece
+    batches = scans._Read.batches
+    monkeypatch.setattr(
+        scans._Read, "batches", lambda read, frame: queries.append(1) or batches(read, frame)
+    )
     backend = SparkBackend(spark, tmp_path)
+    partition_bytes = spark.conf.get("spark.sql.files.maxPartitionBytes")
+    # a partition per file: each file's opening cost alone fills a partition
+    spark.conf.set(
+        "spark.sql.files.maxPartitionBytes", spark.conf.get("spark.sql.files.openCostInBytes")
+    )
     try:
         ctx = Context.background()
         schema: Any = backend.catalog.schema(ctx, "s")
         read = schema.table(ctx, "tracked").scan(ctx, ScanOptions()).read_all()
         assert _served(read, ["a", "b"]) == _spark_rows(spark, tracked, ["a", "b"])
         assert len(pieces) > 3 and max(pieces) <= 512
+        assert len(queries) > 3 if connect else not queries
         pieces.clear()
+        queries.clear()
         read = schema.table(ctx, "plain").scan(ctx, ScanOptions()).read_all()
         expected = spark.sql(f"SELECT a, b FROM {plain}").toArrow()
         assert sorted(read.select(["a", "b"]).to_pylist(), key=str) == sorted(
             expected.to_pylist(), key=str
         )
         files = spark.sql(f"SELECT count(DISTINCT _metadata.file_path) FROM {plain}").first()[0]
-        assert len(pieces) == files > 1
+        assert len(pieces) >= files > 1 and max(pieces) <= 512
+        assert len(queries) == (files if connect else 0)
     finally:
+        spark.conf.set("spark.sql.files.maxPartitionBytes", partition_bytes)
         backend.close()
 
 

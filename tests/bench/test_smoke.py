@@ -203,7 +203,8 @@ def test_duckdb_client_benchmark_prints_every_server_beside_duckdb() -> None:
 def test_duckdb_lake_benchmark_prints_every_query_beside_delta_scan() -> None:
     """DuckDB reading a small Delta table through pyairport (and with --delta-scan-refs) and
     with its own delta_scan: each query's times and ratios (no answer differs), an earlier
-    version by number and by time, the join's plan and the server's memory."""
+    version by number and by time, the join's plan, the server's memory, and a version Spark
+    reads."""
     from tests.duckdb import extension
 
     try:
@@ -230,6 +231,11 @@ def test_duckdb_lake_benchmark_prints_every_query_beside_delta_scan() -> None:
     assert re.search(
         r"sum\(amount\) of version 2: by its number [\d.]+s \(baseline\), by its commit's time"
         r" [\d.]+s \(\d+\.\d\d\)",
+        out,
+    )
+    assert re.search(
+        r"sum\(amount\) of the version before a column was added: today's version by delta-rs"
+        r" [\d.]+s \(baseline\), that version by Spark [\d.]+s \(\d+\.\d\d\)",
         out,
     )
     assert "the join's plan through pyairport: pruned by statistics" in out

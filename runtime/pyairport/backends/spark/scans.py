@@ -21,6 +21,8 @@ from ... import filters
 from ..shaping import full_width
 from ..time_points import parsed
 from .layout import ROWID, Layout
+from .partition_stream import arrow_partitions
+from .session import is_connect
 from .sql import quote
 
 SCAN_BATCH_ROWS = 65_536
@@ -79,7 +81,8 @@ class Scanner:
         next_rowid: Callable[[], int | None],
     ) -> pa.RecordBatchReader:
         """The table (at point) with the wanted columns filled, streamed: never more than a
-        rowid range or a group of files in the server at once, whatever the table's size."""
+        Spark partition (a classic session), or a rowid range or a group of files (Spark
+        Connect), in the server at once, whatever the table's size."""
         read = _Read(layout, schema, wanted, predicate, as_of(point))
         upper = next_rowid() if layout.rowids == "column" else None
         if limit or (upper is not None and upper - 1 <= SCAN_RANGE_ROWIDS):
@@ -89,6 +92,8 @@ class Scanner:
             )
         if not read.clause:  # one version, however long the client takes
             read = replace(read, clause=self._pinned(layout))
+        if not is_connect(self.spark):
+            return self._partitions(ctx, read)
         if layout.rowids is not None and ROWID in wanted:
             return self._ranges(ctx, read)
         return self._file_groups(ctx, read)
@@ -121,10 +126,23 @@ class Scanner:
             frame = frame.where(filters.spark_column(predicate, frame))
         return frame.select(*[quote(n) for n in wanted])
 
+    def _partitions(self, ctx: Context, read: _Read) -> pa.RecordBatchReader:
+        """A classic session's scan, read once, one Spark partition at a time
+        (partition_stream.py)."""
+        streamed = arrow_partitions(self.frame(read), SCAN_BATCH_ROWS)
+
+        def served() -> Iterable[pa.RecordBatch]:
+            for batch in streamed:
+                ctx.raise_if_done()
+                yield full_width(batch, read.schema, read.wanted)
+
+        return pa.RecordBatchReader.from_batches(read.schema, served())
+
     def _ranges(self, ctx: Context, read: _Read) -> pa.RecordBatchReader:
-        """A table whose rowids span more than one range, streamed one rowid range at a time,
-        so the server never holds the table; then the rows another writer left without a rowid
-        (Delta's null counts let Spark skip the files that hold none)."""
+        """A Spark Connect session's scan of a table whose rowids span more than one range,
+        one rowid range at a time, so the server never holds the table; then the rows another
+        writer left without a rowid (Delta's null counts let Spark skip the files that hold
+        none). A range that Delta's statistics do not confine to some files reads them all."""
         frame = self.frame(read)
         low, high = frame.selectExpr(f"min({quote(ROWID)})", f"max({quote(ROWID)})").first()
 
@@ -149,8 +167,10 @@ class Scanner:
         return f" VERSION AS OF {int(version)}"
 
     def _file_groups(self, ctx: Context, read: _Read) -> pa.RecordBatchReader:
-        """A table without rowids to range over, streamed a group of its data files at a time
-        (SCAN_GROUP_BYTES on disk each)."""
+        """A Spark Connect session's scan of a table without rowids to range over, a group of
+        its data files at a time (SCAN_GROUP_BYTES on disk each). Delta's file index prunes
+        no file by `_metadata.file_path`, so each group reads the table again
+        (partition_stream.py's measurement): its memory is bounded, its time is not linear."""
         sizes = self.spark.sql(
             f"SELECT _metadata.file_path AS path, max(_metadata.file_size) AS size"
             f" FROM {read.layout.ident}{read.clause} GROUP BY 1 ORDER BY 1"
