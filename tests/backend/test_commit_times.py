@@ -137,6 +137,8 @@ def test_spark_still_gives_the_errors_and_the_adjusted_times(table: Any) -> None
     for moment, error in (
         (_at(times[0]) - MS, "DELTA_TIMESTAMP_EARLIER_THAN_COMMIT_RETENTION"),
         (_at(times[-1]) + MS, "DELTA_TIMESTAMP_GREATER_THAN_COMMIT"),
+        (datetime(1, 1, 1, tzinfo=UTC), "DELTA_TIMESTAMP_EARLIER_THAN_COMMIT_RETENTION"),
+        (datetime(9999, 12, 31, 23, 59, 59, 999999, UTC), "DELTA_TIMESTAMP_GREATER_THAN_COMMIT"),
     ):
         with pytest.raises(TimePointInvalid) as refused:
             _served_ids(table, moment)
