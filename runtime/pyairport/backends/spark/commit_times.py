@@ -20,8 +20,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-_COMMIT = re.compile(r"^(\d{20})\.json$")
-_CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint\.parquet$")  # single-file, classic
+_CHECKPOINT = re.compile(r"^([0-9]{20})\.checkpoint\.parquet$")  # single-file, classic
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MILLISECOND = timedelta(milliseconds=1)
 IN_COMMIT_TIMESTAMPS = "delta.enableInCommitTimestamps"
@@ -36,7 +35,7 @@ def version_at(log_dir: Path, moment: datetime, properties: dict[str, str]) -> i
     try:
         names = os.listdir(log_dir)
         commits = sorted(
-            (int(m.group(1)), name) for name in names if (m := _COMMIT.match(name)) is not None
+            (version, name) for name in names if (version := commit_version(name)) is not None
         )
         times = [os.stat(log_dir / name).st_mtime_ns // 1_000_000 for _, name in commits]
     except OSError:
@@ -56,6 +55,14 @@ def version_at(log_dir: Path, moment: datetime, properties: dict[str, str]) -> i
     if version < _earliest_rebuilt(names, commits[0][0]):
         return None  # the log cannot rebuild it: Spark's error
     return version
+
+
+def commit_version(name: str) -> int | None:
+    """The version a _delta_log file name commits (`<20 digits>.json`), else None."""
+    digits = name[:20]
+    if len(name) == 25 and name.endswith(".json") and digits.isascii() and digits.isdigit():
+        return int(digits)
+    return None
 
 
 def _earliest_rebuilt(names: list[str], first_commit: int) -> float:

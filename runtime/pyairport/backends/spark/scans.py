@@ -20,6 +20,7 @@ from airport_contracts import Context, TimePoint
 from ... import filters
 from ..shaping import full_width
 from ..time_points import parsed
+from .commit_times import commit_version
 from .layout import ROWID, Layout
 from .partition_stream import arrow_partitions
 from .session import is_connect
@@ -199,9 +200,4 @@ def log_version(log_dir: Path) -> int | None:
         names = os.listdir(log_dir)
     except OSError:
         return None
-    versions = [
-        int(n[:20])
-        for n in names
-        if len(n) == 25 and n.endswith(".json") and n[:20].isascii() and n[:20].isdigit()
-    ]
-    return max(versions, default=None)
+    return max((v for n in names if (v := commit_version(n)) is not None), default=None)
