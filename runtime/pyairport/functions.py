@@ -21,8 +21,10 @@ first, as the lake's history and table_changes do:
 
     @table_function(params=[pa.string()], schema=ROWS)
     def sample(name, *, ctx):
-        schema, _, table = name.partition(".")
-        authorize_table_read(ctx, schema, table)   # PERMISSION_DENIED as a scan of it would be
+        path = table_path(name)                    # 'sales.orders', '"eu.sales".orders'
+        if path is None:
+            raise ValueError(f"name the table as schema.table, not {name!r}")
+        authorize_table_read(ctx, *path)           # PERMISSION_DENIED as a scan of it would be
         ...
 """
 
@@ -41,6 +43,7 @@ from airport_contracts import Context, FunctionSignature, ScanOptions
 from airport_contracts.dispatch import FUNCTION_WIRE
 
 from .access.grants import authorize_table_read
+from .names import table_path
 
 __all__ = [
     "ANY",
@@ -53,6 +56,7 @@ __all__ = [
     "scalar_function",
     "table_function",
     "table_function_in_out",
+    "table_path",
 ]
 
 STABILITIES = ("consistent", "volatile", "consistent_within_query")

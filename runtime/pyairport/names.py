@@ -95,3 +95,32 @@ def check_columns(schema: pa.Schema) -> None:
 def refused(exc: NameRefused) -> NameInvalid:
     """What a client is told of a name a backend cannot keep."""
     return NameInvalid(kind=exc.kind, name=go_quote(exc.name), reason=exc.reason)
+
+
+def table_path(text: str) -> tuple[str, str] | None:
+    """The schema and table a function's 'schema.table' argument names, or None where it names
+    no two: each name bare (the schema's up to the first dot, the table's the rest) or in
+    double quotes, a quote inside doubled, as SQL writes a name that holds a dot:
+    '"eu.sales".orders' is table orders of schema eu.sales, 's.a.b' table a.b of s."""
+    schema = _leading_name(text)
+    if schema is None or not text.startswith(".", schema[1]):
+        return None
+    rest = text[schema[1] + 1 :]
+    table = _leading_name(rest) if rest.startswith('"') else (rest, len(rest))
+    if table is None or table[1] != len(rest) or not schema[0] or not table[0]:
+        return None
+    return schema[0], table[0]
+
+
+def _leading_name(text: str) -> tuple[str, int] | None:
+    """The name text starts with and where it ends: a quoted one whole, else up to a dot."""
+    if not text.startswith('"'):
+        dot = text.find(".")
+        return (text, len(text)) if dot < 0 else (text[:dot], dot)
+    parts, at = [], 1
+    while (close := text.find('"', at)) >= 0:
+        parts.append(text[at:close])
+        if not text.startswith('"', close + 1):
+            return '"'.join(parts), close + 1
+        at = close + 2
+    return None  # the quote never closes

@@ -41,6 +41,14 @@ def lake(spark_backend: Any, tmp_path: Path, airport_extension_path: str) -> Ite
             "SELECT * FROM lake.delta.table_changes('hr.salaries', 0);",
             'permission denied: "dev" has no read grant on ""."hr"',
         ),
+        (
+            """SELECT * FROM lake.delta.history('"hr"."salaries"');""",
+            'permission denied: "dev" has no read grant on ""."hr"',
+        ),
+        (
+            """SELECT * FROM lake.delta.history('"devs.seed');""",
+            "history: name the table as schema.table",
+        ),
     ],
 )
 def test_a_developer_types_hostile_sql(
@@ -76,6 +84,15 @@ def test_names_a_user_means_are_kept(lake: Lake, open_session: OpenSession) -> N
     assert (
         again.value("SELECT count(*) FROM lake.delta.table_changes('pub.notes', 0)") == 2
     )  # a schema dev may read
+    # a name that holds a dot, quoted in the lake functions' argument as in SQL
+    admin = open_session(lake.server.location, "admin-token")
+    admin.run('CREATE SCHEMA lake."eu.hr"')
+    admin.run('CREATE TABLE lake."eu.hr"."q.1" (x INTEGER)')
+    admin.run('INSERT INTO lake."eu.hr"."q.1" VALUES (1)')
+    assert admin.value("""SELECT count(*) FROM lake.delta.history('"eu.hr"."q.1"')""") == 2
+    assert 'permission denied: "dev" has no read grant on ""."eu.hr"' in again.fails(
+        """SELECT * FROM lake.delta.history('"eu.hr".q.1')"""
+    )
 
 
 def test_constraints_and_defaults_typed_at_duckdb_mean_what_they_say(

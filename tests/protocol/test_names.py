@@ -16,6 +16,7 @@ import pytest
 from airport_contracts import TicketData, flight_pb2
 from pyairport.client import AirportClient, RemoteError
 from pyairport.client.remote_catalog import endpoints_request
+from pyairport.names import table_path
 
 from .conftest import Running, assert_error_row, refusal
 
@@ -224,3 +225,28 @@ def test_an_empty_name_is_refused_where_go_requires_none(lake: Running) -> None:
     error = refusal(lambda: lake.client.create_schema(""))
     assert_error_row("schema_name_required", {}, error.code, error.message)
     assert _state(lake) == before
+
+
+@pytest.mark.parametrize(
+    ("text", "path"),
+    [
+        ("hr.salaries", ("hr", "salaries")),
+        ("s.a.b", ("s", "a.b")),  # bare: the schema ends at the first dot
+        ('"eu.sales".orders', ("eu.sales", "orders")),
+        ('"a ""b"""."c.d"', ('a "b"', "c.d")),
+        ('a"b.c', ('a"b', "c")),  # a quote inside a bare name is the name's
+        ('s."""t"', ("s", '"t')),
+        ("salaries", None),
+        (".t", None),
+        ("s.", None),
+        ('"".t', None),
+        ('"x', None),
+        ('"x"y.t', None),
+        ('"x"."y"z', None),
+        ('s."t', None),
+    ],
+)
+def test_a_functions_table_argument_names_schema_and_table(
+    text: str, path: tuple[str, str] | None
+) -> None:
+    assert table_path(text) == path

@@ -21,7 +21,13 @@ import pyarrow as pa
 
 from airport_contracts import Context, EngineUnavailable
 
-from ...functions import Parameter, PythonTableFunction, authorize_table_read, table_function
+from ...functions import (
+    Parameter,
+    PythonTableFunction,
+    authorize_table_read,
+    table_function,
+    table_path,
+)
 from ..shaping import full_width
 from . import change_pieces
 from .lake import Lake
@@ -106,9 +112,13 @@ class LakeFunctions:
 
     def _table(self, ctx: Context, function: str, name: str | None) -> SparkTable:
         """The table name names, once the caller may read it."""
-        schema_name, _, table_name = (name or "").partition(".")
-        if not table_name:
-            raise ValueError(f"{function}: name the table as schema.table, not {name!r}")
+        path = table_path(name or "")
+        if path is None:
+            raise ValueError(
+                f"{function}: name the table as schema.table, a name that holds a dot in"
+                f' double quotes ("eu.sales".orders), not {name!r}'
+            )
+        schema_name, table_name = path
         authorize_table_read(ctx, schema_name, table_name)
         schema = self.backend.catalog.schema(ctx, schema_name)
         table = schema.table(ctx, table_name) if schema is not None else None
