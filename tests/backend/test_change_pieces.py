@@ -42,13 +42,17 @@ def test_the_pieces_cover_the_range_asked_for_exactly() -> None:
 
 
 @pytest.mark.spark
+@pytest.mark.parametrize("session", ["classic", "connect"])
 def test_table_changes_streams_piece_by_piece_with_sparks_rows(
-    spark_backend: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, session: str
 ) -> None:
+    """Over embedded Spark and Spark Connect: a commit too large for one piece is split by
+    a hash of its rows, built with the functions of the session's kind."""
     from pyairport.backends.spark import SparkBackend
     from pyairport.backends.spark.lake_functions import LakeFunctions
 
-    spark = spark_backend.spark
+    connect = session == "connect"
+    spark = request.getfixturevalue("spark_connect_backend" if connect else "spark_backend").spark
     ident = f"delta.`{tmp_path / 's' / 'events'}`"
     spark.sql(
         f"CREATE TABLE {ident} (id BIGINT, tags MAP<STRING, STRING>, note STRING) USING delta"
@@ -60,7 +64,7 @@ def test_table_changes_streams_piece_by_piece_with_sparks_rows(
     spark.sql(f"DELETE FROM {ident} WHERE id >= 1000")
     monkeypatch.setattr(change_pieces, "PIECE_ROWS", 64)
     queries: list[int] = []
-    backend = SparkBackend(spark, tmp_path)
+    backend = SparkBackend(spark, tmp_path, remote="sc://127.0.0.1" if connect else None)
     try:
         functions = LakeFunctions(backend)
         original = functions._changes

@@ -33,7 +33,7 @@ from . import change_pieces
 from .lake import Lake
 from .layout import ROWID
 from .scans import SCAN_BATCH_ROWS
-from .session import SPARK_STOPPED, engine_lost
+from .session import SPARK_STOPPED, engine_lost, functions_for
 from .sql import one_line
 from .table import SparkTable
 
@@ -196,8 +196,9 @@ class LakeFunctions:
         if ROWID in frame.columns:
             frame = frame.drop(ROWID)
         if piece.parts > 1:
-            from pyspark.sql import functions
             from pyspark.sql.types import AtomicType
+
+            functions = functions_for(frame)
 
             # Spark hashes no map; the plain columns tell the rows apart well enough to split
             plain = [

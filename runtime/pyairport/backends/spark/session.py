@@ -229,6 +229,19 @@ def is_connect(session: Any) -> bool:
     return type(session).__module__.startswith("pyspark.sql.connect")
 
 
+def functions_for(frame: Any) -> Any:
+    """The `functions` module that builds Columns of frame's kind: pyspark.sql.functions
+    serves Spark Connect only where an environment variable says the process uses nothing
+    else, and otherwise asserts a local SparkContext."""
+    if type(frame).__module__.startswith("pyspark.sql.connect"):
+        from pyspark.sql.connect import functions as connect_functions
+
+        return connect_functions
+    from pyspark.sql import functions
+
+    return functions
+
+
 def jvm_exit_code(spark: Any) -> int | None:
     """The exit status of the JVM this process started for spark once it has stopped; None
     while it runs, and for a session whose JVM is not this process's (Spark Connect)."""
