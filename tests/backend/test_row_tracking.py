@@ -174,8 +174,8 @@ def test_what_spark_still_reads_streams_in_bounded_pieces(
     """A scan Spark must serve (here: forced, as for a table on a remote file system) never
     holds the whole table, and gives the same rows: a classic session's streams one Spark
     partition at a time (here a file each) in bounded batches; a Spark Connect session's (the
-    path forced here on a classic one) a row-tracked table by rowid ranges and a plain one by
-    groups of files, each piece one Spark query."""
+    path forced here on a classic one) a group of files at a time (here one), each group one
+    Spark query that Delta lets read its own files only (file_pieces.py)."""
     from pyairport.backends.spark import SparkBackend, scans
     from pyairport.backends.spark.planning import DeltaScanPlanning
     from pyairport.backends.spark.table import SparkTable
@@ -204,10 +204,10 @@ def test_what_spark_still_reads_streams_in_bounded_pieces(
         return shaped(batch, *args)
 
     monkeypatch.setattr(scans, "full_width", counted)
-    queries: list[int] = []  # the Spark queries of Spark Connect's path, each a piece
+    queries: list[Any] = []  # the Spark queries of Spark Connect's path, each a piece
     batches = scans._Read.batches
     monkeypatch.setattr(
-        scans._Read, "batches", lambda read, frame: queries.append(1) or batches(read, frame)
+        scans._Read, "batches", lambda read, frame: queries.append(frame) or batches(read, frame)
     )
     backend = SparkBackend(spark, tmp_path)
     partition_bytes = spark.conf.get("spark.sql.files.maxPartitionBytes")
@@ -222,6 +222,10 @@ def test_what_spark_still_reads_streams_in_bounded_pieces(
         assert _served(read, ["a", "b"]) == _spark_rows(spark, tracked, ["a", "b"])
         assert len(pieces) > 3 and max(pieces) <= 512
         assert len(queries) > 3 if connect else not queries
+        files = spark.sql(f"SELECT count(DISTINCT _metadata.file_path) FROM {tracked}").first()[0]
+        # the files an UPDATE and a DELETE rewrote overlap in every column: no query reads
+        # them all (by paths each would read every file)
+        assert all(_files_read(frame) < files for frame in queries)
         pieces.clear()
         queries.clear()
         read = schema.table(ctx, "plain").scan(ctx, ScanOptions()).read_all()
@@ -232,9 +236,20 @@ def test_what_spark_still_reads_streams_in_bounded_pieces(
         files = spark.sql(f"SELECT count(DISTINCT _metadata.file_path) FROM {plain}").first()[0]
         assert len(pieces) >= files > 1 and max(pieces) <= 512
         assert len(queries) == (files if connect else 0)
+        assert all(_files_read(frame) < files for frame in queries)
     finally:
         spark.conf.set("spark.sql.files.maxPartitionBytes", partition_bytes)
         backend.close()
+
+
+def _files_read(frame: Any) -> int:
+    """How many data files a query Spark ran read (its scans' numFiles)."""
+    leaves = frame._jdf.queryExecution().executedPlan().collectLeaves().iterator()
+    read = 0
+    while leaves.hasNext():
+        metrics = leaves.next().metrics()
+        read += int(metrics.apply("numFiles").value()) if metrics.contains("numFiles") else 0
+    return read
 
 
 def test_rows_found_by_their_ids_read_only_the_files_that_may_hold_them(

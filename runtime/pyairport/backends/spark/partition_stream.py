@@ -14,7 +14,7 @@ spark.sql.files.maxPartitionBytes, 128 MB, of Parquet).
 
 The Arrow schema is the JVM's own (ArrowUtils, the same arguments as the batches'), so every
 batch is read exactly as it was written. Spark Connect sessions have no such iterator here:
-scans.py streams them by file groups.
+scans.py streams them by groups of files, each confined by a column's range (file_pieces.py).
 """
 
 from __future__ import annotations

@@ -7,9 +7,11 @@ shape than today's.
 
 from __future__ import annotations
 
+import operator
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
+from functools import reduce
 from pathlib import Path
 from typing import Any
 
@@ -20,16 +22,19 @@ from airport_contracts import Context, TimePoint
 from ... import filters
 from ..shaping import full_width
 from ..time_points import parsed
+from . import file_pieces
 from .commit_times import commit_version
+from .file_pieces import Piece
 from .layout import ROWID, Layout
 from .partition_stream import arrow_partitions
-from .session import is_connect
+from .session import functions_for, is_connect
 from .sql import quote
 
 SCAN_BATCH_ROWS = 65_536
-SCAN_RANGE_ROWIDS = 1 << 20  # rowids per Spark query of a streamed scan
-# Data files per Spark query of a streamed scan of a table without a rowid column, by their
-# size on disk: what the server holds of such a scan at once is about one group's rows.
+# A table whose rowids span at most this many is read by one Spark query.
+SCAN_RANGE_ROWIDS = 1 << 20
+# Data files per Spark Connect query of a streamed scan, by their size on disk: what the
+# server holds of such a scan at once is about one group's rows (file_pieces.py).
 SCAN_GROUP_BYTES = 32 << 20
 _FILE = "__pyairport_file"
 
@@ -82,8 +87,8 @@ class Scanner:
         next_rowid: Callable[[], int | None],
     ) -> pa.RecordBatchReader:
         """The table (at point) with the wanted columns filled, streamed: never more than a
-        Spark partition (a classic session), or a rowid range or a group of files (Spark
-        Connect), in the server at once, whatever the table's size."""
+        Spark partition (a classic session) or a group of files (Spark Connect) in the server
+        at once, whatever the table's size."""
         read = _Read(layout, schema, wanted, predicate, as_of(point))
         upper = next_rowid() if layout.rowids == "column" else None
         if limit or (upper is not None and upper - 1 <= SCAN_RANGE_ROWIDS):
@@ -95,9 +100,7 @@ class Scanner:
             read = replace(read, clause=self._pinned(layout))
         if not is_connect(self.spark):
             return self._partitions(ctx, read)
-        if layout.rowids is not None and ROWID in wanted:
-            return self._ranges(ctx, read)
-        return self._file_groups(ctx, read)
+        return self._pieces(ctx, read)
 
     def schema_at(self, layout: Layout, clause: str) -> pa.Schema:
         """The served schema of the table as it was at a time point."""
@@ -108,21 +111,24 @@ class Scanner:
         properties = {"delta.enableRowTracking": "true"} if layout.rowids == "tracked" else {}
         return layout_of(layout.ident, arrow, None, properties, (), frozenset(), frozenset()).schema
 
-    def frame(self, read: _Read, files: list[str] | None = None) -> Any:
-        """The table (at a time point) as a DataFrame, filtered, then projected; files: only
-        the rows of these data files."""
+    def frame(self, read: _Read, piece: Piece | None = None) -> Any:
+        """The table (at a time point) as a DataFrame, filtered, then projected; piece: only
+        the rows of its data files."""
         layout, wanted = read.layout, read.wanted
         predicate = filters.spark_safe(read.predicate) if read.predicate is not None else None
         filtered = filters.columns_of(predicate) if predicate is not None else []
-        selected = wanted + [name for name in filtered if name not in wanted]
+        ranged = [piece.column] if piece is not None and piece.column is not None else []
+        selected = list(dict.fromkeys(wanted + filtered + ranged))
         columns = [
             f"{layout.rowid_sql} AS {quote(ROWID)}" if n == ROWID else quote(n) for n in selected
         ]
-        if files is not None:
+        if piece is not None:
             columns.append(f"_metadata.file_path AS {_FILE}")
         frame = self.spark.sql(f"SELECT {', '.join(columns) or 1} FROM {layout.ident}{read.clause}")
-        if files is not None:
-            frame = frame.where(frame[_FILE].isin(files))
+        if piece is not None:
+            frame = frame.where(frame[_FILE].isin(list(piece.files)))
+            if piece.column is not None:
+                frame = frame.where(_within(frame, piece))
         if predicate is not None:
             frame = frame.where(filters.spark_column(predicate, frame))
         return frame.select(*[quote(n) for n in wanted])
@@ -139,27 +145,6 @@ class Scanner:
 
         return pa.RecordBatchReader.from_batches(read.schema, served())
 
-    def _ranges(self, ctx: Context, read: _Read) -> pa.RecordBatchReader:
-        """A Spark Connect session's scan of a table whose rowids span more than one range,
-        one rowid range at a time, so the server never holds the table; then the rows another
-        writer left without a rowid (Delta's null counts let Spark skip the files that hold
-        none). A range that Delta's statistics do not confine to some files reads them all."""
-        frame = self.frame(read)
-        low, high = frame.selectExpr(f"min({quote(ROWID)})", f"max({quote(ROWID)})").first()
-
-        def ranges() -> Iterable[pa.RecordBatch]:
-            rowid = frame[ROWID]
-            if low is not None:
-                for start in range(int(low), int(high) + 1, SCAN_RANGE_ROWIDS):
-                    ctx.raise_if_done()
-                    part = frame.where((rowid >= start) & (rowid < start + SCAN_RANGE_ROWIDS))
-                    yield from read.batches(part)
-            if read.layout.rowids == "column":  # a row tracking's row id is never null
-                ctx.raise_if_done()
-                yield from read.batches(frame.where(rowid.isNull()))
-
-        return pa.RecordBatchReader.from_batches(read.schema, ranges())
-
     def _pinned(self, layout: Layout) -> str:
         """The clause that reads the table's latest version, whatever is committed after."""
         (version,) = (
@@ -167,30 +152,55 @@ class Scanner:
         )
         return f" VERSION AS OF {int(version)}"
 
-    def _file_groups(self, ctx: Context, read: _Read) -> pa.RecordBatchReader:
-        """A Spark Connect session's scan of a table without rowids to range over, a group of
-        its data files at a time (SCAN_GROUP_BYTES on disk each). Delta's file index prunes
-        no file by `_metadata.file_path`, so each group reads the table again
-        (partition_stream.py's measurement): its memory is bounded, its time is not linear."""
-        sizes = self.spark.sql(
-            f"SELECT _metadata.file_path AS path, max(_metadata.file_size) AS size"
-            f" FROM {read.layout.ident}{read.clause} GROUP BY 1 ORDER BY 1"
+    def _pieces(self, ctx: Context, read: _Read) -> pa.RecordBatchReader:
+        """A Spark Connect session's scan, one query per group of the version's data files,
+        each confined by Delta's data skipping to about its own files where a column's ranges
+        allow it (file_pieces.py)."""
+        table = self.spark.sql(f"SELECT * FROM {read.layout.ident}{read.clause}")
+        columns = file_pieces.candidates(table.schema, read.layout)
+        measures = "".join(
+            f", min({quote(c)}), max({quote(c)}), count(*) > count({quote(c)})" for c in columns
+        )
+        rows = self.spark.sql(
+            f"SELECT _metadata.file_path, max(_metadata.file_size){measures}"
+            f" FROM {read.layout.ident}{read.clause} GROUP BY 1"
         ).collect()
-        groups: list[list[str]] = []
-        held = SCAN_GROUP_BYTES
-        for path, size in sizes:
-            if held + int(size) > SCAN_GROUP_BYTES:
-                groups.append([])
-                held = 0
-            groups[-1].append(path)
-            held += int(size)
+        files = [
+            file_pieces.FileRange(
+                row[0],
+                int(row[1]),
+                {
+                    c: (row[2 + 3 * i], row[3 + 3 * i], bool(row[4 + 3 * i]))
+                    for i, c in enumerate(columns)
+                },
+            )
+            for row in rows
+        ]
+        pieces = file_pieces.plan(files, columns, SCAN_GROUP_BYTES)
 
-        def grouped() -> Iterable[pa.RecordBatch]:
-            for files in groups:
+        def served() -> Iterable[pa.RecordBatch]:
+            for piece in pieces:
                 ctx.raise_if_done()
-                yield from read.batches(self.frame(read, files))
+                yield from read.batches(self.frame(read, piece))
 
-        return pa.RecordBatchReader.from_batches(read.schema, grouped())
+        return pa.RecordBatchReader.from_batches(read.schema, served())
+
+
+def _within(frame: Any, piece: Piece) -> Any:
+    """A piece's range of its column (file_pieces.widened), its nulls too where its files
+    hold some: the condition Delta skips the other files by."""
+    lit = functions_for(frame).lit
+    column = frame[quote(str(piece.column))]
+    kind = frame.schema[str(piece.column)].dataType
+    terms = []
+    if piece.low is not None:
+        low, high = file_pieces.widened(piece)
+        bounds = [column >= lit(low).cast(kind)] if low is not None else []
+        bounds += [column <= lit(high).cast(kind)] if high is not None else []
+        terms.append(reduce(operator.and_, bounds) if bounds else column.isNotNull())
+    if piece.nulls:
+        terms.append(column.isNull())
+    return reduce(operator.or_, terms)
 
 
 def log_version(log_dir: Path) -> int | None:
