@@ -122,6 +122,8 @@ def test_candidates_are_the_ordered_columns_delta_skips_files_by() -> None:
     )
     assert candidates(schema, _layout({})) == ["id", "at", "amount", "day", "local"]
     assert candidates(schema, _layout({}, ("day",))) == ["day", "id", "at", "amount", "local"]
+    by_name = _layout({}, ("name", "score"))  # a string partition's values are whole
+    assert candidates(schema, by_name) == ["name", "id", "at", "amount", "day", "local"]
     # the log keeps bounds of the first four leaves: name, id and the struct's two fields
     narrow = _layout({"delta.dataSkippingNumIndexedCols": "4"}, ("day",))
     assert candidates(schema, narrow) == ["day", "id"]
@@ -149,7 +151,8 @@ def test_a_spark_connect_scan_reads_each_piece_by_its_range_and_every_row_exactl
     ident = f"delta.`{folder}`"
     spark.sql(
         f"CREATE TABLE {ident} (`the id` BIGINT, day DATE, at TIMESTAMP, amount DECIMAL(12, 2),"
-        " note STRING) USING delta TBLPROPERTIES ('delta.columnMapping.mode' = 'name')"
+        " note STRING, region STRING) USING delta PARTITIONED BY (region)"
+        " TBLPROPERTIES ('delta.columnMapping.mode' = 'name')"
     )
     for batch in range(4):  # files of their own ranges of every column but note
         spark.sql(
@@ -157,10 +160,10 @@ def test_a_spark_connect_scan_reads_each_piece_by_its_range_and_every_row_exactl
             f" date_add(DATE'2024-03-01', {batch} * 10 + int(id % 10)),"
             f" TIMESTAMP'2024-10-27 00:30:00' + make_interval(0, 0, 0, {batch}, int(id), 0, 0),"
             f" CAST({batch} * 100 + id AS DECIMAL(12, 2)) / 4,"
-            " CASE WHEN id % 7 = 0 THEN NULL ELSE cast(id AS STRING) END"
-            " FROM range(50)"
+            " CASE WHEN id % 7 = 0 THEN NULL ELSE cast(id AS STRING) END,"
+            f" 'r{batch // 2}' FROM range(50)"
         )
-    spark.sql(f"INSERT INTO {ident} VALUES (NULL, NULL, NULL, NULL, 'no values')")
+    spark.sql(f"INSERT INTO {ident} VALUES (NULL, NULL, NULL, NULL, 'no values', NULL)")
     monkeypatch.setattr(scans, "SCAN_GROUP_BYTES", 1)  # a file per piece
     monkeypatch.setattr(DeltaScanPlanning, "part_files", lambda *args: None)
     monkeypatch.setattr(SparkTable, "direct_snapshot", lambda *args, **kwargs: None)
@@ -190,7 +193,7 @@ def test_a_spark_connect_scan_reads_each_piece_by_its_range_and_every_row_exactl
         assert {p.column for p in pieces} == {"the id"}  # the first candidate that confines
         assert pieces[-1].low is None and pieces[-1].nulls  # the row without values
         # the same by each other type's range
-        for column in ("day", "at", "amount"):
+        for column in ("day", "at", "amount", "region"):
             monkeypatch.setattr(
                 file_pieces, "plan", lambda files, _, size, c=column: recorded(files, [c], size)
             )

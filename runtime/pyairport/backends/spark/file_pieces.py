@@ -22,8 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
-from decimal import Decimal
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -61,8 +60,9 @@ class Piece:
 
 def candidates(schema: Any, layout: Layout) -> list[str]:
     """The columns of a Spark schema (the version read) a piece's range may be of: those of an
-    exactly ordered type (integers, decimals, dates, timestamps) that Delta skips files by —
-    the partition columns, then those its log keeps bounds of (the table's
+    exactly ordered type (integers, decimals, dates, timestamps; a partition's strings too)
+    that Delta skips files by — the partition columns, then those its log keeps bounds of (the
+    table's
     `delta.dataSkippingStatsColumns`, else its first `delta.dataSkippingNumIndexedCols`, 32 by
     default, counting a struct's fields) — at most MAX_COLUMNS."""
     named = layout.properties.get("delta.dataSkippingStatsColumns")
@@ -72,7 +72,8 @@ def candidates(schema: Any, layout: Layout) -> list[str]:
     for column in schema.fields:
         kind = column.dataType.typeName()
         leaves += _leaves(column.dataType)
-        if kind not in _ORDERED:
+        # a string partition's values are whole in the log; other strings' bounds are cut short
+        if kind not in _ORDERED and not (kind == "string" and column.name in layout.partitions):
             continue
         if column.name in layout.partitions:
             partitions.append(column.name)
@@ -155,32 +156,20 @@ def _cost(files: Sequence[FileRange], sizes: np.ndarray, column: str, pieces: li
     """The bytes the pieces' queries would read: each the files whose range meets its range,
     and where it asks for nulls, every file that holds one."""
     bounds = [f.bounds[column] for f in files]
-    lows = np.array([np.inf if low is None else _key(low) for low, _, _ in bounds])
-    highs = np.array([-np.inf if high is None else _key(high) for _, high, _ in bounds])
-    nulls = np.array([f.bounds[column][2] for f in files], dtype=bool)
+    # each value by its rank among the column's bounds: one comparison for every type
+    rank = {v: i for i, v in enumerate(sorted({v for b in bounds for v in b[:2] if v is not None}))}
+    lows = np.array([np.inf if low is None else rank[low] for low, _, _ in bounds])
+    highs = np.array([-np.inf if high is None else rank[high] for _, high, _ in bounds])
+    nulls = np.array([has_nulls for _, _, has_nulls in bounds], dtype=bool)
     total = 0.0
     for piece in pieces:
         read = np.zeros(len(files), dtype=bool)
         if piece.low is not None:
-            read |= (lows <= _key(piece.high)) & (highs >= _key(piece.low))
+            read |= (lows <= rank[piece.high]) & (highs >= rank[piece.low])
         if piece.nulls:
             read |= nulls
         total += float(sizes[read].sum())
     return total
-
-
-def _key(value: Any) -> float:
-    """A value as a number in its column's order (to estimate overlaps; ranges asked for
-    keep the values themselves)."""
-    if isinstance(value, datetime):
-        return value.replace(tzinfo=None).toordinal() * 86_400.0 + (
-            value.hour * 3600 + value.minute * 60 + value.second + value.microsecond / 1e6
-        )
-    if isinstance(value, date):
-        return float(value.toordinal())
-    if isinstance(value, Decimal):
-        return float(value)
-    return float(value)
 
 
 def widened(piece: Piece) -> tuple[Any, Any]:
