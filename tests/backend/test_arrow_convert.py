@@ -9,7 +9,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from pyairport.backends.arrow_convert import INTERVAL_PARTS, convert, digits_fit
+from pyairport.backends.arrow_convert import (
+    INTERVAL_PARTS,
+    convert,
+    digits_fit,
+    misplaced_null,
+    relaxed,
+)
 
 MDN = pa.MonthDayNano
 
@@ -154,3 +160,50 @@ def test_a_wide_value_under_a_null_or_outside_the_slice_fits() -> None:
     assert not digits_fit(_decimal64([1, wide, 2, 3], 18).slice(1, 2))
     assert digits_fit(_decimal64([wide], 18, [False]))
     assert digits_fit(_decimal64([], 18))
+
+
+TIGHT = pa.struct(
+    [
+        pa.field("a", pa.int64(), nullable=False),
+        pa.field("s", pa.struct([pa.field("z", pa.string(), nullable=False)]), nullable=False),
+        pa.field("b", pa.string()),
+    ]
+)
+
+
+def test_a_struct_whose_fields_are_not_null_takes_what_duckdb_sends_exactly() -> None:
+    """DuckDB's struct fields are always nullable, and a NULL struct's fields are null too:
+    Arrow's cast refuses both, though no value is lost. Converted to the table's type, null
+    parents stay null, their fields hold a placeholder (Parquet's writers refuse a null in a
+    NOT NULL field even there), and the values are the ones sent, sliced or not."""
+    sent = pa.array(
+        [None, {"a": 1, "s": {"z": "q"}, "b": None}, {"a": 2, "s": {"z": ""}, "b": "x"}],
+        type=pa.struct([pa.field("a", pa.int32()), *list(relaxed(TIGHT))[1:]]),  # widened too
+    )
+    for start in range(3):
+        part = sent.slice(start)
+        stored = convert(part, TIGHT)
+        stored.validate(full=True)
+        assert stored.type == TIGHT
+        assert stored.to_pylist() == part.to_pylist()
+        assert misplaced_null(stored, TIGHT, "st") is None
+        assert stored.field("a").null_count == 0  # what Parquet's writer checks
+    assert relaxed(TIGHT).field("s").type.field("z").nullable
+
+
+def test_a_null_in_a_not_null_field_under_a_value_is_found_by_its_path() -> None:
+    def sent(rows: list[object], data_type: pa.DataType) -> pa.Array:
+        return convert(pa.array(rows, type=relaxed(data_type)), data_type)
+
+    assert misplaced_null(sent([{"a": None, "s": {"z": "q"}}], TIGHT), TIGHT, "st") == "st.a"
+    assert misplaced_null(sent([{"a": 1, "s": {"z": None}}], TIGHT), TIGHT, "st") == "st.s.z"
+    assert misplaced_null(sent([{"a": 1, "s": None}], TIGHT), TIGHT, "st") == "st.s"
+    elements = pa.list_(pa.field("item", pa.int64(), nullable=False))
+    assert misplaced_null(sent([[1, None]], elements), elements, "xs") == "xs[]"
+    assert misplaced_null(sent([None, [], [2]], elements), elements, "xs") is None
+    values = pa.map_(pa.string(), pa.field("value", pa.int64(), nullable=False))
+    maps = sent([[("k", 1)], None, [("j", None)]], values)
+    assert misplaced_null(maps, values, "m") == "m{}"
+    assert misplaced_null(maps.slice(0, 2), values, "m") is None
+    deep = pa.list_(pa.field("item", TIGHT, nullable=False))
+    assert misplaced_null(sent([[{"a": None, "s": {"z": "q"}}]], deep), deep, "l") == "l[].a"

@@ -178,3 +178,58 @@ def test_a_tables_history_and_changes_from_the_lakes_functions(
         assert "no Delta table 'sales.nope'" in duck.fails(
             "SELECT * FROM lake.delta.history('sales.nope')"
         )
+
+
+def test_struct_fields_declared_not_null_and_variant_columns_at_a_duckdb_prompt(
+    spark_backend: Any, tmp_path: Path, open_session: OpenSession
+) -> None:
+    """Spark makes tables DuckDB's Arrow cannot match type for type: a struct whose fields are
+    NOT NULL (DuckDB's fields are always nullable) and VARIANT (served as Spark serves it, its
+    encoded value and metadata). Both were refused as a schema mismatch for every INSERT,
+    even one leaving the column out. Now a struct is written where its values keep the NOT
+    NULL, and refused naming the field where they do not; a VARIANT is left NULL by an
+    INSERT and kept by an UPDATE, and a value for it (which Spark cannot take from Arrow) is
+    refused; nothing refused is written."""
+    spark = spark_backend.spark
+    shaped = f"delta.`{tmp_path / 'shop' / 'shaped'}`"
+    spark.sql(
+        f"CREATE TABLE {shaped} (id BIGINT, st STRUCT<a: INT NOT NULL, b: STRING>)"
+        f" USING delta TBLPROPERTIES ({TRACKED})"
+    )
+    spark.sql(f"INSERT INTO {shaped} VALUES (1, named_struct('a', 1, 'b', 'one'))")
+    docs = f"delta.`{tmp_path / 'shop' / 'docs'}`"
+    spark.sql(
+        f"CREATE TABLE {docs} USING delta TBLPROPERTIES ({TRACKED})"
+        """ AS SELECT 1 AS id, parse_json('{"a": [1, 2]}') AS doc"""
+    )
+    with lake_server(spark, tmp_path) as location:
+        duck = open_session(location)
+        duck.run("INSERT INTO lake.shop.shaped VALUES (2, {'a': 2, 'b': NULL})")
+        assert "INSERT refused: column st.a does not accept nulls" in duck.fails(
+            "INSERT INTO lake.shop.shaped VALUES (3, {'a': 3, 'b': 'x'}), (4, {'a': NULL, 'b': 'y'})"
+        )
+        assert (
+            duck.value("UPDATE lake.shop.shaped SET st = {'a': 20, 'b': 'two'} WHERE id = 2") == 1
+        )
+        assert "UPDATE refused: column st.a does not accept nulls" in duck.fails(
+            "UPDATE lake.shop.shaped SET st = {'a': NULL, 'b': 'z'} WHERE id = 1"
+        )
+        assert duck.run("SELECT id, st.a, st.b FROM lake.shop.shaped ORDER BY id") == [
+            (1, 1, "one"),
+            (2, 20, "two"),
+        ]
+
+        assert duck.run("SELECT id, doc.value IS NOT NULL FROM lake.shop.docs") == [(1, True)]
+        duck.run("INSERT INTO lake.shop.docs (id) VALUES (2)")
+        assert duck.value("UPDATE lake.shop.docs SET id = 3 WHERE id = 2") == 1
+        refused = "column doc is VARIANT, which Spark takes no value of over Arrow"
+        assert refused in duck.fails("INSERT INTO lake.shop.docs SELECT 4, doc FROM lake.shop.docs")
+        assert refused in duck.fails("UPDATE lake.shop.docs SET doc = NULL WHERE id = 1")
+    assert spark.sql(f"SELECT id, st.a, st.b FROM {shaped} ORDER BY id").collect() == [
+        (1, 1, "one"),
+        (2, 20, "two"),
+    ]
+    assert spark.sql(f"SELECT id, to_json(doc) FROM {docs} ORDER BY id").collect() == [
+        (1, '{"a":[1,2]}'),
+        (3, None),
+    ]

@@ -41,7 +41,156 @@ def convert(column: Any, to_type: pa.DataType) -> Any:
         narrowed = _narrowed_decimal(column, to_type)
         if narrowed is not None:
             return narrowed
+    loose = relaxed(to_type)
+    if not loose.equals(to_type):
+        # Arrow's cast refuses a non-nullable nested field with a null even under a null
+        # parent (a NULL struct from DuckDB has null children) and lets a list's null
+        # elements through: so cast to the relaxed type, then take on the table's nullability;
+        # misplaced_null is the check that a field's NOT NULL holds.
+        return _renulled(pc.cast(column, loose, safe=True), to_type)
     return pc.cast(column, to_type, safe=True)
+
+
+def relaxed(data_type: pa.DataType) -> pa.DataType:
+    """data_type with every nested field nullable: what a client sends (DuckDB's children
+    are always nullable) for a column whose struct fields, list elements or map values the
+    table declares NOT NULL."""
+    if pa.types.is_struct(data_type):
+        return pa.struct([_loose(f) for f in data_type])
+    if pa.types.is_map(data_type):
+        return pa.map_(data_type.key_field, _loose(data_type.item_field))
+    if pa.types.is_list(data_type):
+        return pa.list_(_loose(data_type.value_field))
+    if pa.types.is_large_list(data_type):
+        return pa.large_list(_loose(data_type.value_field))
+    if pa.types.is_fixed_size_list(data_type):
+        return pa.list_(_loose(data_type.value_field), data_type.list_size)
+    return data_type
+
+
+def _loose(field: pa.Field) -> pa.Field:
+    return field.with_type(relaxed(field.type)).with_nullable(True)
+
+
+def _renulled(column: Any, to_type: pa.DataType) -> Any:
+    """column (of relaxed(to_type)) as to_type: the same buffers, the table's nullability."""
+    if isinstance(column, pa.ChunkedArray):
+        return pa.chunked_array([_renulled(c, to_type) for c in column.chunks], type=to_type)
+    if pa.types.is_struct(to_type):
+        mask = column.is_null() if column.null_count else None
+        children = []
+        for i, field in enumerate(to_type):
+            child = _renulled(column.field(i), field.type)
+            if mask is not None and not field.nullable and child.null_count:
+                # a null parent's child holds a value all the same: Parquet's writers refuse
+                # a null in a NOT NULL field even where its parent is null
+                child = pc.if_else(mask, _placeholder(field.type), child)
+            children.append(child)
+        return pa.StructArray.from_arrays(children, fields=list(to_type), mask=mask)
+    if pa.types.is_map(to_type) or pa.types.is_list(to_type) or pa.types.is_large_list(to_type):
+        if pa.types.is_map(to_type):  # one child: the struct of its entries
+            keys = _renulled(column.keys, to_type.key_type)
+            items = _renulled(column.items, to_type.item_type)
+            fields = [to_type.key_field, to_type.item_field]
+            children = [pa.StructArray.from_arrays([keys, items], fields=fields)]
+        else:
+            children = [_renulled(column.values, to_type.value_type)]
+        offsets = column.buffers()[1]
+        return pa.Array.from_buffers(
+            to_type,
+            len(column),
+            [column.buffers()[0], offsets],
+            null_count=column.null_count,
+            offset=column.offset,
+            children=children,
+        )
+    if pa.types.is_fixed_size_list(to_type):
+        values = _renulled(column.values, to_type.value_type)
+        return pa.Array.from_buffers(
+            to_type,
+            len(column),
+            [column.buffers()[0]],
+            null_count=column.null_count,
+            offset=column.offset,
+            children=[values],
+        )
+    return column
+
+
+def _placeholder(data_type: pa.DataType) -> pa.Scalar:
+    """A value of data_type that stands under a null parent: zero, empty, false."""
+    types = pa.types
+    if types.is_struct(data_type):
+        return pa.scalar({f.name: _placeholder(f.type).as_py() for f in data_type}, data_type)
+    if types.is_map(data_type) or types.is_list(data_type) or types.is_large_list(data_type):
+        return pa.scalar([], data_type)
+    if types.is_fixed_size_list(data_type):
+        return pa.scalar(
+            [_placeholder(data_type.value_type).as_py()] * data_type.list_size, data_type
+        )
+    if types.is_fixed_size_binary(data_type):
+        return pa.scalar(bytes(data_type.byte_width), data_type)
+    if types.is_binary(data_type) or types.is_large_binary(data_type):
+        return pa.scalar(b"", data_type)
+    if types.is_string(data_type) or types.is_large_string(data_type):
+        return pa.scalar("", data_type)
+    if types.is_boolean(data_type):
+        return pa.scalar(False, data_type)
+    # numbers, dates, times, durations: the value whose bytes are all zero
+    zeros = pa.py_buffer(bytes(data_type.bit_width // 8))
+    return pa.Array.from_buffers(data_type, 1, [None, zeros])[0]
+
+
+def misplaced_null(column: pa.Array, data_type: pa.DataType, path: str) -> str | None:
+    """The name (path.field, path[] for an element, path{} for a map's value) of the first
+    NOT NULL nested field of data_type that holds a null under a parent holding a value; None
+    when there is none. A null parent's children are anything: never counted."""
+    if pa.types.is_struct(data_type):
+        children = column.flatten()  # each child with its parent's nulls merged in
+        for field, child in zip(data_type, children, strict=True):
+            where = f"{path}.{field.name}"
+            if not field.nullable and child.null_count > column.null_count:
+                return where
+            found = misplaced_null(child, field.type, where)
+            if found:
+                return found
+        return None
+    if pa.types.is_map(data_type):
+        present = _present_entries(column)
+        items = column.items.take(present)
+        where = f"{path}{{}}"
+        if not data_type.item_field.nullable and items.null_count:
+            return where
+        return misplaced_null(items, data_type.item_type, where)
+    if not _is_list(data_type):
+        return None
+    values = column.flatten()  # the elements of the lists present
+    where = f"{path}[]"
+    if not data_type.value_field.nullable and values.null_count:
+        return where
+    return misplaced_null(values, data_type.value_type, where)
+
+
+def _is_list(data_type: pa.DataType) -> bool:
+    types = pa.types
+    return bool(
+        types.is_list(data_type)
+        or types.is_large_list(data_type)
+        or types.is_fixed_size_list(data_type)
+    )
+
+
+def _present_entries(column: pa.Array) -> pa.Array:
+    """The positions in a map's entries of the maps that are not null."""
+    offsets = np.frombuffer(column.buffers()[1], dtype="<i4")[
+        column.offset : column.offset + len(column) + 1
+    ]
+    starts, ends = offsets[:-1], offsets[1:]
+    if column.null_count:
+        valid = column.is_valid().to_numpy(zero_copy_only=False)
+        starts, ends = starts[valid], ends[valid]
+    spans = [np.arange(a, b) for a, b in zip(starts.tolist(), ends.tolist(), strict=True) if b > a]
+    return pa.array(np.concatenate(spans) if spans else np.empty(0, np.int64), pa.int64())
 
 
 def _narrowing(from_type: pa.DataType, to_type: pa.DataType) -> bool:

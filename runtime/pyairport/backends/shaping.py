@@ -31,7 +31,7 @@ from airport_contracts import (
 from airport_contracts.dispatch import RULE_ERRORS
 from airport_contracts.vocabulary import Rule
 
-from .arrow_convert import convert, digits_fit
+from .arrow_convert import convert, digits_fit, misplaced_null, relaxed
 
 
 def user_fields(schema: pa.Schema) -> dict[str, pa.Field]:
@@ -56,6 +56,10 @@ def cast_column(
             ) from None
     if not target.nullable and column.null_count:
         raise _refuse_nulls(operation, name)
+    if column.null_count < len(column) and not relaxed(target.type).equals(target.type):
+        where = misplaced_null(column, target.type, name)
+        if where is not None:
+            raise _refuse_nulls(operation, where)
     return column
 
 

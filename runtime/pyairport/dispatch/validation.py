@@ -24,6 +24,7 @@ from airport_support.rows import OperationRow
 from airport_support.vocabulary import RulePhase
 
 from .. import filters
+from ..backends.arrow_convert import relaxed
 from .statement import BatchCheck, StatementRun
 
 
@@ -265,6 +266,8 @@ def columns_fit(facts: Facts) -> BatchCheck | None:
         given.add(got.name)
         if got.type.equals(want.type) or pa.types.is_null(got.type):
             continue
+        if relaxed(got.type).equals(relaxed(want.type)):
+            continue  # nested fields the table declares NOT NULL: the backend checks the values
         if _type_kind(got.type) is None or _type_kind(got.type) != _type_kind(want.type):
             raise mismatch(
                 details=f"input column {shown(got.name)} is {shown_type(got.type)}, the"

@@ -110,25 +110,29 @@ class DeltaChanges:
         keys = self._lake.spark.createDataFrame(pa.table({ROWID: pa.array(distinct, pa.int64())}))
         return keys.join(table, ROWID)
 
-    def rows_for(self, ids: np.ndarray, clause: str = "") -> pa.Table:
-        """The committed rows with these rowids (table schema; order not kept): of the latest
-        version, read from its files where delta-rs reads it (file_parts), else by Spark (at
-        clause's version where one is given). RETURNING reads each of DuckDB's 2048-row
-        batches so: by a Spark query a batch, a DELETE of 100,000 rows with RETURNING took 78 s
-        (5.5 s without)."""
+    def rows_for(
+        self, ids: np.ndarray, clause: str = "", columns: list[str] | None = None
+    ) -> pa.Table:
+        """The committed rows with these rowids (table schema, or these of its columns; order
+        not kept): of the latest version, read from its files where delta-rs reads it
+        (file_parts), else by Spark (at clause's version where one is given). RETURNING reads
+        each of DuckDB's 2048-row batches so: by a Spark query a batch, a DELETE of 100,000
+        rows with RETURNING took 78 s (5.5 s without)."""
+        schema = self.layout.schema
+        if columns is not None:
+            schema = pa.schema([schema.field(n) for n in columns])
         if not len(ids):
-            return self.layout.schema.empty_table()
+            return schema.empty_table()
         # a table of Spark's catalog (no folder here) asks no version: Spark reads it
         local = not clause and self.layout.location is not None
         files = self._files_at(self._latest_version()) if local else None
         if files is not None:
-            return self._rows_in_files(files, np.unique(ids))
-        frame = self._with_rowids(ids, clause).select(*[quote(n) for n in self.layout.schema.names])
+            return self._rows_in_files(files, np.unique(ids)).select(schema.names)
+        # only the columns asked for: PySpark's toArrow fails on a null VARIANT value
+        frame = self._with_rowids(ids, clause).select(*[quote(n) for n in schema.names])
         read = frame.toArrow()
-        served = [
-            full_width(b, self.layout.schema, self.layout.schema.names) for b in read.to_batches()
-        ]
-        return pa.Table.from_batches(served, schema=self.layout.schema)
+        served = [full_width(b, schema, schema.names) for b in read.to_batches()]
+        return pa.Table.from_batches(served, schema=schema)
 
     def _rows_in_files(self, files: file_parts.PartFiles, ids: np.ndarray) -> pa.Table:
         """The rows with these rowids (sorted) of the version files holds (file_parts.read
@@ -440,7 +444,7 @@ class DeltaChanges:
         Spark job), else by Spark."""
         names = [*columns, ROWID]
         if files is None:
-            return self.rows_for(ids, f" VERSION AS OF {version}").select(names)
+            return self.rows_for(ids, f" VERSION AS OF {version}", names)
         every = list(range(files.files.num_rows))
         reader = file_parts.read(Context.background(), files, every, names, None, 0, np.unique(ids))
         return reader.read_all().select(names)

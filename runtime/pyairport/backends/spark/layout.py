@@ -47,6 +47,8 @@ class Layout:
     computed: frozenset[str]  # generated, identity and defaulted columns
     features: frozenset[str]
     properties: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+    variants: frozenset[str] = frozenset()  # VARIANT columns: served as Spark's Arrow form
+    # (their encoded value and metadata); Spark builds no variant from it, so none is written
     retyped: frozenset[str] = frozenset()  # columns stored as another type than they came as
     # (not the decimals served as decimal64 by default: stored_types.served_type)
     description: str = ""  # the table's comment
@@ -71,16 +73,17 @@ def read_layout(spark: Any, ident: str) -> Layout:
     frame = spark.sql(f"SELECT * FROM {ident}")
     arrow = frame.limit(0).toArrow().schema
     folder = Path(unquote(location.path)) if location.scheme == "file" else None
+    variants = frozenset(f.name for f in frame.schema.fields if f.dataType.typeName() == "variant")
     layout = layout_of(
         ident,
         arrow,
         folder,
         properties,
         tuple(detail["partitionColumns"] or ()),
-        _computed(frame, folder),
+        _computed(frame, folder) | variants,  # left out of an INSERT, Delta writes NULL
         features,
     )
-    return replace(layout, description=str(detail["description"] or ""))
+    return replace(layout, description=str(detail["description"] or ""), variants=variants)
 
 
 def _computed(frame: Any, folder: Path | None) -> frozenset[str]:

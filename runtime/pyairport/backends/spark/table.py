@@ -35,6 +35,7 @@ from airport_contracts import (
     Context,
     DMLOptions,
     DMLResult,
+    RowsRefused,
     ScanOptions,
     SchemaRequest,
     TimePoint,
@@ -337,6 +338,7 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
                 ctx.raise_if_done()
                 ids = self._allocate(batch.num_rows)
                 staged = conform_insert(batch, stored, ids, self._id_from_rowid)
+                self._no_variant_value("INSERT", staged)
                 for name in self.layout.computed:  # Delta fills them where none was given
                     if staged.column(name).null_count < staged.num_rows:
                         pending.given.add(name)
@@ -356,6 +358,20 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
             affected_rows=count, returning_data=returning_reader(self.schema, returned, opts)
         )
 
+    def _no_variant_value(self, operation: str, columns: pa.RecordBatch | dict[str, Any]) -> None:
+        """A VARIANT column is read as Spark serves it (its value and metadata, encoded), but
+        Spark turns no Arrow value into a variant: an INSERT leaves it NULL, an UPDATE keeps
+        it; setting one is refused before anything is staged."""
+        names = columns.schema.names if isinstance(columns, pa.RecordBatch) else list(columns)
+        for name in self.layout.variants.intersection(names):
+            column = columns[name]
+            if operation == "UPDATE" or column.null_count < len(column):
+                raise RowsRefused(
+                    operation=operation,
+                    reason=f"column {name} is VARIANT, which Spark takes no value of over"
+                    " Arrow: an INSERT may leave it out (NULL), an UPDATE may not set it",
+                )
+
     def update_rows(
         self,
         ctx: Context,
@@ -369,6 +385,7 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
         for ids, values in chunks:
             ctx.raise_if_done()
             columns = conform(values)
+            self._no_variant_value("UPDATE", columns)
             pending.updates.append((ids, columns))
             staged.append(ids)
             if returning:  # RETURNING needs each batch's rows now; otherwise none are read
