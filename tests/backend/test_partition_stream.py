@@ -1,5 +1,6 @@
 """A classic session's Spark rows streamed one partition at a time (partition_stream.py): the
-same rows and types as Spark's own toArrow(), in bounded batches."""
+same rows and types as Spark's own toArrow(), in bounded batches; a small result collected
+whole, as toArrow() reads it but for a null VARIANT, which toArrow() fails on."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from pyairport.backends.spark.partition_stream import arrow_partitions
+from pyairport.backends.spark.partition_stream import arrow_partitions, collected
 
 pytestmark = pytest.mark.spark
 
@@ -41,3 +42,26 @@ def test_an_empty_frame_streams_its_schema(spark_backend: Any) -> None:
     reader = arrow_partitions(frame, 1000)
     assert reader.read_all().num_rows == 0
     assert reader.schema.names == ["id", "s"]
+
+
+def test_a_small_result_is_collected_as_toarrow_reads_it(spark_backend: Any) -> None:
+    frame = spark_backend.spark.sql(EVERY_TYPE.replace("30000, 1, 3", "300, 1, 3"))
+    got, want = collected(frame), frame.toArrow()
+    assert got.schema.equals(want.schema)
+    assert got.equals(want)
+
+
+@pytest.mark.parametrize("session", ["spark_backend", "spark_connect_backend"])
+def test_a_null_variant_is_read_where_toarrow_fails(
+    session: str, request: pytest.FixtureRequest
+) -> None:
+    spark = request.getfixturevalue(session).spark
+    frame = spark.sql(
+        "SELECT id, IF(id = 1, NULL, parse_json(CAST(id AS STRING))) AS doc FROM range(3)"
+    )
+    read = collected(frame).sort_by("id")
+    assert [d is None for d in read.column("doc").to_pylist()] == [False, True, False]
+    assert read.column("doc").type.field("value").type == pa.binary()
+    if session == "spark_backend":  # a Spark Connect session has no partition stream
+        streamed = arrow_partitions(frame, 2).read_all().sort_by("id")
+        assert streamed.equals(read)

@@ -25,6 +25,7 @@ from airport_contracts import (
     TableNotFound,
 )
 from pyairport.dispatch import ExchangeRequest, StaticInput
+from pyairport.dispatch.statement import adapt
 from pyairport.statement_scope import statement_from_context
 
 from .dispatch_helpers import batch, dispatcher_for, exchange
@@ -160,6 +161,22 @@ def test_returning_type_mismatch_fails_the_statement() -> None:
         str(err.value)
         == "DELETE failed: column type mismatch and transformation not implemented: string -> int64"
     )
+
+
+def test_returning_fits_not_null_nested_fields_to_a_client_whose_fields_are_nullable() -> None:
+    """A Spark table's struct may declare a field NOT NULL; DuckDB's fields are always
+    nullable: the returned values fit its schema as they are. The other way round is a
+    change of type (a null would not fit): refused as any other mismatch."""
+    strict = pa.struct([pa.field("a", pa.int32(), nullable=False), pa.field("b", pa.string())])
+    loose = pa.struct([pa.field("a", pa.int32()), pa.field("b", pa.string())])
+    stored = pa.array([{"a": 1, "b": "x"}, None], strict)
+    returned = pa.RecordBatch.from_arrays([stored], names=["st"])
+    fitted = adapt(returned, pa.schema([pa.field("st", loose)]), "UPDATE")
+    assert fitted.schema.field("st").type == loose
+    assert fitted.column(0).to_pylist() == [{"a": 1, "b": "x"}, None]
+    sent = pa.RecordBatch.from_arrays([stored.cast(loose)], names=["st"])
+    with pytest.raises(ReturningTypeMismatch):
+        adapt(sent, pa.schema([pa.field("st", strict)]), "UPDATE")
 
 
 class _Staging(BaseTable):

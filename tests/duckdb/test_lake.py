@@ -188,8 +188,8 @@ def test_struct_fields_declared_not_null_and_variant_columns_at_a_duckdb_prompt(
     encoded value and metadata). Both were refused as a schema mismatch for every INSERT,
     even one leaving the column out. Now a struct is written where its values keep the NOT
     NULL, and refused naming the field where they do not; a VARIANT is left NULL by an
-    INSERT and kept by an UPDATE, and a value for it (which Spark cannot take from Arrow) is
-    refused; nothing refused is written."""
+    INSERT and kept by an UPDATE (RETURNING, which sends it, too), and a value for it (which
+    Spark cannot take from Arrow) is refused; nothing refused is written."""
     spark = spark_backend.spark
     shaped = f"delta.`{tmp_path / 'shop' / 'shaped'}`"
     spark.sql(
@@ -211,25 +211,44 @@ def test_struct_fields_declared_not_null_and_variant_columns_at_a_duckdb_prompt(
         assert (
             duck.value("UPDATE lake.shop.shaped SET st = {'a': 20, 'b': 'two'} WHERE id = 2") == 1
         )
+        assert duck.run(
+            "UPDATE lake.shop.shaped SET st = {'a': 21, 'b': st.b} WHERE id = 2 RETURNING st.a"
+        ) == [(21,)]
         assert "UPDATE refused: column st.a does not accept nulls" in duck.fails(
             "UPDATE lake.shop.shaped SET st = {'a': NULL, 'b': 'z'} WHERE id = 1"
         )
         assert duck.run("SELECT id, st.a, st.b FROM lake.shop.shaped ORDER BY id") == [
             (1, 1, "one"),
-            (2, 20, "two"),
+            (2, 21, "two"),
         ]
 
         assert duck.run("SELECT id, doc.value IS NOT NULL FROM lake.shop.docs") == [(1, True)]
         duck.run("INSERT INTO lake.shop.docs (id) VALUES (2)")
         assert duck.value("UPDATE lake.shop.docs SET id = 3 WHERE id = 2") == 1
+        assert duck.run("SELECT id, doc IS NULL FROM lake.shop.docs ORDER BY id") == [
+            (1, False),
+            (3, True),
+        ]
         refused = "column doc is VARIANT, which Spark takes no value of over Arrow"
         assert refused in duck.fails("INSERT INTO lake.shop.docs SELECT 4, doc FROM lake.shop.docs")
         assert refused in duck.fails("UPDATE lake.shop.docs SET doc = NULL WHERE id = 1")
+        assert refused in duck.fails(
+            "UPDATE lake.shop.docs SET doc = (SELECT doc FROM lake.shop.docs WHERE id = 1)"
+            " WHERE id = 3"
+        )
+        # RETURNING sends every column, the VARIANT too: its stored value is no change
+        assert duck.run(
+            "UPDATE lake.shop.docs SET id = id + 1 WHERE id = 1 RETURNING id, doc IS NULL"
+        ) == [(2, False)]
+        assert duck.value("UPDATE lake.shop.docs SET doc = doc WHERE id IN (2, 3)") == 2
+        # a row whose VARIANT is NULL read back by RETURNING (it failed INTERNAL)
+        assert duck.run("DELETE FROM lake.shop.docs WHERE id = 3 RETURNING id, doc IS NULL") == [
+            (3, True)
+        ]
     assert spark.sql(f"SELECT id, st.a, st.b FROM {shaped} ORDER BY id").collect() == [
         (1, 1, "one"),
-        (2, 20, "two"),
+        (2, 21, "two"),
     ]
     assert spark.sql(f"SELECT id, to_json(doc) FROM {docs} ORDER BY id").collect() == [
-        (1, '{"a":[1,2]}'),
-        (3, None),
+        (2, '{"a":[1,2]}'),
     ]

@@ -33,6 +33,7 @@ from airport_contracts import (
 from airport_contracts.dispatch import PROTOCOLS
 from airport_support.vocabulary import TableErrors
 
+from ..backends.arrow_convert import relaxed
 from ..statement_scope import Statement, with_statement
 from .transactions import abort_transaction
 
@@ -248,6 +249,10 @@ def adapt(batch: pa.RecordBatch, target: pa.Schema, operation: str) -> pa.Record
         column = batch.column(names.index(target_field.name))
         if column.type.equals(target_field.type):
             columns.append(column)
+        elif target_field.type.equals(relaxed(column.type)):
+            # a table's NOT NULL struct field (or list element, map value) where the client's
+            # are nullable, as DuckDB's always are: the same values, no transformation
+            columns.append(column.cast(target_field.type))
         elif pa.types.is_timestamp(target_field.type):
             if not pa.types.is_timestamp(column.type):
                 raise ReturningTypeUnconvertible(

@@ -1,6 +1,6 @@
 """How `table_changes` reads a range of a Delta table's change data feed in bounded pieces.
 
-Spark hands a query's rows to Python whole (`toArrow`), so the feed of a long range, or of one
+Spark hands a query's rows to Python whole (`collected`), so the feed of a long range, or of one
 commit that wrote a large table, cannot be one query: the range is cut at commit versions
 into pieces of about PIECE_ROWS changed rows, as the commits' own metrics count them, and a
 commit larger than that is read in parts, its rows split by a hash of their values. Each

@@ -35,6 +35,7 @@ from . import file_parts
 from .client_errors import client_errors
 from .lake import Lake
 from .layout import ROWID, Layout
+from .partition_stream import collected
 from .scans import log_version
 from .sql import affected, quote, sql_literal
 from .staging import Pending, flush, update_frame
@@ -128,9 +129,7 @@ class DeltaChanges:
         files = self._files_at(self._latest_version()) if local else None
         if files is not None:
             return self._rows_in_files(files, np.unique(ids)).select(schema.names)
-        # only the columns asked for: PySpark's toArrow fails on a null VARIANT value
-        frame = self._with_rowids(ids, clause).select(*[quote(n) for n in schema.names])
-        read = frame.toArrow()
+        read = collected(self._with_rowids(ids, clause).select(*[quote(n) for n in schema.names]))
         served = [full_width(b, schema, schema.names) for b in read.to_batches()]
         return pa.Table.from_batches(served, schema=schema)
 

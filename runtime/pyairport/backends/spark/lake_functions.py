@@ -32,6 +32,7 @@ from ..shaping import full_width
 from . import change_pieces
 from .lake import Lake
 from .layout import ROWID
+from .partition_stream import collected
 from .scans import SCAN_BATCH_ROWS
 from .session import SPARK_STOPPED, engine_lost, functions_for
 from .sql import one_line
@@ -169,7 +170,7 @@ class LakeFunctions:
             for part in range(piece.parts):
                 ctx.raise_if_done()
                 with _spark_errors("table_changes"):
-                    read = self._changes(table, piece, part).toArrow()
+                    read = collected(self._changes(table, piece, part))
                 for batch in read.to_batches(SCAN_BATCH_ROWS):
                     yield full_width(batch, schema, schema.names)
 

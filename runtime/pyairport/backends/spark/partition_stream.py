@@ -15,6 +15,8 @@ spark.sql.files.maxPartitionBytes, 128 MB, of Parquet).
 The Arrow schema is the JVM's own (ArrowUtils, the same arguments as the batches'), so every
 batch is read exactly as it was written. Spark Connect sessions have no such iterator here:
 scans.py streams them by groups of files, each confined by a column's range (file_pieces.py).
+A result known to be small (a LIMIT, RETURNING's rows, a piece of a table's changes) is
+`collected` in one job instead, also in the JVM's own schema.
 """
 
 from __future__ import annotations
@@ -24,10 +26,22 @@ from typing import Any
 
 import pyarrow as pa
 
+from .session import is_connect
+
 _TIME_ZONE = "UTC"  # a TIMESTAMP's zone, as toArrow() gives it
 _DUPLICATE_FIELDS_FAIL = True  # a struct with two fields of one name is an error, as in toArrow()
 _LARGE_TYPES = False  # strings and binaries with 32-bit offsets, as the served schema has them
 _PREFETCH = True  # one partition's job runs while the last one is read: both cores at work
+
+
+def collected(frame: Any) -> pa.Table:
+    """frame's rows, all at once (a result known to be small), in the schema Spark's JVM
+    wrote them in. Not PySpark's toArrow(): it casts them to a schema of its own, which
+    declares a VARIANT never null, so a null VARIANT failed the read ("nulls in input cannot
+    be viewed as non-nullable"), classic and Spark Connect alike."""
+    if is_connect(frame.sparkSession):
+        return frame._to_table()[0]
+    return pa.Table.from_batches(frame._collect_as_arrow(empty_list_if_zero_records=False))
 
 
 def arrow_partitions(frame: Any, batch_rows: int) -> pa.RecordBatchReader:

@@ -26,7 +26,7 @@ from . import file_pieces
 from .commit_times import commit_version
 from .file_pieces import Piece
 from .layout import ROWID, Layout
-from .partition_stream import arrow_partitions
+from .partition_stream import arrow_partitions, collected
 from .session import functions_for, is_connect
 from .sql import quote
 
@@ -66,7 +66,7 @@ class _Read:
     clause: str
 
     def batches(self, frame: Any) -> list[pa.RecordBatch]:
-        return batches_of(frame.toArrow(), self.schema, self.wanted)
+        return batches_of(collected(frame), self.schema, self.wanted)
 
 
 class Scanner:

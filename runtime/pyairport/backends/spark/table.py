@@ -338,7 +338,7 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
                 ctx.raise_if_done()
                 ids = self._allocate(batch.num_rows)
                 staged = conform_insert(batch, stored, ids, self._id_from_rowid)
-                self._no_variant_value("INSERT", staged)
+                self._no_variant_value(staged)
                 for name in self.layout.computed:  # Delta fills them where none was given
                     if staged.column(name).null_count < staged.num_rows:
                         pending.given.add(name)
@@ -358,19 +358,27 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
             affected_rows=count, returning_data=returning_reader(self.schema, returned, opts)
         )
 
-    def _no_variant_value(self, operation: str, columns: pa.RecordBatch | dict[str, Any]) -> None:
+    def _no_variant_value(self, staged: pa.RecordBatch) -> None:
         """A VARIANT column is read as Spark serves it (its value and metadata, encoded), but
-        Spark turns no Arrow value into a variant: an INSERT leaves it NULL, an UPDATE keeps
-        it; setting one is refused before anything is staged."""
-        names = columns.schema.names if isinstance(columns, pa.RecordBatch) else list(columns)
-        for name in self.layout.variants.intersection(names):
-            column = columns[name]
-            if operation == "UPDATE" or column.null_count < len(column):
-                raise RowsRefused(
-                    operation=operation,
-                    reason=f"column {name} is VARIANT, which Spark takes no value of over"
-                    " Arrow: an INSERT may leave it out (NULL), an UPDATE may not set it",
-                )
+        Spark turns no Arrow value into a variant: an INSERT leaves it NULL; a value for one
+        is refused before anything is staged."""
+        for name in self.layout.variants.intersection(staged.schema.names):
+            if staged[name].null_count < staged.num_rows:
+                raise _variant_refused("INSERT", name)
+
+    def _variants_kept(
+        self, ids: np.ndarray, columns: dict[str, pa.Array], current: pa.Table
+    ) -> dict[str, pa.Array]:
+        """columns without its VARIANT ones, which must hold the rows' stored values: Spark
+        sets no variant from Arrow, and DuckDB sends every column of an UPDATE … RETURNING,
+        not only those SET. current: the rows' stored values (of these columns at least)."""
+        sent = overlay(current, ids, columns, ROWID)  # current's rows, in its order
+        kept = dict(columns)
+        for name in self.layout.variants.intersection(columns):
+            if not sent.column(name).equals(current.column(name)):
+                raise _variant_refused("UPDATE", name)
+            del kept[name]
+        return kept
 
     def update_rows(
         self,
@@ -385,12 +393,18 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
         for ids, values in chunks:
             ctx.raise_if_done()
             columns = conform(values)
-            self._no_variant_value("UPDATE", columns)
+            variants = sorted(self.layout.variants.intersection(columns))
+            # RETURNING needs each batch's rows now, a VARIANT sent their variants; else none
+            if returning or variants:
+                with self.client_errors("update"):
+                    current = self.changes.rows_for(
+                        ids, columns=None if returning else [ROWID, *variants]
+                    )
+                if variants:
+                    columns = self._variants_kept(ids, columns, current)
             pending.updates.append((ids, columns))
             staged.append(ids)
-            if returning:  # RETURNING needs each batch's rows now; otherwise none are read
-                with self.client_errors("update"):
-                    current = self.changes.rows_for(ids)
+            if returning:
                 affected_rows += current.num_rows
                 returned.extend(overlay(current, ids, columns, ROWID).to_batches())
         return self._by_rowid_result(ctx, pending, immediate, affected_rows, staged, returned, opts)
@@ -411,3 +425,11 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
                 affected_rows += current.num_rows
                 returned.extend(current.to_batches())
         return self._by_rowid_result(ctx, pending, immediate, affected_rows, staged, returned, opts)
+
+
+def _variant_refused(operation: str, name: str) -> RowsRefused:
+    return RowsRefused(
+        operation=operation,
+        reason=f"column {name} is VARIANT, which Spark takes no value of over Arrow: an INSERT"
+        " may leave it out (NULL), an UPDATE may not change it",
+    )
