@@ -189,8 +189,10 @@ def _present_entries(column: pa.Array) -> pa.Array:
     if column.null_count:
         valid = column.is_valid().to_numpy(zero_copy_only=False)
         starts, ends = starts[valid], ends[valid]
-    spans = [np.arange(a, b) for a, b in zip(starts.tolist(), ends.tolist(), strict=True) if b > a]
-    return pa.array(np.concatenate(spans) if spans else np.empty(0, np.int64), pa.int64())
+    lengths = (ends - starts).astype(np.int64)
+    # each entry's position: its place among the kept entries, moved to its map's start
+    shift = np.repeat(starts.astype(np.int64) - (np.cumsum(lengths) - lengths), lengths)
+    return pa.array(np.arange(int(lengths.sum()), dtype=np.int64) + shift, pa.int64())
 
 
 def _narrowing(from_type: pa.DataType, to_type: pa.DataType) -> bool:
