@@ -64,7 +64,7 @@ SHAPES: dict[str, tuple[str, tuple[str, ...]]] = {
         ),
     ),
     "constrained": (
-        "(order_id BIGINT NOT NULL, amount DOUBLE,"
+        "(order_id BIGINT NOT NULL, amount DOUBLE, note VARCHAR(5),"
         " cents BIGINT GENERATED ALWAYS AS (CAST(amount * 100 AS BIGINT)),"
         " serial BIGINT GENERATED ALWAYS AS IDENTITY) USING delta"
         " TBLPROPERTIES ('delta.enableRowTracking' = 'true')",
@@ -679,12 +679,30 @@ def test_constraints_refuse_rows_and_change_nothing(spark_backend: Any, fresh_la
             )
         assert update.value.code == grpc.StatusCode.INVALID_ARGUMENT
         assert update.value.message.startswith("UPDATE refused: ")
+        # a VARCHAR(n)'s length, which Arrow's strings do not carry: Delta checks it
+        longer = pa.table({"order_id": [5, 6], "amount": [5.0, 6.0], "note": ["short", "longer"]})
+        with pytest.raises(RemoteError) as too_long:
+            client.insert("sales", "constrained", longer)
+        assert too_long.value.code == grpc.StatusCode.INVALID_ARGUMENT
+        assert too_long.value.message == (
+            'INSERT refused: [DELTA_EXCEED_CHAR_VARCHAR_LIMIT] Value "longer" exceeds'
+            " char/varchar type length limitation. Failed check: ((note IS NULL) OR"
+            " (length(note) <= 5))"
+        )
+        with pytest.raises(RemoteError) as too_long:
+            client.update(
+                "sales",
+                "constrained",
+                pa.table({"note": ["longer"], "rowid": pa.array([first], pa.int64())}),
+            )
+        assert too_long.value.code == grpc.StatusCode.INVALID_ARGUMENT
+        assert "[DELTA_EXCEED_CHAR_VARCHAR_LIMIT]" in too_long.value.message
     rows = spark_rows(spark, ident)
     serials = [r.pop("serial") for r in rows]  # Delta's identity values, one per row
     assert None not in serials and len(set(serials)) == 2
     assert rows == [
-        {"order_id": 1, "amount": 1.5, "cents": 150},
-        {"order_id": 2, "amount": 2.25, "cents": 225},
+        {"order_id": 1, "amount": 1.5, "note": None, "cents": 150},
+        {"order_id": 2, "amount": 2.25, "note": None, "cents": 225},
     ]
 
 
