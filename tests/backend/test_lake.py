@@ -66,6 +66,7 @@ SHAPES: dict[str, tuple[str, tuple[str, ...]]] = {
     "constrained": (
         "(order_id BIGINT NOT NULL, amount DOUBLE, note VARCHAR(5),"
         " cents BIGINT GENERATED ALWAYS AS (CAST(amount * 100 AS BIGINT)),"
+        " milli BIGINT GENERATED ALWAYS AS (order_id * 1000),"
         " serial BIGINT GENERATED ALWAYS AS IDENTITY) USING delta"
         " TBLPROPERTIES ('delta.enableRowTracking' = 'true')",
         (
@@ -697,12 +698,17 @@ def test_constraints_refuse_rows_and_change_nothing(spark_backend: Any, fresh_la
             )
         assert too_long.value.code == grpc.StatusCode.INVALID_ARGUMENT
         assert "[DELTA_EXCEED_CHAR_VARCHAR_LIMIT]" in too_long.value.message
+        # a generated column's arithmetic on the client's value
+        with pytest.raises(RemoteError) as overflow:
+            client.insert("sales", "constrained", pa.table({"order_id": [2**62], "amount": [1.0]}))
+        assert overflow.value.code == grpc.StatusCode.INVALID_ARGUMENT
+        assert overflow.value.message.startswith("INSERT refused: [ARITHMETIC_OVERFLOW] overflow")
     rows = spark_rows(spark, ident)
     serials = [r.pop("serial") for r in rows]  # Delta's identity values, one per row
     assert None not in serials and len(set(serials)) == 2
     assert rows == [
-        {"order_id": 1, "amount": 1.5, "note": None, "cents": 150},
-        {"order_id": 2, "amount": 2.25, "note": None, "cents": 225},
+        {"order_id": 1, "amount": 1.5, "note": None, "cents": 150, "milli": 1000},
+        {"order_id": 2, "amount": 2.25, "note": None, "cents": 225, "milli": 2000},
     ]
 
 

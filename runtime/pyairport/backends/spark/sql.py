@@ -96,9 +96,15 @@ _REFUSED_ROWS = (
     "DELTA_IDENTITY_COLUMNS_EXPLICIT_INSERT_NOT_SUPPORTED",
     "DELTA_EXCEED_CHAR_VARCHAR_LIMIT",  # a CHAR(n) or VARCHAR(n) value longer than n
     "EXCEED_LIMIT_LENGTH",  # the same, where Spark itself checks it
+    # the data exceptions of a CHECK constraint or generated column on the client's values
     "CAST_OVERFLOW",
     "CAST_INVALID_INPUT",
     "NUMERIC_VALUE_OUT_OF_RANGE",
+    "ARITHMETIC_OVERFLOW",
+    "DIVIDE_BY_ZERO",
+    "DATETIME_OVERFLOW",
+    "INVALID_ARRAY_INDEX",
+    "INVALID_ARRAY_INDEX_IN_ELEMENT_AT",
 )
 _BAD_TIME_POINT = (
     "DELTA_CANNOT_TIME_TRAVEL",
