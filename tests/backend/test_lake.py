@@ -648,6 +648,70 @@ def test_a_table_without_rowids_serves_reads_and_inserts_and_refuses_the_rest(
     assert _files(lake) == before
 
 
+def test_an_append_only_table_takes_inserts_and_refuses_the_rest(
+    spark_backend: Any, fresh_lake: Path
+) -> None:
+    """`delta.appendOnly`: Delta refuses its UPDATE and DELETE (which failed INTERNAL at
+    the commit); the table says so as any table without the capability, reading nothing."""
+    spark = spark_backend.spark
+    ident = f"delta.`{fresh_lake / 'sales' / 'ledger'}`"
+    spark.sql(
+        f"CREATE TABLE {ident} (entry BIGINT, amount DOUBLE) USING delta TBLPROPERTIES"
+        " ('delta.appendOnly' = 'true', 'delta.enableRowTracking' = 'true')"
+    )
+    spark.sql(f"INSERT INTO {ident} VALUES (1, 1.5)")
+    with serving_lake(spark, fresh_lake) as client:
+        client.insert("sales", "ledger", pa.table({"entry": [2], "amount": [2.5]}))
+        (rowid,) = client.scan("sales", "ledger", ["rowid"]).read_all().column(0).to_pylist()[:1]
+        before = _files(fresh_lake)
+        with pytest.raises(RemoteError) as update:
+            client.update(
+                "sales", "ledger", pa.table({"amount": [9.0], "rowid": pa.array([rowid])})
+            )
+        assert_error_row(
+            "update_not_supported", {"table": "ledger"}, update.value.code, update.value.message
+        )
+        with pytest.raises(RemoteError) as delete:
+            client.delete("sales", "ledger", [rowid])
+        assert_error_row(
+            "delete_not_supported", {"table": "ledger"}, delete.value.code, delete.value.message
+        )
+        assert _files(fresh_lake) == before
+    assert sorted(spark.sql(f"SELECT * FROM {ident}").collect()) == [(1, 1.5), (2, 2.5)]
+
+
+def test_enable_row_tracking_upgrades_every_table_without_rowids_but_an_append_only_one(
+    spark_backend: Any, fresh_lake: Path
+) -> None:
+    """`--enable-row-tracking` turns row tracking on where a table has no way to address
+    rows, so that UPDATE and DELETE can; an append-only table takes neither: its protocol is
+    not upgraded for nothing."""
+    from airport_contracts import Context
+    from pyairport.backends.spark import SparkBackend
+
+    spark = spark_backend.spark
+    tables = {name: f"delta.`{fresh_lake / 'sales' / name}`" for name in ("plain", "ledger")}
+    spark.sql(f"CREATE TABLE {tables['plain']} (entry BIGINT) USING delta")
+    spark.sql(
+        f"CREATE TABLE {tables['ledger']} (entry BIGINT) USING delta"
+        " TBLPROPERTIES ('delta.appendOnly' = 'true')"
+    )
+    backend = SparkBackend(spark, fresh_lake, enable_row_tracking=True)
+    try:
+        ctx = Context.background()
+        schema: Any = backend.catalog.schema(ctx, "sales")
+        assert schema.table(ctx, "plain").layout.rowids == "tracked"
+        assert schema.table(ctx, "ledger").layout.rowids is None
+    finally:
+        backend.close()
+    tracking = {
+        name: spark.sql(f"SHOW TBLPROPERTIES {ident} ('delta.enableRowTracking')").first()[1]
+        for name, ident in tables.items()
+    }
+    assert tracking["plain"] == "true"
+    assert tracking["ledger"] != "true"
+
+
 def test_constraints_refuse_rows_and_change_nothing(spark_backend: Any, fresh_lake: Path) -> None:
     spark = spark_backend.spark
     ident = make_table(spark, fresh_lake, "constrained")

@@ -34,7 +34,7 @@ from .ddl import (
     remove_folder,
 )
 from .folders import WORK_PREFIX, folder_for, inside, name_of
-from .layout import CREATED_TABLE_PROPERTIES, ROW_TRACKING, ROWID, Layout, NotDelta
+from .layout import APPEND_ONLY, CREATED_TABLE_PROPERTIES, ROW_TRACKING, ROWID, Layout, NotDelta
 from .layouts import Layouts
 from .session import is_connect
 from .sql import path_ident, quote, string_token
@@ -168,7 +168,7 @@ class SparkBackend:
             layout = self.layouts.read(ident, folder)
         except NotDelta:
             return None  # a parquet, CSV, … table of the catalog: not served
-        if layout.rowids is None and self.enable_row_tracking:
+        if layout.rowids is None and self.enable_row_tracking and not _append_only(layout):
             self.spark.sql(f"ALTER TABLE {ident} SET TBLPROPERTIES ('{ROW_TRACKING}' = 'true')")
             layout = self.layouts.read(ident, folder)
         return layout
@@ -184,6 +184,8 @@ class SparkBackend:
         capabilities = CAPABILITIES_BY_ROWIDS[layout.rowids]
         if layout.rowids == "column" and CAPABILITIES_PROPERTY in properties:
             capabilities = tuple(c for c in properties[CAPABILITIES_PROPERTY].split(",") if c)
+        if _append_only(layout):  # Delta refuses UPDATE and DELETE: said before a row is read
+            capabilities = tuple(c for c in capabilities if c == "InsertableTable")
         comment = properties.get(COMMENT_PROPERTY) or layout.description
         table: SparkTable = with_capabilities(SparkTable, capabilities)(
             self,
@@ -417,3 +419,7 @@ def _is_loopback(url: str | None) -> bool:
 
     host = urlparse(url or "").hostname or ""
     return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def _append_only(layout: Layout) -> bool:
+    return layout.properties.get(APPEND_ONLY, "").lower() == "true"

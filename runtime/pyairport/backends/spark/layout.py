@@ -24,6 +24,7 @@ from .stored_types import by_default, served, served_types
 
 ROWID = "rowid"
 ROW_TRACKING = "delta.enableRowTracking"
+APPEND_ONLY = "delta.appendOnly"  # Delta refuses every UPDATE and DELETE of the table
 # The tables pyairport creates get deletion vectors: a statement that changes a few rows
 # marks them deleted instead of rewriting the file that holds them, and delta-rs reads such
 # tables as fast as others (direct.py).
