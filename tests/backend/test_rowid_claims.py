@@ -17,6 +17,8 @@ from pyairport.client import AirportClient
 from pyairport.server import AirportServer, ServerConfig
 from pyairport.transactions import MemoryTransactionManager
 
+from .test_lake import OWN_ROWID_COLUMN
+
 pytestmark = pytest.mark.spark
 # The Spark backend's modules need its extra (deltalake): they are imported where a test runs.
 
@@ -25,7 +27,7 @@ HOW = ["log folder", "spark only"]  # how a claimer sees the log: RowidClaims' t
 
 def _table(spark: Any, folder: Path, columns: str = "rowid BIGINT, name STRING") -> str:
     ident = f"delta.`{folder}`"
-    spark.sql(f"CREATE TABLE {ident} ({columns}) USING delta")
+    spark.sql(f"CREATE TABLE {ident} ({columns}) USING delta TBLPROPERTIES ({OWN_ROWID_COLUMN})")
     return ident
 
 
@@ -109,7 +111,10 @@ def test_claims_at_the_same_moment_get_different_blocks(
 
 @pytest.mark.parametrize(
     "properties",
-    ["", "TBLPROPERTIES ('delta.columnMapping.mode' = 'name')"],
+    [
+        f"TBLPROPERTIES ({OWN_ROWID_COLUMN})",
+        f"TBLPROPERTIES ('delta.columnMapping.mode' = 'name', {OWN_ROWID_COLUMN})",
+    ],
     ids=["statistics", "column mapping"],
 )
 def test_the_first_claim_starts_above_every_rowid_the_table_holds(

@@ -252,3 +252,33 @@ def test_struct_fields_declared_not_null_and_variant_columns_at_a_duckdb_prompt(
     assert spark.sql(f"SELECT id, to_json(doc) FROM {docs} ORDER BY id").collect() == [
         (2, '{"a":[1,2]}'),
     ]
+
+
+def test_a_column_of_the_tables_own_named_rowid_is_read_as_data_and_never_written(
+    spark_backend: Any, tmp_path: Path, open_session: OpenSession
+) -> None:
+    """A table Spark wrote may have a column named rowid of its own (an export's row number,
+    a string key). It was taken for pyairport's rowid column where it was an integer (hidden
+    from DuckDB, its values overwritten by an INSERT, and an UPDATE of one row changed every
+    row sharing its value) and broke every read where it was not (a second rowid beside row
+    tracking's). Now it is the table's data, read as Spark reads it; as the contract takes a
+    column of that name for the rowid, which an INSERT never stores, nothing is written."""
+    spark = spark_backend.spark
+    numbered = f"delta.`{tmp_path / 'shop' / 'numbered'}`"
+    spark.sql(f"CREATE TABLE {numbered} (rowid INT, v INT) USING delta")
+    spark.sql(f"INSERT INTO {numbered} VALUES (7, 1), (7, 2)")
+    keyed = f"delta.`{tmp_path / 'shop' / 'keyed'}`"
+    spark.sql(f"CREATE TABLE {keyed} (rowid STRING, v INT) USING delta TBLPROPERTIES ({TRACKED})")
+    spark.sql(f"INSERT INTO {keyed} VALUES ('a', 1)")
+    with lake_server(spark, tmp_path) as location:
+        duck = open_session(location)
+        assert duck.run("SELECT rowid, v FROM lake.shop.numbered ORDER BY v") == [(7, 1), (7, 2)]
+        assert duck.run("SELECT * FROM lake.shop.keyed") == [("a", 1)]
+        for table, values in (("numbered", "(9, 3)"), ("keyed", "('b', 2)")):
+            refused = duck.fails(f"INSERT INTO lake.shop.{table} VALUES {values}")
+            assert f"table '{table}' does not support INSERT operations" in refused
+            assert "precondition failed" in refused  # FAILED_PRECONDITION
+            # DuckDB itself has no rowid to UPDATE or DELETE by
+            assert "row id" in duck.fails(f"UPDATE lake.shop.{table} SET v = 20 WHERE v = 1")
+    assert spark.sql(f"SELECT * FROM {numbered} ORDER BY v").collect() == [(7, 1), (7, 2)]
+    assert spark.sql(f"SELECT * FROM {keyed}").collect() == [("a", 1)]

@@ -34,13 +34,20 @@ from .ddl import (
     remove_folder,
 )
 from .folders import WORK_PREFIX, folder_for, inside, name_of
-from .layout import APPEND_ONLY, CREATED_TABLE_PROPERTIES, ROW_TRACKING, ROWID, Layout, NotDelta
+from .layout import (
+    APPEND_ONLY,
+    CAPABILITIES_PROPERTY,
+    CREATED_TABLE_PROPERTIES,
+    ROW_TRACKING,
+    ROWID,
+    Layout,
+    NotDelta,
+)
 from .layouts import Layouts
 from .session import is_connect
 from .sql import path_ident, quote, string_token
 from .table import SparkTable
 
-CAPABILITIES_PROPERTY = "pyairport.capabilities"
 ID_FROM_ROWID_PROPERTY = "pyairport.id_from_rowid"
 # Spark takes a "comment" property as the table comment and leaves it out of SHOW TBLPROPERTIES.
 COMMENT_PROPERTY = "pyairport.comment"
@@ -186,6 +193,10 @@ class SparkBackend:
             capabilities = tuple(c for c in properties[CAPABILITIES_PROPERTY].split(",") if c)
         if _append_only(layout):  # Delta refuses UPDATE and DELETE: said before a row is read
             capabilities = tuple(c for c in capabilities if c == "InsertableTable")
+        if layout.rowids != "column" and ROWID in layout.stored.names:
+            # the contract takes a column named rowid for the rowid, which an INSERT never
+            # stores: its values would be lost, so the table is served for reading only
+            capabilities = ()
         comment = properties.get(COMMENT_PROPERTY) or layout.description
         table: SparkTable = with_capabilities(SparkTable, capabilities)(
             self,

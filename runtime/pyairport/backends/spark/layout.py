@@ -24,6 +24,9 @@ from .stored_types import by_default, served, served_types
 
 ROWID = "rowid"
 ROW_TRACKING = "delta.enableRowTracking"
+# The capabilities a table pyairport made with its own rowid column serves; its presence is
+# what tells that column from a column of the table's own that happens to be named rowid.
+CAPABILITIES_PROPERTY = "pyairport.capabilities"
 APPEND_ONLY = "delta.appendOnly"  # Delta refuses every UPDATE and DELETE of the table
 # The tables pyairport creates get deletion vectors: a statement that changes a few rows
 # marks them deleted instead of rewriting the file that holds them, and delta-rs reads such
@@ -109,10 +112,16 @@ def layout_of(
     features: frozenset[str],
 ) -> Layout:
     fields = [pa.field(f.name, plain_type(f.type), f.nullable) for f in arrow]
-    has_column = any(f.name == ROWID and pa.types.is_integer(f.type) for f in fields)
+    named_rowid = any(f.name == ROWID for f in fields)
+    has_column = named_rowid and CAPABILITIES_PROPERTY in properties
     user = [f for f in fields if not (has_column and f.name == ROWID)]
     if has_column:
         rowids: str | None = "column"
+    elif named_rowid:
+        # a column of the table's own named rowid is data (its values need not be distinct,
+        # nor be left to pyairport), and the contract takes a column of that name for the
+        # rowid: rows are not addressed, not even by row tracking
+        rowids = None
     elif properties.get(ROW_TRACKING, "").lower() == "true":
         rowids = "tracked"
     else:
