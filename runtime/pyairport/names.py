@@ -45,20 +45,26 @@ def name_problem(name: str) -> str | None:
 
 
 def field_names(schema: pa.Schema) -> Iterator[str]:
-    """Every column name of schema and every name nested in its struct, list and map types."""
+    """Every column name of schema and every struct field name nested in its types."""
     for schema_field in schema:
         yield from _names(schema_field)
 
 
 def _names(schema_field: pa.Field) -> Iterator[str]:
     yield schema_field.name
-    data_type = schema_field.type
+    yield from _nested_names(schema_field.type)
+
+
+def _nested_names(data_type: pa.DataType) -> Iterator[str]:
+    """The struct field names in data_type. A list's element and a map's key and value fields
+    are the client library's to name (DuckDB names a fixed-size array's element ""), and
+    Delta keeps no name for them: their types are looked into, their names are not names."""
     if pa.types.is_struct(data_type):
         for index in range(data_type.num_fields):
             yield from _names(data_type.field(index))
     elif pa.types.is_map(data_type):
-        yield from _names(data_type.key_field)
-        yield from _names(data_type.item_field)
+        yield from _nested_names(data_type.key_field.type)
+        yield from _nested_names(data_type.item_field.type)
     elif (
         pa.types.is_list(data_type)
         or pa.types.is_large_list(data_type)
@@ -66,7 +72,7 @@ def _names(schema_field: pa.Field) -> Iterator[str]:
         or pa.types.is_list_view(data_type)
         or pa.types.is_large_list_view(data_type)
     ):
-        yield from _names(data_type.value_field)
+        yield from _nested_names(data_type.value_field.type)
 
 
 class NameRefused(ValueError):

@@ -179,6 +179,7 @@ KEPT_AS_SENT = [
     (pa.uuid(), [b"0123456789abcdef", b"fedcba9876543210"], "binary"),
     (pa.bool8(), [0, 1], "boolean"),
     (pa.binary(3), [b"abc", b"xyz"], "binary"),
+    (pa.list_(pa.field("", pa.float32()), 3), [[1.5, 2, 3], [0, 0, 1]], "array<float>"),
 ]
 
 

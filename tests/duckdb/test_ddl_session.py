@@ -45,3 +45,33 @@ def test_create_table_as_select(duck: Session) -> None:
     assert duck.value("SELECT sum(sq) FROM lake.s.squares") == 14
     duck.run("DROP TABLE lake.s.squares")
     duck.run("DROP SCHEMA lake.s")
+
+
+def test_fixed_size_arrays_lists_and_maps_as_columns(duck: Session) -> None:
+    """DuckDB names a fixed-size ARRAY's element "" in Arrow: that is no column name to
+    refuse (CREATE TABLE failed `invalid column name "": it is empty`); the types come back
+    as DuckDB declared them (on Delta, an ARRAY column keeps its size in the table's record
+    of served types)."""
+    duck.run("CREATE SCHEMA lake.s")
+    duck.run(
+        "CREATE TABLE lake.s.shapes (id INTEGER, xyz DOUBLE[3], tags VARCHAR[],"
+        " m MAP(VARCHAR, INTEGER[]), st STRUCT(p INTEGER[], q VARCHAR))"
+    )
+    assert [(name, kind) for name, kind, *_ in duck.run("DESCRIBE lake.s.shapes")] == [
+        ("id", "INTEGER"),
+        ("xyz", "DOUBLE[3]"),
+        ("tags", "VARCHAR[]"),
+        ("m", "MAP(VARCHAR, INTEGER[])"),
+        ("st", "STRUCT(p INTEGER[], q VARCHAR)"),
+    ]
+    duck.run(
+        "INSERT INTO lake.s.shapes VALUES (1, [1.5, 2, 3], ['a', NULL], MAP {'k': [1, 2]},"
+        " {'p': [3, 4], 'q': 'x'}), (2, NULL, [], MAP {}, NULL)"
+    )
+    assert duck.value("UPDATE lake.s.shapes SET xyz = [0, 0, 1] WHERE id = 2") == 1
+    assert duck.run("SELECT * FROM lake.s.shapes ORDER BY id") == [
+        (1, (1.5, 2.0, 3.0), ["a", None], {"k": [1, 2]}, {"p": [3, 4], "q": "x"}),
+        (2, (0.0, 0.0, 1.0), [], {}, None),
+    ]
+    duck.run("DROP TABLE lake.s.shapes")
+    duck.run("DROP SCHEMA lake.s")

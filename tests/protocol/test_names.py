@@ -69,6 +69,12 @@ def _ddl_bringing(name: str) -> dict[str, tuple[str, Callable[[AirportClient], o
             "column",
             lambda c: c.create_table(S, "t2", pa.schema([nested])),
         ),
+        "create_table field of a list's struct": (  # the element's own name is no name
+            "column",
+            lambda c: c.create_table(
+                S, "t2", pa.schema([pa.field("l", pa.list_(pa.field("", nested.type)))])
+            ),
+        ),
         "rename_table": ("table", lambda c: c.rename_table(S, "t", name)),
         "add_column": ("column", lambda c: c.add_column(S, "t", pa.field(name, pa.int64()))),
         "rename_column": ("column", lambda c: c.rename_column(S, "t", "x", name)),

@@ -12,6 +12,7 @@ served as DuckDB sent it, and a Spark user reads a column of a Spark type:
 | month_day_nano interval                | STRUCT<months INT, days INT, nanoseconds BIGINT> |
 | float16                                | FLOAT                                            |
 | fixed-size binary                      | BINARY                                           |
+| fixed-size list (DuckDB's ARRAY)       | ARRAY (of its own size only where it is a column) |
 | an extension type (arrow.uuid, …)      | its storage type, as above (bool8: BOOLEAN)      |
 | an extension pyarrow does not know     | its storage type (geoarrow.wkb: BINARY)          |
 | decimal32                              | DECIMAL (Arrow's decimal128)                     |
@@ -64,6 +65,8 @@ def stored_type(served: pa.DataType) -> pa.DataType | None:
         return pa.float32()
     if pa.types.is_fixed_size_binary(served):
         return pa.binary()
+    if pa.types.is_fixed_size_list(served):
+        return pa.list_(served.value_field)
     if pa.types.is_decimal32(served) or pa.types.is_decimal64(served):
         return pa.decimal128(served.precision, served.scale)
     return None
