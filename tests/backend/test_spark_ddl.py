@@ -226,6 +226,15 @@ def test_a_nested_type_delta_cannot_hold_is_refused_in_one_line(
         client.create_table(S, "t", pa.schema([pa.field("id", pa.int64()), column]))
     assert refused.value.message.startswith("failed to create table: Delta has no unsigned")
     assert "\n" not in refused.value.message and "UNSUPPORTED" not in refused.value.message
+    # DuckDB's UNION, which Spark could not even convert (UNSUPPORTED_DATA_TYPE_FOR_ARROW…)
+    union = pa.sparse_union([pa.field("n", pa.int32()), pa.field("s", pa.string())])
+    for data_type in (union, pa.list_(union)):
+        with pytest.raises(RemoteError) as refused:
+            client.create_table(S, "t", pa.schema([pa.field("id", pa.int64()), ("v", data_type)]))
+        assert refused.value.message == (
+            "failed to create table: Delta has no UNION column type: use a STRUCT with a field"
+            " for each member"
+        )
     assert client.list_tables(S) == [] and not (lake / S / "t").exists()
 
 

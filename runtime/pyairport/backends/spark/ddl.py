@@ -176,6 +176,10 @@ def _refuse_unstorable(data_type: pa.DataType, depth: int = 0) -> None:
         )
     if pa.types.is_fixed_size_binary(data_type):
         raise Unimplemented(f"Delta has no {data_type} column type: use BLOB")
+    if pa.types.is_union(data_type):
+        raise Unimplemented(
+            "Delta has no UNION column type: use a STRUCT with a field for each member"
+        )
     for index in range(data_type.num_fields):
         _refuse_unstorable(data_type.field(index).type, depth + 1)
 
