@@ -50,7 +50,8 @@ def _serve_and_insert(bin_dir: Path, work: Path, *serve_args: str) -> str:
         return done.stdout.strip()
     finally:
         server.terminate()
-        server.wait(timeout=60)
+        # read what it prints while it stops: a full pipe would hold its last print
+        server.communicate(timeout=60)
 
 
 def test_the_package_comes_from_the_environment_not_the_checkout(

@@ -154,8 +154,9 @@ def serve(args: argparse.Namespace) -> int:
             with contextlib.suppress(Exception):  # the session is gone; the staging goes too
                 engine.close()
             return 3
+    _exit_soon()  # armed first: nothing in shutting down may keep the process alive, not
+    # even a print to an output nobody reads any more
     print("pyairport: shutting down", flush=True)
-    _exit_soon()  # armed first: nothing in shutting down may keep the process alive
     server.stop(grace=2.0)  # and its data workers
     engine.close()
     return 0
