@@ -687,36 +687,40 @@ def test_an_append_only_table_takes_inserts_and_refuses_the_rest(
     assert sorted(spark.sql(f"SELECT * FROM {ident}").collect()) == [(1, 1.5), (2, 2.5)]
 
 
-def test_enable_row_tracking_upgrades_every_table_without_rowids_but_an_append_only_one(
+def test_enable_row_tracking_upgrades_every_table_without_rowids_but_those_it_cannot_serve(
     spark_backend: Any, fresh_lake: Path
 ) -> None:
     """`--enable-row-tracking` turns row tracking on where a table has no way to address
-    rows, so that UPDATE and DELETE can; an append-only table takes neither: its protocol is
-    not upgraded for nothing."""
+    rows, so that UPDATE and DELETE can; an append-only table takes neither, nor can a table
+    with a column of its own named rowid address rows: their protocol is not upgraded for
+    nothing."""
     from airport_contracts import Context
     from pyairport.backends.spark import SparkBackend
 
     spark = spark_backend.spark
-    tables = {name: f"delta.`{fresh_lake / 'sales' / name}`" for name in ("plain", "ledger")}
+    names = ("plain", "ledger", "export")
+    tables = {name: f"delta.`{fresh_lake / 'sales' / name}`" for name in names}
     spark.sql(f"CREATE TABLE {tables['plain']} (entry BIGINT) USING delta")
     spark.sql(
         f"CREATE TABLE {tables['ledger']} (entry BIGINT) USING delta"
         " TBLPROPERTIES ('delta.appendOnly' = 'true')"
     )
+    spark.sql(f"CREATE TABLE {tables['export']} (rowid BIGINT, entry BIGINT) USING delta")
     backend = SparkBackend(spark, fresh_lake, enable_row_tracking=True)
     try:
         ctx = Context.background()
         schema: Any = backend.catalog.schema(ctx, "sales")
         assert schema.table(ctx, "plain").layout.rowids == "tracked"
         assert schema.table(ctx, "ledger").layout.rowids is None
+        assert schema.table(ctx, "export").layout.rowid_is_data
     finally:
         backend.close()
     tracking = {
         name: spark.sql(f"SHOW TBLPROPERTIES {ident} ('delta.enableRowTracking')").first()[1]
         for name, ident in tables.items()
     }
-    assert tracking["plain"] == "true"
-    assert tracking["ledger"] != "true"
+    assert tracking == {"plain": "true", "ledger": tracking["ledger"], "export": tracking["export"]}
+    assert "true" not in (tracking["ledger"], tracking["export"])
 
 
 def test_constraints_refuse_rows_and_change_nothing(spark_backend: Any, fresh_lake: Path) -> None:

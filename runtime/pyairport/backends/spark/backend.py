@@ -35,7 +35,6 @@ from .ddl import (
 )
 from .folders import WORK_PREFIX, folder_for, inside, name_of
 from .layout import (
-    APPEND_ONLY,
     CAPABILITIES_PROPERTY,
     CREATED_TABLE_PROPERTIES,
     ROW_TRACKING,
@@ -175,7 +174,8 @@ class SparkBackend:
             layout = self.layouts.read(ident, folder)
         except NotDelta:
             return None  # a parquet, CSV, … table of the catalog: not served
-        if layout.rowids is None and self.enable_row_tracking and not _append_only(layout):
+        addressable = not (layout.append_only or layout.rowid_is_data)
+        if layout.rowids is None and self.enable_row_tracking and addressable:
             self.spark.sql(f"ALTER TABLE {ident} SET TBLPROPERTIES ('{ROW_TRACKING}' = 'true')")
             layout = self.layouts.read(ident, folder)
         return layout
@@ -189,13 +189,11 @@ class SparkBackend:
     def _open(self, schema_name: str, table_name: str, layout: Layout) -> SparkTable:
         properties = layout.properties
         capabilities = CAPABILITIES_BY_ROWIDS[layout.rowids]
-        if layout.rowids == "column" and CAPABILITIES_PROPERTY in properties:
+        if layout.rowids == "column":  # a table pyairport made: what it was made to serve
             capabilities = tuple(c for c in properties[CAPABILITIES_PROPERTY].split(",") if c)
-        if _append_only(layout):  # Delta refuses UPDATE and DELETE: said before a row is read
+        if layout.append_only:  # Delta refuses UPDATE and DELETE: said before a row is read
             capabilities = tuple(c for c in capabilities if c == "InsertableTable")
-        if layout.rowids != "column" and ROWID in layout.stored.names:
-            # the contract takes a column named rowid for the rowid, which an INSERT never
-            # stores: its values would be lost, so the table is served for reading only
+        if layout.rowid_is_data:  # an INSERT would lose its values: served for reading only
             capabilities = ()
         comment = properties.get(COMMENT_PROPERTY) or layout.description
         table: SparkTable = with_capabilities(SparkTable, capabilities)(
@@ -430,7 +428,3 @@ def _is_loopback(url: str | None) -> bool:
 
     host = urlparse(url or "").hostname or ""
     return host in ("localhost", "::1") or host.startswith("127.")
-
-
-def _append_only(layout: Layout) -> bool:
-    return layout.properties.get(APPEND_ONLY, "").lower() == "true"

@@ -27,7 +27,6 @@ ROW_TRACKING = "delta.enableRowTracking"
 # The capabilities a table pyairport made with its own rowid column serves; its presence is
 # what tells that column from a column of the table's own that happens to be named rowid.
 CAPABILITIES_PROPERTY = "pyairport.capabilities"
-APPEND_ONLY = "delta.appendOnly"  # Delta refuses every UPDATE and DELETE of the table
 # The tables pyairport creates get deletion vectors: a statement that changes a few rows
 # marks them deleted instead of rewriting the file that holds them, and delta-rs reads such
 # tables as fast as others (direct.py).
@@ -56,6 +55,18 @@ class Layout:
     retyped: frozenset[str] = frozenset()  # columns stored as another type than they came as
     # (not the decimals served as decimal64 by default: stored_types.served_type)
     description: str = ""  # the table's comment
+
+    @property
+    def append_only(self) -> bool:
+        """Delta refuses every UPDATE and DELETE of the table."""
+        return self.properties.get("delta.appendOnly", "").lower() == "true"
+
+    @property
+    def rowid_is_data(self) -> bool:
+        """A column of the table's own is named rowid (an export's row number, a key): the
+        contract takes a column of that name for the rowid, which an INSERT never stores, so
+        rows are not addressed (not even by row tracking) and its values are served as data."""
+        return self.rowids != "column" and ROWID in self.stored.names
 
     @property
     def rowid_sql(self) -> str:
@@ -117,10 +128,7 @@ def layout_of(
     user = [f for f in fields if not (has_column and f.name == ROWID)]
     if has_column:
         rowids: str | None = "column"
-    elif named_rowid:
-        # a column of the table's own named rowid is data (its values need not be distinct,
-        # nor be left to pyairport), and the contract takes a column of that name for the
-        # rowid: rows are not addressed, not even by row tracking
+    elif named_rowid:  # Layout.rowid_is_data
         rowids = None
     elif properties.get(ROW_TRACKING, "").lower() == "true":
         rowids = "tracked"
