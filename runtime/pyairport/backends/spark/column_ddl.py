@@ -45,7 +45,7 @@ from .ddl import (
     run,
     spark_type,
 )
-from .layout import Layout
+from .layout import MAPPING_MODE, Layout
 from .session import SPARK_STOPPED, engine_lost, is_connect
 from .sql import one_line, quote
 from .stored_types import (
@@ -160,9 +160,12 @@ class DeltaColumns:
         self.reread_layout()
 
     def _set_properties(self, properties: dict[str, str] | None) -> None:
-        missing = {
-            k: v for k, v in (properties or {}).items() if self.layout.properties.get(k) != v
-        }
+        wanted = dict(properties or {})
+        if self.layout.properties.get(MAPPING_MODE, "none") != "none":
+            # columns mapped by id keep their names as well as by name, and Delta changes a
+            # table's mapping mode to no other (DELTA_UNSUPPORTED_COLUMN_MAPPING_MODE_CHANGE)
+            wanted = {k: v for k, v in wanted.items() if k not in COLUMN_MAPPING}
+        missing = {k: v for k, v in wanted.items() if self.layout.properties.get(k) != v}
         if missing:
             run(
                 self.spark,

@@ -36,7 +36,7 @@ from ..ddl_rules import created_columns, kept_on_conflict, missing
 from .client_expressions import refusal, spark_expression
 from .folders import WORK_PREFIX, check_storable
 from .lake import Lake
-from .layout import CREATED_TABLE_PROPERTIES, ROW_TRACKING, ROWID
+from .layout import CREATED_TABLE_PROPERTIES, MAPPING_MODE, ROW_TRACKING, ROWID
 from .session import SPARK_STOPPED, engine_lost, is_connect
 from .sql import one_line, quote, string_token
 from .stored_types import (
@@ -47,7 +47,7 @@ from .stored_types import (
 )
 
 COLUMN_MAPPING = {
-    "delta.columnMapping.mode": "name",
+    MAPPING_MODE: "name",
     "delta.minReaderVersion": "2",
     "delta.minWriterVersion": "5",
 }

@@ -34,7 +34,7 @@ from airport_contracts import Context
 
 from ... import filters
 from ..shaping import full_width, null_column
-from .layout import ROWID
+from .layout import MAPPING_MODE, ROWID
 from .row_ids import row_ids
 from .scans import SCAN_BATCH_ROWS
 
@@ -49,7 +49,7 @@ def physical_names(snapshot: Any, location: Path | None) -> dict[str, str] | Non
     column mapping that renamed a nested field too."""
     if location is None:
         return None
-    mode = dict(snapshot.metadata().configuration).get("delta.columnMapping.mode", "none")
+    mode = dict(snapshot.metadata().configuration).get(MAPPING_MODE, "none")
     columns = json.loads(snapshot.schema().to_json()).get("fields", [])
     if mode == "none":
         return {c["name"]: c["name"] for c in columns}

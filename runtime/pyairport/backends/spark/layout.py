@@ -24,6 +24,7 @@ from .stored_types import by_default, served, served_types
 
 ROWID = "rowid"
 ROW_TRACKING = "delta.enableRowTracking"
+MAPPING_MODE = "delta.columnMapping.mode"  # "name" or "id": names can change, files keep theirs
 # The capabilities a table pyairport made with its own rowid column serves; its presence is
 # what tells that column from a column of the table's own that happens to be named rowid.
 CAPABILITIES_PROPERTY = "pyairport.capabilities"
