@@ -434,6 +434,34 @@ def test_time_travel_equals_sparks_version_as_of(spark_backend: Any, lake: Path)
         )
 
 
+def test_a_version_vacuum_took_the_files_of_is_the_clients_error_before_a_row_is_sent(
+    spark_backend: Any, fresh_lake: Path
+) -> None:
+    """VACUUM removes the files of versions past the table's retention; time travel to such
+    a version failed half-way through DoGet, INTERNAL. Now flight_info and endpoints say so,
+    the contract's time point error; the versions whose files are kept still read."""
+    spark = spark_backend.spark
+    ident = f"delta.`{fresh_lake / 'sales' / 'swept'}`"
+    spark.sql(f"CREATE TABLE {ident} (id BIGINT, v STRING) USING delta")
+    spark.sql(f"INSERT INTO {ident} VALUES (1, 'a'), (2, 'b')")
+    spark.sql(f"INSERT OVERWRITE {ident} VALUES (3, 'c')")
+    spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
+    try:
+        spark.sql(f"VACUUM {ident} RETAIN 0 HOURS")
+    finally:
+        spark.conf.unset("spark.databricks.delta.retentionDurationCheck.enabled")
+    gone = "version 1 can no longer be read: VACUUM removed its data files"
+    with serving_lake(spark, fresh_lake) as client:
+        for ask in (_flight_info_at, _scan_at):
+            with pytest.raises(RemoteError) as swept:
+                ask(client, ["sales", "swept"], "1")
+            assert_error_row(
+                "time_point_invalid", {"error": gone}, swept.value.code, swept.value.message
+            )
+        assert served_rows(_scan_at(client, ["sales", "swept"], "2")) == [{"id": 3, "v": "c"}]
+        assert _scan_at(client, ["sales", "swept"], "0").num_rows == 0
+
+
 def test_inserts_land_where_spark_sees_them(spark_backend: Any, fresh_lake: Path) -> None:
     spark = spark_backend.spark
     for name in ("orders", "orders_by_region", "renamed", "tracked", "with_deletes"):

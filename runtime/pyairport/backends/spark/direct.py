@@ -166,6 +166,15 @@ class Snapshots:
         files: pa.Table = self._derived(snapshot, "files", lambda: files_of(snapshot))
         return files
 
+    def files_gone(self, snapshot: Any) -> bool:
+        """Whether a data file the version reads is gone from the folder: VACUUM removes an
+        old version's files once they are past the table's retention. Asked anew each time (a
+        version readable now may be vacuumed later); one stat per file, only for time travel."""
+        paths = self.files(snapshot).column("path").to_pylist()
+        return not all(
+            (self.location / unquote(p)).exists() for p in paths if "://" not in p
+        )  # a file elsewhere (a shallow clone's, by URI) is its store's to find
+
     def base_row_ids(self, snapshot: Any) -> dict[str, int] | None:
         """Each live file's base row id (row_ids.py), or None when the log does not give one
         to every file (Spark computes the row ids then)."""

@@ -44,7 +44,7 @@ from airport_contracts import (
 from ... import filters
 from ..base import BackendTable
 from ..shaping import UpdateColumns, conform_insert, returning_reader
-from ..time_points import parsed
+from ..time_points import TimePointError, parsed
 from . import commit_times, delta_stats, detached, direct, file_parts
 from .client_errors import client_errors
 from .column_ddl import DeltaColumns
@@ -216,6 +216,11 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
             if version is None:
                 return None  # Spark finds the timestamp's version, or says why there is none
             snapshot = self.snapshots.at(version)
+            if snapshot is not None and self.snapshots.files_gone(snapshot):
+                # else the read fails half-way, INTERNAL; it would with Spark too
+                raise TimePointError(
+                    f"version {version} can no longer be read: VACUUM removed its data files"
+                )
         if snapshot is None or not direct.readable(snapshot, layout.features):
             return None
         if direct.shape(snapshot) != self._layout_shape:
