@@ -450,6 +450,7 @@ def test_a_version_vacuum_took_the_files_of_is_the_clients_error_before_a_row_is
         spark.sql(f"VACUUM {ident} RETAIN 0 HOURS")
     finally:
         spark.conf.unset("spark.databricks.delta.retentionDurationCheck.enabled")
+    spark.sql(f"CREATE TABLE delta.`{fresh_lake / 'sales' / 'copy'}` SHALLOW CLONE {ident}")
     gone = "version 1 can no longer be read: VACUUM removed its data files"
     with serving_lake(spark, fresh_lake) as client:
         for ask in (_flight_info_at, _scan_at):
@@ -460,6 +461,8 @@ def test_a_version_vacuum_took_the_files_of_is_the_clients_error_before_a_row_is
             )
         assert served_rows(_scan_at(client, ["sales", "swept"], "2")) == [{"id": 3, "v": "c"}]
         assert _scan_at(client, ["sales", "swept"], "0").num_rows == 0
+        # a shallow clone's files are the source's, named by URI in its log: they are there
+        assert served_rows(_scan_at(client, ["sales", "copy"], "0")) == [{"id": 3, "v": "c"}]
 
 
 def test_inserts_land_where_spark_sees_them(spark_backend: Any, fresh_lake: Path) -> None:

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -106,11 +106,24 @@ bounds alone decide."""
 def _footers(location: Path, files: pa.Table) -> list[Any] | None:
     if files.num_rows > FOOTERS_READ:
         return None
+    local = [_local_file(location, p) for p in files.column("path").to_pylist()]
+    if None in local:
+        return None  # a file in another store
     try:
-        return [pq.read_metadata(location / unquote(p)) for p in files.column("path").to_pylist()]
-    except (OSError, pa.ArrowException) as exc:  # a path elsewhere (a URI), a file gone
+        return [pq.read_metadata(f) for f in local if f is not None]
+    except (OSError, pa.ArrowException) as exc:  # a file gone
         log.info("footers of %s not read: %s", location.name, exc)
         return None
+
+
+def _local_file(location: Path, path: str) -> Path | None:
+    """Where a data file the log names is on this machine: a path relative to the table's
+    folder, or a file: URI (a shallow clone's files are another table's); None for a file in
+    another store."""
+    uri = urlparse(path)
+    if not uri.scheme:
+        return location / unquote(path)
+    return Path(unquote(uri.path)) if uri.scheme == "file" else None
 
 
 def _base_row_ids(location: Path, snapshot: Any) -> dict[str, int] | None:
@@ -171,9 +184,8 @@ class Snapshots:
         old version's files once they are past the table's retention. Asked anew each time (a
         version readable now may be vacuumed later); one stat per file, only for time travel."""
         paths = self.files(snapshot).column("path").to_pylist()
-        return not all(
-            (self.location / unquote(p)).exists() for p in paths if "://" not in p
-        )  # a file elsewhere (a shallow clone's, by URI) is its store's to find
+        local = (_local_file(self.location, p) for p in paths)
+        return not all(f.exists() for f in local if f is not None)
 
     def base_row_ids(self, snapshot: Any) -> dict[str, int] | None:
         """Each live file's base row id (row_ids.py), or None when the log does not give one
