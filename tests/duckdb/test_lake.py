@@ -4,7 +4,7 @@ DELETE where the table can address its rows."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -315,3 +315,39 @@ def test_columns_a_table_maps_by_id_are_renamed_added_and_dropped_at_a_duckdb_pr
         (1, "pencil", None),
         (2, "ink", 2.5),
     ]
+
+
+def test_update_returning_of_a_table_with_identity_and_generated_columns(
+    spark_backend: Any, tmp_path: Path, open_session: OpenSession
+) -> None:
+    """DuckDB sends every column of an UPDATE … RETURNING, not only those SET: the IDENTITY
+    column's failed INTERNAL (Delta updates none) and the generated ones' stale values broke
+    their generation check. Sent as stored they are left to Delta, and RETURNING gives what
+    Delta computes; an IDENTITY value changed is the client's error."""
+    spark = spark_backend.spark
+    ident = f"delta.`{tmp_path / 'shop' / 'sales'}`"
+    spark.sql(
+        f"CREATE TABLE {ident} (id BIGINT GENERATED ALWAYS AS IDENTITY, amount DOUBLE,"
+        " cents BIGINT GENERATED ALWAYS AS (CAST(amount * 100 AS BIGINT)), day DATE,"
+        " year INT GENERATED ALWAYS AS (YEAR(day))) USING delta PARTITIONED BY (year)"
+        f" TBLPROPERTIES ({TRACKED})"
+    )
+    spark.sql(f"INSERT INTO {ident} (amount, day) VALUES (1.5, DATE'2024-05-01')")
+    with lake_server(spark, tmp_path) as location:
+        duck = open_session(location)
+        assert duck.run(
+            "UPDATE lake.shop.sales SET amount = 2.5, day = DATE '2023-01-02' RETURNING *"
+        ) == [(1, 2.5, 250, date(2023, 1, 2), 2023)]
+        refused = duck.fails("UPDATE lake.shop.sales SET id = id + 1 RETURNING *")
+        assert (
+            "invalid argument error, with message: UPDATE refused: column id is an IDENTITY"
+            in refused
+        )
+        refused = duck.fails("UPDATE lake.shop.sales SET id = 7")
+        assert "UPDATE refused: column id is an IDENTITY column" in refused
+        duck.run("BEGIN")
+        assert duck.run("UPDATE lake.shop.sales SET amount = amount * 2 RETURNING cents") == [
+            (500,)
+        ]
+        duck.run("COMMIT")
+    assert spark.sql(f"SELECT * FROM {ident}").collect() == [(1, 5.0, 500, date(2023, 1, 2), 2023)]

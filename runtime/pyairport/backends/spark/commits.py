@@ -133,6 +133,30 @@ class DeltaChanges:
         served = [full_width(b, schema, schema.names) for b in read.to_batches()]
         return pa.Table.from_batches(served, schema=schema)
 
+    def regenerated(self, rows: pa.Table) -> pa.Table:
+        """rows (as served, with their rowids) with their generated columns as Delta computes
+        them from the rows' other values: what UPDATE … RETURNING returns of a generated column
+        the statement left to Delta (one Spark query over the rows)."""
+        generated = self.layout.generated
+        if not rows.num_rows:
+            return rows
+        view = self._lake.view(as_stored(rows, self.layout.stored))
+        try:
+            expressions = ", ".join(f"{expression} AS {quote(n)}" for n, expression in generated)
+            computed = collected(
+                self._lake.spark.sql(f"SELECT {quote(ROWID)}, {expressions} FROM {view}")
+            )
+        finally:
+            self._lake.drop_view(view)
+        order = pc.index_in(rows.column(ROWID), computed.column(ROWID))
+        for name, _ in generated:
+            index = rows.schema.get_field_index(name)
+            field = rows.schema.field(index)
+            rows = rows.set_column(
+                index, field, convert(computed.column(name).take(order), field.type)
+            )
+        return rows
+
     def _rows_in_files(self, files: file_parts.PartFiles, ids: np.ndarray) -> pa.Table:
         """The rows with these rowids (sorted) of the version files holds (file_parts.read
         skips the files that cannot hold them); of a table with a rowid column, each file's

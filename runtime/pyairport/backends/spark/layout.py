@@ -34,7 +34,9 @@ CAPABILITIES_PROPERTY = "pyairport.capabilities"
 CREATED_TABLE_PROPERTIES = {"delta.enableDeletionVectors": "true"}
 TRACKED_ROWID = "_metadata.row_id"  # what Delta calls a row-tracked row's id in a query
 # Column metadata Delta gives generated and identity columns: Delta fills them itself.
-COMPUTED_KEYS = ("delta.generationExpression", "delta.identity.start", "CURRENT_DEFAULT")
+GENERATION = "delta.generationExpression"
+IDENTITY = "delta.identity.start"
+COMPUTED_KEYS = (GENERATION, IDENTITY, "CURRENT_DEFAULT")
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,8 @@ class Layout:
     properties: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
     variants: frozenset[str] = frozenset()  # VARIANT columns: served as Spark's Arrow form
     # (their encoded value and metadata); Spark builds no variant from it, so none is written
+    generated: tuple[tuple[str, str], ...] = ()  # (column, Spark SQL expression Delta computes)
+    identities: frozenset[str] = frozenset()  # IDENTITY columns: Delta gives their values
     retyped: frozenset[str] = frozenset()  # columns stored as another type than they came as
     # (not the decimals served as decimal64 by default: stored_types.served_type)
     description: str = ""  # the table's comment
@@ -90,28 +94,37 @@ def read_layout(spark: Any, ident: str) -> Layout:
     arrow = frame.limit(0).toArrow().schema
     folder = Path(unquote(location.path)) if location.scheme == "file" else None
     variants = frozenset(f.name for f in frame.schema.fields if f.dataType.typeName() == "variant")
+    metadata = _column_metadata(frame, folder)
+    computed = frozenset(n for n, keys in metadata if any(k in keys for k in COMPUTED_KEYS))
     layout = layout_of(
         ident,
         arrow,
         folder,
         properties,
         tuple(detail["partitionColumns"] or ()),
-        _computed(frame, folder) | variants,  # left out of an INSERT, Delta writes NULL
+        computed | variants,  # left out of an INSERT, Delta writes NULL
         features,
     )
-    return replace(layout, description=str(detail["description"] or ""), variants=variants)
+    generated = {n: str(keys[GENERATION]) for n, keys in metadata if GENERATION in keys}
+    return replace(
+        layout,
+        description=str(detail["description"] or ""),
+        variants=variants,
+        generated=tuple(sorted(generated.items())),
+        identities=frozenset(n for n, keys in metadata if IDENTITY in keys),
+    )
 
 
-def _computed(frame: Any, folder: Path | None) -> frozenset[str]:
-    """The generated, identity and defaulted columns (Delta fills them where an INSERT
-    leaves them out). A catalog's schema carries their column metadata;
-    a table read by path does not (Spark drops it), so its Delta log says, read by delta-rs."""
+def _column_metadata(frame: Any, folder: Path | None) -> list[tuple[str, dict[str, Any]]]:
+    """Each top-level column's metadata, where Delta marks generated, identity and defaulted
+    columns. A catalog's schema carries it; a table read by path does not (Spark drops it), so
+    its Delta log says, read by delta-rs."""
     fields = [(f.name, f.metadata or {}) for f in frame.schema.fields]
     if folder is not None:
         from deltalake import DeltaTable
 
         fields += [(f.name, f.metadata or {}) for f in DeltaTable(str(folder)).schema().fields]
-    return frozenset(name for name, metadata in fields if any(k in metadata for k in COMPUTED_KEYS))
+    return fields
 
 
 def layout_of(

@@ -94,6 +94,7 @@ _REFUSED_ROWS = (
     "DELTA_NOT_NULL_NESTED_FIELD",
     "DELTA_GENERATED_COLUMNS_VALUE_MISMATCH",
     "DELTA_IDENTITY_COLUMNS_EXPLICIT_INSERT_NOT_SUPPORTED",
+    "DELTA_IDENTITY_COLUMNS_UPDATE_NOT_SUPPORTED",
     "DELTA_EXCEED_CHAR_VARCHAR_LIMIT",  # a CHAR(n) or VARCHAR(n) value longer than n
     "EXCEED_LIMIT_LENGTH",  # the same, where Spark itself checks it
     # the data exceptions of a CHECK constraint or generated column on the client's values

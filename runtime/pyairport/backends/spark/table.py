@@ -371,19 +371,35 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
             if staged[name].null_count < staged.num_rows:
                 raise _variant_refused("INSERT", name)
 
-    def _variants_kept(
+    def _as_stored_dropped(
         self, ids: np.ndarray, columns: dict[str, pa.Array], current: pa.Table
     ) -> dict[str, pa.Array]:
-        """columns without its VARIANT ones, which must hold the rows' stored values: Spark
-        sets no variant from Arrow, and DuckDB sends every column of an UPDATE … RETURNING,
-        not only those SET. current: the rows' stored values (of these columns at least)."""
+        """columns without those Delta gives the values of (IDENTITY and generated columns)
+        or Spark takes none of from Arrow (VARIANT) where they hold the rows' stored values:
+        DuckDB sends every column of an UPDATE … RETURNING, not only those SET, and Delta
+        refuses to set an IDENTITY column, or a generated one to what its expression no longer
+        gives. Changed, a VARIANT or IDENTITY column is refused; a generated one is Delta's to
+        check. current: the rows' stored values (of these columns at least)."""
         sent = overlay(current, ids, columns, ROWID)  # current's rows, in its order
         kept = dict(columns)
-        for name in self.layout.variants.intersection(columns):
+        for name in self._given_by_delta.intersection(columns):
             if not sent.column(name).equals(current.column(name)):
-                raise _variant_refused("UPDATE", name)
+                if name in self.layout.variants:
+                    raise _variant_refused("UPDATE", name)
+                if name in self.layout.identities:
+                    raise RowsRefused(
+                        operation="UPDATE",
+                        reason=f"column {name} is an IDENTITY column: Delta gives its values,"
+                        " an UPDATE may not change them",
+                    )
+                continue
             del kept[name]
         return kept
+
+    @property
+    def _given_by_delta(self) -> frozenset[str]:
+        layout = self.layout
+        return layout.variants | layout.identities | {n for n, _ in layout.generated}
 
     def update_rows(
         self,
@@ -398,20 +414,24 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
         for ids, values in chunks:
             ctx.raise_if_done()
             columns = conform(values)
-            variants = sorted(self.layout.variants.intersection(columns))
-            # RETURNING needs each batch's rows now, a VARIANT sent their variants; else none
-            if returning or variants:
+            given = sorted(self._given_by_delta.intersection(columns))
+            # RETURNING needs each batch's rows now, a column Delta gives their values; else none
+            if returning or given:
                 with self.client_errors("update"):
                     current = self.changes.rows_for(
-                        ids, columns=None if returning else [ROWID, *variants]
+                        ids, columns=None if returning else [ROWID, *given]
                     )
-                if variants:
-                    columns = self._variants_kept(ids, columns, current)
+                if given:
+                    columns = self._as_stored_dropped(ids, columns, current)
             pending.updates.append((ids, columns))
             staged.append(ids)
             if returning:
                 affected_rows += current.num_rows
-                returned.extend(overlay(current, ids, columns, ROWID).to_batches())
+                rows = overlay(current, ids, columns, ROWID)
+                if any(n not in columns for n, _ in self.layout.generated):
+                    with self.client_errors("update"):
+                        rows = self.changes.regenerated(rows)  # as Delta will compute them
+                returned.extend(rows.to_batches())
         return self._by_rowid_result(ctx, pending, immediate, affected_rows, staged, returned, opts)
 
     def delete_rows(
