@@ -351,3 +351,44 @@ def test_update_returning_of_a_table_with_identity_and_generated_columns(
         ]
         duck.run("COMMIT")
     assert spark.sql(f"SELECT * FROM {ident}").collect() == [(1, 5.0, 500, date(2023, 1, 2), 2023)]
+
+
+def test_insert_returning_shows_the_values_delta_stores_for_columns_left_to_it(
+    spark_backend: Any, tmp_path: Path, open_session: OpenSession
+) -> None:
+    """RETURNING's rows are sent before the statement commits, and they showed NULL for the
+    columns an INSERT leaves to Delta, which stored 'none', a timestamp and x * 2. A DEFAULT
+    is now evaluated once and written, so the row returned is the row stored; a generated
+    column is computed as Delta computes it; an IDENTITY column, numbered only at the commit,
+    is refused with RETURNING, nothing written."""
+    spark = spark_backend.spark
+    filled = f"delta.`{tmp_path / 'shop' / 'filled'}`"
+    spark.sql(
+        f"CREATE TABLE {filled} (x INT, note STRING DEFAULT 'none',"
+        " at TIMESTAMP DEFAULT current_timestamp(), twice INT GENERATED ALWAYS AS (x * 2))"
+        f" USING delta TBLPROPERTIES ({TRACKED},"
+        " 'delta.feature.allowColumnDefaults' = 'supported')"
+    )
+    numbered = f"delta.`{tmp_path / 'shop' / 'numbered'}`"
+    spark.sql(
+        f"CREATE TABLE {numbered} (id BIGINT GENERATED ALWAYS AS IDENTITY, v INT)"
+        f" USING delta TBLPROPERTIES ({TRACKED})"
+    )
+    with lake_server(spark, tmp_path) as location:
+        duck = open_session(location)
+        returned = duck.run("INSERT INTO lake.shop.filled (x) VALUES (1), (2) RETURNING *")
+        returned += duck.run("INSERT INTO lake.shop.filled (x, note) VALUES (3, 'n') RETURNING *")
+        assert [(x, note, twice) for x, note, _, twice in returned] == [
+            (1, "none", 2),
+            (2, "none", 4),
+            (3, "n", 6),
+        ]
+        assert None not in [at for _, _, at, _ in returned]
+        assert duck.run("SELECT * FROM lake.shop.filled ORDER BY x") == returned
+        refused = duck.fails("INSERT INTO lake.shop.numbered (v) VALUES (1) RETURNING *")
+        assert (
+            "invalid argument error, with message: INSERT refused: RETURNING cannot show"
+            " IDENTITY column id" in refused
+        )
+        duck.run("INSERT INTO lake.shop.numbered (v) VALUES (2)")
+    assert spark.sql(f"SELECT * FROM {numbered}").collect() == [(1, 2)]

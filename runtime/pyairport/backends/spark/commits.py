@@ -134,28 +134,42 @@ class DeltaChanges:
         return pa.Table.from_batches(served, schema=schema)
 
     def regenerated(self, rows: pa.Table) -> pa.Table:
-        """rows (as served, with their rowids) with their generated columns as Delta computes
-        them from the rows' other values: what UPDATE … RETURNING returns of a generated column
-        the statement left to Delta (one Spark query over the rows)."""
-        generated = self.layout.generated
-        if not rows.num_rows:
+        """rows (as served) with their generated columns as Delta computes them from the
+        rows' other values: what RETURNING returns of a generated column a statement left
+        to Delta."""
+        generated = dict(self.layout.generated)
+        if not rows.num_rows or not generated:
             return rows
-        view = self._lake.view(as_stored(rows, self.layout.stored))
+        computed = self.evaluated(as_stored(rows, self.layout.stored), generated)
+        for name, values in computed.items():
+            index = rows.schema.get_field_index(name)
+            field = rows.schema.field(index)
+            rows = rows.set_column(index, field, convert(values, field.type))
+        return rows
+
+    def evaluated(
+        self, rows: pa.Table | pa.RecordBatch, expressions: dict[str, str]
+    ) -> dict[str, pa.Array]:
+        """Each of expressions (column: Spark SQL over the table's columns, as the table's
+        metadata holds them) evaluated by Spark over rows (in the stored types), in their
+        order, in the stored type of its column: one Spark query."""
+        position = "__pyairport_row"
+        keyed = pa.Table.from_batches([rows]) if isinstance(rows, pa.RecordBatch) else rows
+        keyed = keyed.append_column(position, pa.array(np.arange(rows.num_rows), pa.int64()))
+        view = self._lake.view(keyed)
         try:
-            expressions = ", ".join(f"{expression} AS {quote(n)}" for n, expression in generated)
+            listed = ", ".join(f"{text} AS {quote(n)}" for n, text in expressions.items())
             computed = collected(
-                self._lake.spark.sql(f"SELECT {quote(ROWID)}, {expressions} FROM {view}")
+                self._lake.spark.sql(f"SELECT {quote(position)}, {listed} FROM {view}")
             )
         finally:
             self._lake.drop_view(view)
-        order = pc.index_in(rows.column(ROWID), computed.column(ROWID))
-        for name, _ in generated:
-            index = rows.schema.get_field_index(name)
-            field = rows.schema.field(index)
-            rows = rows.set_column(
-                index, field, convert(computed.column(name).take(order), field.type)
-            )
-        return rows
+        order = pc.sort_indices(computed.column(position))
+        stored = self.layout.stored
+        return {
+            name: convert(computed.column(name).take(order), stored.field(name).type)
+            for name in expressions
+        }
 
     def _rows_in_files(self, files: file_parts.PartFiles, ids: np.ndarray) -> pa.Table:
         """The rows with these rowids (sorted) of the version files holds (file_parts.read

@@ -36,7 +36,8 @@ TRACKED_ROWID = "_metadata.row_id"  # what Delta calls a row-tracked row's id in
 # Column metadata Delta gives generated and identity columns: Delta fills them itself.
 GENERATION = "delta.generationExpression"
 IDENTITY = "delta.identity.start"
-COMPUTED_KEYS = (GENERATION, IDENTITY, "CURRENT_DEFAULT")
+DEFAULT = "CURRENT_DEFAULT"
+COMPUTED_KEYS = (GENERATION, IDENTITY, DEFAULT)
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,7 @@ class Layout:
     # (their encoded value and metadata); Spark builds no variant from it, so none is written
     generated: tuple[tuple[str, str], ...] = ()  # (column, Spark SQL expression Delta computes)
     identities: frozenset[str] = frozenset()  # IDENTITY columns: Delta gives their values
+    defaults: tuple[tuple[str, str], ...] = ()  # (column, its DEFAULT as Spark SQL)
     retyped: frozenset[str] = frozenset()  # columns stored as another type than they came as
     # (not the decimals served as decimal64 by default: stored_types.served_type)
     description: str = ""  # the table's comment
@@ -106,12 +108,14 @@ def read_layout(spark: Any, ident: str) -> Layout:
         features,
     )
     generated = {n: str(keys[GENERATION]) for n, keys in metadata if GENERATION in keys}
+    defaults = {n: str(keys[DEFAULT]) for n, keys in metadata if DEFAULT in keys}
     return replace(
         layout,
         description=str(detail["description"] or ""),
         variants=variants,
         generated=tuple(sorted(generated.items())),
         identities=frozenset(n for n, keys in metadata if IDENTITY in keys),
+        defaults=tuple(sorted(defaults.items())),
     )
 
 

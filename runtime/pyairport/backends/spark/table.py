@@ -344,6 +344,10 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
                 ids = self._allocate(batch.num_rows)
                 staged = conform_insert(batch, stored, ids, self._id_from_rowid)
                 self._no_variant_value(staged)
+                shown = staged
+                if opts is not None and opts.returning:
+                    with self.client_errors("insert"):
+                        staged, shown = self._as_delta_fills(staged)
                 for name in self.layout.computed:  # Delta fills them where none was given
                     if staged.column(name).null_count < staged.num_rows:
                         pending.given.add(name)
@@ -353,7 +357,7 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
                     flush(pending)
                 count += staged.num_rows
                 if opts is not None and opts.returning:
-                    returned.append(staged)
+                    returned.append(shown)
             self._finish_now(ctx, pending, immediate)
         except BaseException:
             if immediate:
@@ -362,6 +366,30 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
         return DMLResult(
             affected_rows=count, returning_data=returning_reader(self.schema, returned, opts)
         )
+
+    def _as_delta_fills(self, staged: pa.RecordBatch) -> tuple[pa.RecordBatch, pa.RecordBatch]:
+        """An INSERT … RETURNING batch as it is to be written, and as RETURNING shows it: the
+        columns it leaves to Delta (NULL in every row) as Delta fills them, since RETURNING's
+        rows are sent before the statement commits. A DEFAULT is evaluated here and written,
+        so the row stored is the row returned; a generated column is computed from the row as
+        Delta will; an IDENTITY column Delta numbers only at the commit, so it is refused."""
+        if not staged.num_rows:
+            return staged, staged
+        left = {n for n in staged.schema.names if staged.column(n).null_count == staged.num_rows}
+        layout = self.layout
+        for name in sorted(layout.identities & left):
+            raise RowsRefused(
+                operation="INSERT",
+                reason=f"RETURNING cannot show IDENTITY column {name}: Delta numbers it at the"
+                " commit, after RETURNING's rows are sent (INSERT, then read the new rows)",
+            )
+        defaults = {n: text for n, text in layout.defaults if n in left}
+        if defaults:
+            staged = _with_values(staged, self.changes.evaluated(staged, defaults))
+        generated = {n: text for n, text in layout.generated if n in left}
+        if not generated:
+            return staged, staged
+        return staged, _with_values(staged, self.changes.evaluated(staged, generated))
 
     def _no_variant_value(self, staged: pa.RecordBatch) -> None:
         """A VARIANT column is read as Spark serves it (its value and metadata, encoded), but
@@ -450,6 +478,15 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
                 affected_rows += current.num_rows
                 returned.extend(current.to_batches())
         return self._by_rowid_result(ctx, pending, immediate, affected_rows, staged, returned, opts)
+
+
+def _with_values(batch: pa.RecordBatch, values: dict[str, Any]) -> pa.RecordBatch:
+    """batch with the columns named in values replaced by them (of the same types)."""
+    columns = [values.get(n, batch.column(n)) for n in batch.schema.names]
+    return pa.RecordBatch.from_arrays(
+        [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in columns],
+        schema=batch.schema,
+    )
 
 
 def _variant_refused(operation: str, name: str) -> RowsRefused:
