@@ -167,7 +167,9 @@ class DeltaChanges:
         order = pc.sort_indices(computed.column(position))
         stored = self.layout.stored
         return {
-            name: convert(computed.column(name).take(order), stored.field(name).type)
+            name: convert(
+                computed.column(name).take(order).combine_chunks(), stored.field(name).type
+            )
             for name in expressions
         }
 

@@ -33,7 +33,7 @@ CAPABILITIES_PROPERTY = "pyairport.capabilities"
 # tables as fast as others (direct.py).
 CREATED_TABLE_PROPERTIES = {"delta.enableDeletionVectors": "true"}
 TRACKED_ROWID = "_metadata.row_id"  # what Delta calls a row-tracked row's id in a query
-# Column metadata Delta gives generated and identity columns: Delta fills them itself.
+# Column metadata Delta gives generated, identity and defaulted columns: Delta fills them.
 GENERATION = "delta.generationExpression"
 IDENTITY = "delta.identity.start"
 DEFAULT = "CURRENT_DEFAULT"

@@ -377,11 +377,12 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
             return staged, staged
         left = {n for n in staged.schema.names if staged.column(n).null_count == staged.num_rows}
         layout = self.layout
-        for name in sorted(layout.identities & left):
+        numbered = sorted(layout.identities & left)
+        if numbered:
             raise RowsRefused(
                 operation="INSERT",
-                reason=f"RETURNING cannot show IDENTITY column {name}: Delta numbers it at the"
-                " commit, after RETURNING's rows are sent (INSERT, then read the new rows)",
+                reason=f"RETURNING cannot show IDENTITY column {numbered[0]}: Delta numbers it"
+                " at the commit, after RETURNING's rows are sent (INSERT, then read the new rows)",
             )
         defaults = {n: text for n, text in layout.defaults if n in left}
         if defaults:
@@ -480,13 +481,10 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
         return self._by_rowid_result(ctx, pending, immediate, affected_rows, staged, returned, opts)
 
 
-def _with_values(batch: pa.RecordBatch, values: dict[str, Any]) -> pa.RecordBatch:
+def _with_values(batch: pa.RecordBatch, values: dict[str, pa.Array]) -> pa.RecordBatch:
     """batch with the columns named in values replaced by them (of the same types)."""
     columns = [values.get(n, batch.column(n)) for n in batch.schema.names]
-    return pa.RecordBatch.from_arrays(
-        [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in columns],
-        schema=batch.schema,
-    )
+    return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
 
 
 def _variant_refused(operation: str, name: str) -> RowsRefused:
