@@ -169,6 +169,7 @@ bench: $(STAMP) jars $(DUCKDB_EXTENSION)
 	$(PY) bench/catalog_plane.py
 	$(PY) bench/duckdb_client.py
 	$(PY) bench/duckdb_lake.py
+	$(PY) bench/wide_table.py
 	$(PY) bench/data_plane_floor.py
 	$(PY) bench/tpch_q1_floor.py
 	$(PY) bench/tpch.py --scale 1 --dml

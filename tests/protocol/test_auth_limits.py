@@ -9,9 +9,11 @@ from pathlib import Path
 
 import grpc
 import msgpack
+import pyarrow as pa
 import pytest
+from pyarrow import flight
 
-from airport_contracts import flight_pb2
+from airport_contracts import Context, flight_pb2
 from pyairport.client import AirportClient, RemoteError
 from pyairport.demo import memory_demo_catalog
 from pyairport.server import AirportServer, ServerConfig
@@ -130,14 +132,33 @@ def test_message_size_limit_is_resource_exhausted_and_changes_nothing() -> None:
             err.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED
             and "larger than max" in err.value.message
         )
-        from airport_contracts import Context
-
         assert (
             catalog.schema(Context.background(), "dml_schema")
             .table(Context.background(), "users")
             .num_rows
             == 0
         )
+
+
+def test_a_row_larger_than_the_message_limit_is_still_served_whole() -> None:
+    """The limit bounds what the server takes: a scan splits its batches to it, but a row
+    larger than it (a value the table holds) can only go whole, and a Flight client reads
+    it (it failed RESOURCE_EXHAUSTED `Sent message larger than max` before)."""
+    catalog = memory_demo_catalog()
+    table = catalog.schema(Context.background(), "dml_schema").table(Context.background(), "users")
+    big = "x" * (256 * 1024)
+    rows = users([1, 2, 3], names=["a", big, "c"])
+    table.insert(
+        Context.background(),
+        pa.RecordBatchReader.from_batches(rows.schema, rows.to_batches()),
+        None,
+    )
+    with AirportServer(catalog, None, ServerConfig(port=0, max_message_bytes=64 * 1024)) as server:
+        client = flight.connect(server.location)
+        info = client.get_flight_info(flight.FlightDescriptor.for_path("dml_schema", "users"))
+        read = client.do_get(info.endpoints[0].ticket).read_all()
+        client.close()
+    assert sorted(read.column("name").to_pylist(), key=len) == ["a", "c", big]
 
 
 def _self_signed(tmp_path: Path) -> tuple[bytes, bytes]:

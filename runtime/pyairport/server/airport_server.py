@@ -107,7 +107,10 @@ class AirportServer:
         self.catalogs = Catalogs()
         options = [
             ("grpc.max_receive_message_length", config.max_message_bytes),
-            ("grpc.max_send_message_length", config.max_message_bytes),
+            # Unlimited: scans split their batches to max_message_bytes, but a row bigger than
+            # that (a 100 MB string the lake holds) can only go whole, and Flight clients
+            # (Arrow C++: DuckDB, pyarrow) take any size.
+            ("grpc.max_send_message_length", -1),
             ("grpc.max_metadata_size", config.max_header_bytes),
             ("grpc.absolute_max_metadata_size", config.max_header_bytes),
             # Without this, Linux lets a second server bind the same port silently.

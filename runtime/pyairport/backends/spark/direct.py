@@ -28,7 +28,7 @@ from airport_contracts import Context
 
 from ... import filters
 from ..shaping import digits_checked, full_width, null_batch
-from .delta_stats import files_of
+from .delta_stats import files_of, misread_timestamps
 from .file_parts import keep_masks
 from .row_ids import base_row_ids
 from .scans import SCAN_BATCH_ROWS, log_version
@@ -179,6 +179,20 @@ class Snapshots:
         files: pa.Table = self._derived(snapshot, "files", lambda: files_of(snapshot))
         return files
 
+    def shape(self, snapshot: Any) -> str:
+        """shape() of a version, worked out once: it decodes the whole schema, and a scan and
+        each column's first statistics ask it (a 2,000-column table: ms a time)."""
+        text: str = self._derived(snapshot, "shape", lambda: shape(snapshot))
+        return text
+
+    def misread_timestamps(self, snapshot: Any, schema: pa.Schema) -> bool:
+        """delta_stats.misread_timestamps of a version, worked out once. schema: the served
+        schema of the version's shape (one per version)."""
+        misread: bool = self._derived(
+            snapshot, "misread", lambda: misread_timestamps(self.files(snapshot), schema)
+        )
+        return misread
+
     def files_gone(self, snapshot: Any) -> bool:
         """Whether a data file the version reads is gone from the folder: VACUUM removes an
         old version's files once they are past the table's retention. Asked anew each time (a
@@ -234,7 +248,7 @@ class Snapshots:
     def shape_at(self, version: int | None) -> str | None:
         """shape() of the table at version, None where delta-rs does not open it."""
         snapshot = self.at(version) if version is not None else None
-        return shape(snapshot) if snapshot is not None else None
+        return self.shape(snapshot) if snapshot is not None else None
 
     def _open(self, version: int | None) -> Any:
         from deltalake import DeltaTable

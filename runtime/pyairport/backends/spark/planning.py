@@ -147,7 +147,7 @@ class DeltaScanPlanning:
         rowid row tracking computes) and for tables Spark reads. A version's are worked out
         once: DuckDB 1.4.4 asks twice for each column of every query, keeping no answer."""
         layout, latest = self.fresh_layout()
-        if column_name not in layout.schema.names:
+        if layout.schema.get_field_index(column_name) < 0:
             raise NotFound()
         memo = self.statistics_memo.of_version(latest)
         known = memo.get(column_name)
@@ -228,7 +228,7 @@ def read_part(
     snapshot = snapshots.at(version)
     if snapshot is None or not direct.readable(snapshot, layout.features):
         raise PartGone(f"version {version} of the table cannot be read any more")
-    if direct.shape(snapshot) != direct.shape(latest):
+    if snapshots.shape(snapshot) != snapshots.shape(latest):
         raise PartGone("the table's columns changed while it was read; run the query again")
     if "rows" in part:
         rows = part_count(part, "rows", snapshots.row_count(snapshot) or 0)
@@ -261,7 +261,7 @@ def read_version(
     are asked for (a ticket may ask for them with any part). files: the version's part_files
     when the caller has made them already."""
     log_files = snapshots.files(snapshot)
-    misread = delta_stats.misread_timestamps(log_files, layout.schema)
+    misread = snapshots.misread_timestamps(snapshot, layout.schema)
     if misread or (layout.rowids == "tracked" and ROWID in wanted):
         if files is None:
             files = part_files(snapshots, layout, snapshot)

@@ -45,7 +45,7 @@ from ... import filters
 from ..base import BackendTable
 from ..shaping import UpdateColumns, conform_insert, returning_reader
 from ..time_points import TimePointError, parsed
-from . import commit_times, delta_stats, detached, direct, file_parts
+from . import commit_times, detached, direct, file_parts
 from .client_errors import client_errors
 from .column_ddl import DeltaColumns
 from .commits import DeltaChanges
@@ -135,7 +135,7 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
             # opened and then written (CREATE TABLE, then INSERT) is compared through delta-rs
             # rather than read by Spark again
             self._layout_shape = self.snapshots.shape_at(self._layout_version)
-        if direct.shape(latest) != self._layout_shape:
+        if self.snapshots.shape(latest) != self._layout_shape:
             self.reread_layout()
         else:
             self._layout_version = version
@@ -147,7 +147,11 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
         self.layout = self.backend.layouts.read(self.layout.ident, self.layout.location)
         if self.layout.location is not None:
             self._layout_version = log_version(self.layout.location / "_delta_log")
-        self._layout_shape = direct.shape(latest) if latest is not None else None
+        self._layout_shape = (
+            self.snapshots.shape(latest)
+            if latest is not None and self.snapshots is not None
+            else None
+        )
 
     def scan(self, ctx: Context, opts: ScanOptions | None = None) -> pa.RecordBatchReader:
         """The table, full width as the contract asks. Only the columns the client asked for
@@ -223,10 +227,10 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
                 )
         if snapshot is None or not direct.readable(snapshot, layout.features):
             return None
-        if direct.shape(snapshot) != self._layout_shape:
+        if self.snapshots.shape(snapshot) != self._layout_shape:
             return None  # another shape (a past one, or a commit since the layout was read)
         if (
-            delta_stats.misread_timestamps(self.snapshots.files(snapshot), layout.schema)
+            self.snapshots.misread_timestamps(snapshot, layout.schema)
             and self.part_files(layout, snapshot) is None
         ):
             return None  # neither delta-rs nor pyarrow reads its timestamps exactly here
