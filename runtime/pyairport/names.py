@@ -59,12 +59,19 @@ def _nested_names(data_type: pa.DataType) -> Iterator[str]:
     """The struct field names in data_type. A list's element and a map's key and value fields
     are the client library's to name (DuckDB names a fixed-size array's element ""), and
     Delta keeps no name for them: their types are looked into, their names are not names."""
+    for struct in _structs(data_type):
+        for index in range(struct.num_fields):
+            yield from _names(struct.field(index))
+
+
+def _structs(data_type: pa.DataType) -> Iterator[pa.StructType]:
+    """The outermost struct types data_type is or holds, through lists and maps (whose own
+    fields' names are not names: _nested_names)."""
     if pa.types.is_struct(data_type):
-        for index in range(data_type.num_fields):
-            yield from _names(data_type.field(index))
+        yield data_type
     elif pa.types.is_map(data_type):
-        yield from _nested_names(data_type.key_field.type)
-        yield from _nested_names(data_type.item_field.type)
+        yield from _structs(data_type.key_field.type)
+        yield from _structs(data_type.item_field.type)
     elif (
         pa.types.is_list(data_type)
         or pa.types.is_large_list(data_type)
@@ -72,7 +79,7 @@ def _nested_names(data_type: pa.DataType) -> Iterator[str]:
         or pa.types.is_list_view(data_type)
         or pa.types.is_large_list_view(data_type)
     ):
-        yield from _nested_names(data_type.value_field.type)
+        yield from _structs(data_type.value_field.type)
 
 
 class NameRefused(ValueError):
@@ -93,9 +100,40 @@ def check_name(kind: str, name: str) -> None:
 
 
 def check_columns(schema: pa.Schema) -> None:
-    """Every column and nested field name of schema held to the rule."""
+    """Every column and nested field name of schema held to the rule, and no two of one level
+    the same name (check_distinct)."""
     for name in field_names(schema):
         check_name("column", name)
+    check_distinct(schema)
+
+
+def same_name(name: str, other: str) -> bool:
+    """Whether two column or field names are one name to DuckDB and Delta, which take a name
+    whatever its case (Spark compares them by Java's equalsIgnoreCase, not casefold)."""
+    return name.lower() == other.lower()
+
+
+def check_distinct(schema: pa.Schema) -> None:
+    """NameInvalid for two columns, or two fields of one struct, whose names differ at most in
+    case: DuckDB would read the second under a name of its own making (a_1) and its queries
+    by the first name, and Delta refuses the table."""
+    _check_distinct(list(schema))
+
+
+def _check_distinct(fields: list[pa.Field]) -> None:
+    seen: dict[str, str] = {}
+    for each in fields:
+        key = each.name.lower()
+        if key in seen:
+            raise NameInvalid(
+                kind="column",
+                name=go_quote(each.name),
+                reason=f"it is also the name of {go_quote(seen[key])}: DuckDB and Delta take"
+                " a name whatever its case",
+            )
+        seen[key] = each.name
+        for struct in _structs(each.type):
+            _check_distinct([struct.field(i) for i in range(struct.num_fields)])
 
 
 def refused(exc: NameRefused) -> NameInvalid:

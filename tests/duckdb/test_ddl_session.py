@@ -47,6 +47,19 @@ def test_create_table_as_select(duck: Session) -> None:
     duck.run("DROP SCHEMA lake.s")
 
 
+def test_a_name_in_another_case_is_the_same_column(duck: Session) -> None:
+    """DuckDB and Delta take a column name whatever its case: ADD COLUMN "ID" beside id, or a
+    rename onto it, is refused on either backend (on memory it made a second column DuckDB
+    showed as ID_1, whose queries by "ID" read id)."""
+    duck.run("CREATE SCHEMA lake.c")
+    duck.run("CREATE TABLE lake.c.t (id INTEGER, name VARCHAR)")
+    assert 'column "ID" already exists' in duck.fails('ALTER TABLE lake.c.t ADD COLUMN "ID" INT')
+    assert 'column "Id" already exists' in duck.fails(
+        'ALTER TABLE lake.c.t RENAME COLUMN name TO "Id"'
+    )
+    assert [column for column, *_ in duck.run("DESCRIBE lake.c.t")] == ["id", "name"]
+
+
 def test_fixed_size_arrays_lists_and_maps_as_columns(duck: Session) -> None:
     """DuckDB names a fixed-size ARRAY's element "" in Arrow: that is no column name to
     refuse (CREATE TABLE failed `invalid column name "": it is empty`); the types come back

@@ -256,3 +256,47 @@ def test_a_functions_table_argument_names_schema_and_table(
     text: str, path: tuple[str, str] | None
 ) -> None:
     assert table_path(text) == path
+
+
+def test_names_that_differ_only_in_case_are_one_name(lake: Running) -> None:
+    """DuckDB and Delta take a column or field name whatever its case: a table with `a` and
+    `A` is refused (DuckDB read the second as `A_1`, and its queries by `A` got `a`; two
+    columns of one name failed every DuckDB query of the table), as are an added column and a
+    rename onto a name in another case (its own too, as the Spark backend refuses it)."""
+    client = lake.client
+    before = _state(lake)
+    same = "DuckDB and Delta take a name whatever its case"
+    for columns, name, first in (
+        ([pa.field("a", pa.int64()), pa.field("A", pa.string())], "A", "a"),
+        ([pa.field("a", pa.int64()), pa.field("a", pa.string())], "a", "a"),
+        ([pa.field("s", pa.struct([("Été", pa.int8()), ("éTÉ", pa.int8())]))], "éTÉ", "Été"),
+        ([pa.field("l", pa.list_(pa.struct([("k", pa.int8()), ("K", pa.int8())])))], "K", "k"),
+    ):
+        error = refusal(lambda columns=columns: client.create_table(S, "t2", pa.schema(columns)))  # type: ignore[misc]
+        reason = f"it is also the name of {_quoted(first)}: {same}"
+        params = {"kind": "column", "name": _quoted(name), "reason": reason}
+        assert_error_row("name_invalid", params, error.code, error.message)
+    error = refusal(
+        lambda: client.add_field(
+            S, "t", pa.field("s", pa.struct([("a", pa.int8()), ("A", pa.int8())]))
+        )
+    )
+    reason = f"it is also the name of {_quoted('a')}: {same}"
+    assert_error_row(
+        "name_invalid",
+        {"kind": "column", "name": _quoted("A"), "reason": reason},
+        error.code,
+        error.message,
+    )
+    error = refusal(lambda: client.add_column(S, "t", pa.field("X", pa.int8())))
+    assert_error_row("column_already_exists", {"column": _quoted("X")}, error.code, error.message)
+    for old in ("s", "x"):
+        error = refusal(lambda old=old: client.rename_column(S, "t", old, "X"))  # type: ignore[misc]
+        assert_error_row(
+            "column_already_exists", {"column": _quoted("X")}, error.code, error.message
+        )
+    error = refusal(lambda: client.rename_field(S, "t", ["s", "a"], "A"))
+    # Go's rename_field has no AlreadyExists row: its "failed" one, INTERNAL
+    params = {"error": "field 'A' already exists"}
+    assert_error_row("rename_field_failed", params, error.code, error.message)
+    assert _state(lake) == before

@@ -29,10 +29,21 @@ from airport_contracts import (
     Unimplemented,
 )
 
+from ...names import same_name
+
 DEFAULT_METADATA_KEY = b"default"
 """Field metadata holding a column's DEFAULT expression, as set_default records it."""
 
 Change = Callable[[pa.Schema, pa.Table], tuple[pa.Schema, pa.Table]]
+
+
+def _named(schema: pa.Schema, name: str) -> int | None:
+    """The index of the column (the rowid column included) DuckDB and Delta take name for
+    (same_name), if any."""
+    for index in range(len(schema)):
+        if same_name(schema.field(index).name, name):
+            return index
+    return None
 
 
 def _index(schema: pa.Schema, name: str) -> int:
@@ -47,7 +58,7 @@ def add_column(column: pa.Schema, opts: AddColumnOptions) -> Change:
     field = column.field(0)
 
     def change(schema: pa.Schema, rows: pa.Table) -> tuple[pa.Schema, pa.Table]:
-        if schema.get_field_index(field.name) >= 0:
+        if _named(schema, field.name) is not None:
             if opts.if_column_not_exists:
                 return schema, rows
             raise AlreadyExists(f"column {field.name!r} already exists")
@@ -73,7 +84,7 @@ def remove_column(name: str, opts: RemoveColumnOptions) -> Change:
 def rename_column(old_name: str, new_name: str, opts: RenameColumnOptions) -> Change:
     def change(schema: pa.Schema, rows: pa.Table) -> tuple[pa.Schema, pa.Table]:
         index = _index(schema, old_name)
-        if schema.get_field_index(new_name) >= 0:
+        if _named(schema, new_name) is not None:  # its own in another case too, as on Delta
             raise AlreadyExists(f"column {new_name!r} already exists")
         field = schema.field(index).with_name(new_name)
         return schema.set(index, field), rows.rename_columns(
@@ -219,9 +230,9 @@ def rename_field(path: Sequence[str], new_name: str, opts: RenameFieldOptions) -
     def edit(values: pa.StructArray) -> pa.StructArray:
         struct = values.type
         at = struct.get_field_index(path[-1])
-        if struct.get_field_index(new_name) >= 0:
-            raise AlreadyExists(f"field {new_name!r} already exists")
         fields = [struct.field(i) for i in range(struct.num_fields)]
+        if any(same_name(f.name, new_name) for f in fields):
+            raise AlreadyExists(f"field {new_name!r} already exists")
         fields[at] = fields[at].with_name(new_name)
         children = [values.field(i) for i in range(struct.num_fields)]
         return pa.StructArray.from_arrays(children, fields=fields, mask=values.is_null())

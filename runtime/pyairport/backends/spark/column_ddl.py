@@ -36,6 +36,7 @@ from airport_contracts import (
     Unimplemented,
 )
 
+from ...names import same_name
 from .ddl import (
     COLUMN_MAPPING,
     column_sql,
@@ -76,12 +77,6 @@ def _missing_ok(opts: Any) -> Iterator[None]:
     except NotFound:
         if not opts.ignore_not_found:
             raise
-
-
-def _same_name(a: str, b: str) -> bool:
-    """Whether Spark takes a and b for one column or field name: its names are compared
-    without regard to case (Java's equalsIgnoreCase, not casefold)."""
-    return a.lower() == b.lower()
 
 
 def _delta_widens(spark: Any, held: str, wanted: str) -> bool:
@@ -125,7 +120,7 @@ class DeltaColumns:
     def _taken(self, name: str) -> bool:
         """Whether a column has the name, as Spark compares names ("U" is taken where "u" is,
         and where "u" is renamed)."""
-        return any(_same_name(n, name) for n in self.layout.schema.names)
+        return any(same_name(n, name) for n in self.layout.schema.names)
 
     def _served_types_with(
         self,
@@ -335,7 +330,7 @@ class DeltaColumns:
         with _missing_ok(opts):
             path, parent = self._field_path(column_path)
             # Refused here, before column mapping is turned on (as a column's: _taken).
-            if any(_same_name(f.name, new_name) for f in parent):
+            if any(same_name(f.name, new_name) for f in parent):
                 raise AlreadyExists(f"field {new_name!r} already exists")
             self._alter(
                 lambda t: f"ALTER TABLE {t} RENAME COLUMN {path} TO {quote(new_name)}",
