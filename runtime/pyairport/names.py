@@ -7,7 +7,7 @@ hold (spaces, quotes, punctuation, any script) is kept exactly.
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import pyarrow as pa
 
@@ -111,6 +111,13 @@ def same_name(name: str, other: str) -> bool:
     """Whether two column or field names are one name to DuckDB and Delta, which take a name
     whatever its case (Spark compares them by Java's equalsIgnoreCase, not casefold)."""
     return name.lower() == other.lower()
+
+
+def in_another_case(name: str, names: Iterable[str]) -> str | None:
+    """The one of names that is name in another case, or None: a schema, table or column so
+    named beside name would be the same one to DuckDB, which lists one and hides the other
+    (a table "T" beside t took the statements sent to t)."""
+    return next((other for other in names if other != name and same_name(other, name)), None)
 
 
 def check_distinct(schema: pa.Schema) -> None:

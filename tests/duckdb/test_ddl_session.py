@@ -60,6 +60,17 @@ def test_a_name_in_another_case_is_the_same_column(duck: Session) -> None:
     assert [column for column, *_ in duck.run("DESCRIBE lake.c.t")] == ["id", "name"]
 
 
+def test_a_schema_or_table_name_in_another_case_is_the_same(duck: Session) -> None:
+    """DuckDB lists one of two tables whose names differ only in case: a "T" made beside t
+    was hidden, and what DuckDB sent to "T" went to t. Refused on either backend."""
+    duck.run("CREATE SCHEMA lake.k")
+    duck.run("CREATE TABLE lake.k.t (id INTEGER)")
+    assert 'table "T" already exists' in duck.fails('CREATE TABLE lake.k."T" (id INTEGER)')
+    assert 'schema "K" already exists' in duck.fails('CREATE SCHEMA lake."K"')
+    duck.run('ALTER TABLE lake.k.t RENAME TO "T"')
+    assert duck.run("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'k'") == [("T",)]
+
+
 def test_fixed_size_arrays_lists_and_maps_as_columns(duck: Session) -> None:
     """DuckDB names a fixed-size ARRAY's element "" in Arrow: that is no column name to
     refuse (CREATE TABLE failed `invalid column name "": it is empty`); the types come back

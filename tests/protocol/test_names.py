@@ -300,3 +300,30 @@ def test_names_that_differ_only_in_case_are_one_name(lake: Running) -> None:
     params = {"error": "field 'A' already exists"}
     assert_error_row("rename_field_failed", params, error.code, error.message)
     assert _state(lake) == before
+
+
+def test_schema_and_table_names_that_differ_only_in_case_are_one_name(lake: Running) -> None:
+    """DuckDB takes a schema or table name whatever its case and lists one of two such: a
+    table "T" made beside t was hidden from it, and the statements it sent to "T" went to t.
+    So CREATE SCHEMA, CREATE TABLE and RENAME onto a name the catalog has in another case are
+    ALREADY_EXISTS (CREATE TABLE IF NOT EXISTS answers the table of the other case); a table
+    may take its own name in another case."""
+    client = lake.client
+    client.create_table(S, "u", ONE)
+    before = _state(lake)
+    error = refusal(lambda: client.create_schema(S.upper()))
+    assert_error_row(
+        "schema_already_exists", {"schema": _quoted(S.upper())}, error.code, error.message
+    )
+    for call in (
+        lambda: client.create_table(S, "T", ONE),
+        lambda: client.create_table(S, "T", ONE, on_conflict="replace"),
+        lambda: client.rename_table(S, "u", "T"),
+    ):
+        error = refusal(call)
+        assert_error_row("table_already_exists", {"table": _quoted("T")}, error.code, error.message)
+    ignored = client.create_table(S, "T", ONE, on_conflict="ignore")
+    assert ignored.name == "t"
+    assert _state(lake) == before
+    client.rename_table(S, "u", "U")
+    assert sorted(t.name for t in client.list_tables(S)) == ["U", "t"]

@@ -8,12 +8,16 @@ import pyarrow as pa
 
 from airport_contracts import (
     AlreadyExists,
+    Context,
     CreateTableOptions,
     NotFound,
     OnConflict,
     Table,
     find_rowid_column,
 )
+
+from ..catalog import CatalogSchema, MutableCatalog
+from ..names import in_another_case
 
 
 def created_columns(schema: pa.Schema, opts: CreateTableOptions) -> pa.Schema:
@@ -39,6 +43,35 @@ def kept_on_conflict(existing: Table | None, name: str, opts: CreateTableOptions
     if opts.on_conflict is OnConflict.IGNORE:
         return True
     raise AlreadyExists(f"table {name!r} already exists")
+
+
+def other_case_kept(
+    schema: CatalogSchema, ctx: Context, name: str, opts: CreateTableOptions
+) -> Table | None:
+    """The table a CREATE TABLE answers because the schema has its name in another case
+    (ON CONFLICT IGNORE), None when it has none; else AlreadyExists, REPLACE included: the
+    two names are one to DuckDB, and the table of the other is not this one to replace."""
+    other = in_another_case(name, [t.name() for t in schema.tables(ctx)])
+    if other is None:
+        return None
+    if opts.on_conflict is OnConflict.IGNORE:
+        return schema.table(ctx, other)
+    raise AlreadyExists(f"table {name!r} already exists")
+
+
+def check_new_schema(catalog: MutableCatalog, ctx: Context, name: str) -> None:
+    """AlreadyExists for a CREATE SCHEMA of a name the catalog has, in any case."""
+    names = [s.name() for s in catalog.schemas(ctx)]
+    if name in names or in_another_case(name, names) is not None:
+        raise AlreadyExists(f"schema {name!r} already exists")
+
+
+def check_new_table_name(schema: CatalogSchema, ctx: Context, old: str, new: str) -> None:
+    """AlreadyExists for a RENAME onto the name of another table of the schema, in any case
+    (a table may take its own name in another case)."""
+    names = [t.name() for t in schema.tables(ctx) if t.name() != old]
+    if new in names or in_another_case(new, names) is not None:
+        raise AlreadyExists(f"table {new!r} already exists")
 
 
 def missing(kind: str, name: str, ignore_not_found: bool) -> None:

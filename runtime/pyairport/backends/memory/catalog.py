@@ -22,7 +22,14 @@ from airport_contracts import (
 
 from ...catalog import CatalogSchema, MutableCatalog
 from ..capabilities import ALL_CAPABILITIES
-from ..ddl_rules import created_columns, kept_on_conflict, missing
+from ..ddl_rules import (
+    check_new_schema,
+    check_new_table_name,
+    created_columns,
+    kept_on_conflict,
+    missing,
+    other_case_kept,
+)
 from .table import memory_table
 
 TableMaker = Callable[[str, pa.Schema, str], Table]
@@ -42,6 +49,9 @@ class MemorySchema(CatalogSchema):
             # Nothing here would enforce them: refuse rather than accept rows they forbid.
             raise Unimplemented("the memory backend does not enforce UNIQUE or CHECK constraints")
         columns = created_columns(schema, opts)
+        other = other_case_kept(self, ctx, name, opts)
+        if other is not None:
+            return other
         with self._lock:
             existing = self._tables.get(name)
             if existing is not None and kept_on_conflict(existing, name, opts):
@@ -61,6 +71,8 @@ class MemorySchema(CatalogSchema):
     def rename_table(
         self, ctx: Context, old_name: str, new_name: str, opts: RenameTableOptions
     ) -> None:
+        if self.table(ctx, old_name) is not None:
+            check_new_table_name(self, ctx, old_name, new_name)
         with self._lock:
             table = self._tables.get(old_name)
             if table is None:
@@ -79,9 +91,7 @@ class MemoryCatalog(MutableCatalog):
     """A catalog of memory schemas that creates and drops them (DynamicCatalog)."""
 
     def create_schema(self, ctx: Context, name: str, opts: CreateSchemaOptions) -> CatalogSchema:
-        with self._lock:
-            if name in self._schemas:
-                raise AlreadyExists(f"schema {name!r} already exists")
+        check_new_schema(self, ctx, name)
         return self.add_schema(MemorySchema(name, opts.comment))
 
     def drop_schema(self, ctx: Context, name: str, opts: DropSchemaOptions) -> None:

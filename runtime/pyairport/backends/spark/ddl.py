@@ -17,7 +17,6 @@ from typing import Any
 import pyarrow as pa
 
 from airport_contracts import (
-    AlreadyExists,
     Context,
     CreateSchemaOptions,
     CreateTableOptions,
@@ -32,7 +31,14 @@ from airport_contracts import (
 
 from ...catalog import CatalogSchema, MutableCatalog
 from ...names import field_names
-from ..ddl_rules import created_columns, kept_on_conflict, missing
+from ..ddl_rules import (
+    check_new_schema,
+    check_new_table_name,
+    created_columns,
+    kept_on_conflict,
+    missing,
+    other_case_kept,
+)
 from .client_expressions import refusal, spark_expression
 from .folders import WORK_PREFIX, check_storable
 from .lake import Lake
@@ -240,6 +246,9 @@ class SparkSchema(CatalogSchema):
         if opts.unique_constraints:
             raise Unimplemented("Delta does not enforce UNIQUE constraints")
         check_storable("table", name)
+        other = other_case_kept(self, ctx, name, opts)
+        if other is not None:
+            return other
         existing = self.table(ctx, name)
         if existing is not None and kept_on_conflict(existing, name, opts):
             return existing
@@ -290,8 +299,7 @@ class SparkSchema(CatalogSchema):
         if self.table(ctx, old_name) is None:
             return missing("table", old_name, opts.ignore_not_found)
         check_storable("table", new_name)
-        if self.table(ctx, new_name) is not None:
-            raise AlreadyExists(f"table {new_name!r} already exists")
+        check_new_table_name(self, ctx, old_name, new_name)
         ident = self.backend.move_table(self.name(), old_name, new_name)
         self.drop(old_name)
         self.backend.open_table(self.name(), new_name, ident)
@@ -309,8 +317,7 @@ class SparkCatalog(MutableCatalog):
         return self.add_schema(SparkSchema(name, self.backend, comment))
 
     def create_schema(self, ctx: Context, name: str, opts: CreateSchemaOptions) -> CatalogSchema:
-        if self.schema(ctx, name) is not None:
-            raise AlreadyExists(f"schema {name!r} already exists")
+        check_new_schema(self, ctx, name)
         check_storable("schema", name)
         self.backend.prepare_schema(name, opts.comment)
         return self.schema_for(name, opts.comment)
