@@ -71,6 +71,16 @@ def test_a_schema_or_table_name_in_another_case_is_the_same(duck: Session) -> No
     assert duck.run("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'k'") == [("T",)]
 
 
+def test_a_column_named_rowid_is_refused(duck: Session) -> None:
+    """DuckDB lets a table have a column named rowid; the contract takes a field so named for
+    the row id column the backend keeps itself, so such a CREATE TABLE made a table without
+    it (2 columns asked, 1 made). Refused, naming what to do."""
+    duck.run("CREATE SCHEMA lake.r")
+    refused = duck.fails("CREATE TABLE lake.r.u (rowid INTEGER, v INTEGER)")
+    assert 'invalid column name "rowid": the table keeps a row id column' in refused
+    assert duck.run("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'r'") == []
+
+
 def test_fixed_size_arrays_lists_and_maps_as_columns(duck: Session) -> None:
     """DuckDB names a fixed-size ARRAY's element "" in Arrow: that is no column name to
     refuse (CREATE TABLE failed `invalid column name "": it is empty`); the types come back

@@ -327,3 +327,25 @@ def test_schema_and_table_names_that_differ_only_in_case_are_one_name(lake: Runn
     assert _state(lake) == before
     client.rename_table(S, "u", "U")
     assert sorted(t.name for t in client.list_tables(S)) == ["U", "t"]
+
+
+def test_a_column_named_rowid_is_refused_unless_marked_as_the_row_id(lake: Running) -> None:
+    """The contract takes a field named rowid for the row id column, which the backend keeps
+    itself: DuckDB's `CREATE TABLE t (rowid INTEGER, v INTEGER)` lost its rowid column unsaid.
+    A field marked with is_rowid metadata still declares the row id."""
+    client = lake.client
+    before = _state(lake)
+    data = pa.schema([pa.field("rowid", pa.int32()), pa.field("v", pa.int32())])
+    error = refusal(lambda: client.create_table(S, "r", data))
+    reason = (
+        "the table keeps a row id column of that name: name this column otherwise"
+        " (or mark it with is_rowid metadata to declare the row id)"
+    )
+    params = {"kind": "column", "name": _quoted("rowid"), "reason": reason}
+    assert_error_row("name_invalid", params, error.code, error.message)
+    assert _state(lake) == before
+    marked = pa.schema(
+        [pa.field("rowid", pa.int64(), metadata={"is_rowid": "1"}), ("v", pa.int32())]
+    )
+    created = client.create_table(S, "r", marked)
+    assert [f.name for f in created.arrow_schema if f.name != "rowid"] == ["v"]

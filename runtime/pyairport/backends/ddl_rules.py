@@ -7,9 +7,12 @@ from __future__ import annotations
 import pyarrow as pa
 
 from airport_contracts import (
+    ROWID_METADATA_KEY,
+    ROWID_NAME,
     AlreadyExists,
     Context,
     CreateTableOptions,
+    NameInvalid,
     NotFound,
     OnConflict,
     Table,
@@ -18,13 +21,23 @@ from airport_contracts import (
 
 from ..catalog import CatalogSchema, MutableCatalog
 from ..names import in_another_case
+from ..wire.go_text import go_quote
 
 
 def created_columns(schema: pa.Schema, opts: CreateTableOptions) -> pa.Schema:
     """A CREATE TABLE's columns without a rowid column (the backend keeps its own), those its
-    NOT NULL constraints name made non-nullable."""
+    NOT NULL constraints name made non-nullable. A column named rowid that its metadata does
+    not mark as the row id is refused: DuckDB's `CREATE TABLE t (rowid INTEGER, …)` means a
+    column of data, and dropping it as the contract's rowid would lose it unsaid."""
     not_null = set(opts.not_null_constraints)
-    rowid = find_rowid_column(schema)
+    if any(f.name == ROWID_NAME and not _marked_rowid(f) for f in schema):
+        raise NameInvalid(
+            kind="column",
+            name=go_quote(ROWID_NAME),
+            reason="the table keeps a row id column of that name: name this column otherwise"
+            f" (or mark it with {ROWID_METADATA_KEY} metadata to declare the row id)",
+        )
+    rowid = find_rowid_column(schema)  # a marked one: no unmarked rowid is left
     return pa.schema(
         [
             field.with_nullable(field.nullable and index not in not_null)
@@ -33,6 +46,10 @@ def created_columns(schema: pa.Schema, opts: CreateTableOptions) -> pa.Schema:
         ],
         metadata=schema.metadata,
     )
+
+
+def _marked_rowid(field: pa.Field) -> bool:
+    return bool((field.metadata or {}).get(ROWID_METADATA_KEY.encode()))
 
 
 def kept_on_conflict(existing: Table | None, name: str, opts: CreateTableOptions) -> bool:
