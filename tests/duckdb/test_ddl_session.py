@@ -81,6 +81,25 @@ def test_a_column_named_rowid_is_refused(duck: Session) -> None:
     assert duck.run("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'r'") == []
 
 
+def test_a_struct_field_is_added_by_the_struct_s_new_type(duck: Session) -> None:
+    """DuckDB's Airport sends ADD COLUMN s.f without the new field's name (the column's name
+    with the field's type), so no server can add it that way: refused, naming what does
+    (NOT_FOUND `column path not found` before), and ALTER COLUMN s TYPE STRUCT(…) with the
+    new field adds it on either backend (on Delta it was a type change Delta refused)."""
+    duck.run("CREATE SCHEMA lake.f")
+    duck.run("CREATE TABLE lake.f.s (id INTEGER, st STRUCT(a INTEGER, b VARCHAR))")
+    duck.run("INSERT INTO lake.f.s VALUES (1, {'a': 1, 'b': 'x'})")
+    refused = duck.fails("ALTER TABLE lake.f.s ADD COLUMN st.c INTEGER")
+    assert 'add_field got "st" as int32, not as the struct it becomes' in refused
+    assert 'ALTER COLUMN "st" TYPE STRUCT(…) adds it' in refused
+    duck.run("ALTER TABLE lake.f.s ALTER COLUMN st TYPE STRUCT(a INTEGER, b VARCHAR, c INTEGER)")
+    duck.run("INSERT INTO lake.f.s VALUES (2, {'a': 2, 'b': 'y', 'c': 3})")
+    assert duck.run("SELECT id, st FROM lake.f.s ORDER BY id") == [
+        (1, {"a": 1, "b": "x", "c": None}),
+        (2, {"a": 2, "b": "y", "c": 3}),
+    ]
+
+
 def test_fixed_size_arrays_lists_and_maps_as_columns(duck: Session) -> None:
     """DuckDB names a fixed-size ARRAY's element "" in Arrow: that is no column name to
     refuse (CREATE TABLE failed `invalid column name "": it is empty`); the types come back

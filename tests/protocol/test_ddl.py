@@ -300,6 +300,11 @@ TRIGGERS: dict[str, tuple[Callable[[Running], RemoteError], dict[str, Any]]] = {
         {},
     ),
     "ddl_field_path_not_found": (_on(lambda c: c.rename_field(S, "t", ["tags", "x"], "y")), {}),
+    # what DuckDB sends for ADD COLUMN tags.b INTEGER: the column with the new field's type
+    "add_field_without_field_name": (
+        _on(lambda c: c.add_field(S, "t", pa.field("tags", pa.int32()))),
+        {"column": '"tags"', "type": "int32"},
+    ),
     "schema_already_exists": (_on(lambda c: c.create_schema(S)), {"schema": f'"{S}"'}),
     "table_already_exists": (_on(lambda c: c.create_table(S, "t", COLUMNS)), {"table": '"t"'}),
     "column_already_exists": (

@@ -1,6 +1,7 @@
 """What CREATE, DROP and RENAME mean whatever stores the tables: the columns a CREATE TABLE
-makes, what it does with a table of the same name, and a DROP or RENAME of something that is
-not there. The backends share them so that a DuckDB user sees the same DDL on either."""
+makes, what it does with a table of the same name, a DROP or RENAME of something that is not
+there, and the fields an add_field adds. The backends share them so that a DuckDB user sees
+the same DDL on either."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pyarrow as pa
 from airport_contracts import (
     ROWID_METADATA_KEY,
     ROWID_NAME,
+    AddFieldWithoutFieldName,
     AlreadyExists,
     Context,
     CreateTableOptions,
@@ -20,7 +22,7 @@ from airport_contracts import (
 )
 
 from ..catalog import CatalogSchema, MutableCatalog
-from ..names import in_another_case
+from ..names import in_another_case, same_name
 from ..wire.go_text import go_quote
 
 
@@ -46,6 +48,23 @@ def created_columns(schema: pa.Schema, opts: CreateTableOptions) -> pa.Schema:
         ],
         metadata=schema.metadata,
     )
+
+
+def fields_to_add(wanted: pa.Field, have: pa.DataType) -> list[pa.Field]:
+    """The fields add_field adds to a struct column of type have: those of wanted (the
+    column with the type it should have) that it lacks in any case. NotFound when the column
+    is not a struct; AddFieldWithoutFieldName when wanted is not one, which is what DuckDB's
+    Airport sends for ADD COLUMN s.f (deviation add_field_needs_the_struct)."""
+    if not pa.types.is_struct(have):
+        raise NotFound(f"{wanted.name!r} is not a struct column")
+    if not pa.types.is_struct(wanted.type):
+        raise AddFieldWithoutFieldName(column=go_quote(wanted.name), type=str(wanted.type))
+    present = [have.field(i).name for i in range(have.num_fields)]
+    return [
+        field
+        for field in (wanted.type.field(i) for i in range(wanted.type.num_fields))
+        if not any(same_name(field.name, name) for name in present)
+    ]
 
 
 def _marked_rowid(field: pa.Field) -> bool:

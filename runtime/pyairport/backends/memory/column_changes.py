@@ -30,6 +30,7 @@ from airport_contracts import (
 )
 
 from ...names import same_name
+from ..ddl_rules import fields_to_add
 
 DEFAULT_METADATA_KEY = b"default"
 """Field metadata holding a column's DEFAULT expression, as set_default records it."""
@@ -203,11 +204,7 @@ def add_field(column: pa.Schema, opts: AddFieldOptions) -> Change:
 
     def change(schema: pa.Schema, rows: pa.Table) -> tuple[pa.Schema, pa.Table]:
         index, fields = _struct_at(schema, [wanted.name])
-        have = fields[0].type
-        if not pa.types.is_struct(have) or not pa.types.is_struct(wanted.type):
-            raise NotFound(f"{wanted.name!r} is not a struct column")
-        new = [wanted.type.field(i) for i in range(wanted.type.num_fields)]
-        added = [f for f in new if have.get_field_index(f.name) < 0]
+        added = fields_to_add(wanted, fields[0].type)
         if not added:
             if opts.if_field_not_exists:
                 return schema, rows

@@ -37,6 +37,7 @@ from airport_contracts import (
 )
 
 from ...names import same_name
+from ..ddl_rules import fields_to_add
 from .ddl import (
     COLUMN_MAPPING,
     column_sql,
@@ -77,6 +78,17 @@ def _missing_ok(opts: Any) -> Iterator[None]:
     except NotFound:
         if not opts.ignore_not_found:
             raise
+
+
+def _only_adds_fields(have: pa.DataType, wanted: pa.DataType) -> bool:
+    """Whether wanted is the struct have with fields added after its own, which stay as
+    they are."""
+    if not pa.types.is_struct(have) or not pa.types.is_struct(wanted):
+        return False
+    kept = [wanted.field(i) for i in range(min(have.num_fields, wanted.num_fields))]
+    return wanted.num_fields > have.num_fields and kept == [
+        have.field(i) for i in range(have.num_fields)
+    ]
 
 
 def _delta_widens(spark: Any, held: str, wanted: str) -> bool:
@@ -225,6 +237,11 @@ class DeltaColumns:
                     f"Delta stores {field.name!r} or {field.type} as another type"
                     " (stored_types), whose type is not changed"
                 )
+            if _only_adds_fields(have.type, field.type):
+                # DuckDB's way to add a struct field (its ADD COLUMN s.f sends no field name:
+                # deviation add_field_needs_the_struct); Delta's is ADD COLUMNS s.f
+                self.add_field(ctx, column_schema, AddFieldOptions())
+                return
             wanted = spark_type(stored_field(field).type)
             if not pa.types.is_nested(have.type) and not pa.types.is_nested(field.type):
                 held = spark_type(stored_field(have).type)
@@ -287,14 +304,7 @@ class DeltaColumns:
     def add_field(self, ctx: Context, column_schema: pa.Schema, opts: AddFieldOptions) -> None:
         with _missing_ok(opts):
             wanted = column_schema.field(0)
-            have = self._user_field(wanted.name).type
-            if not pa.types.is_struct(have) or not pa.types.is_struct(wanted.type):
-                raise NotFound(f"{wanted.name!r} is not a struct column")
-            added = [
-                wanted.type.field(i)
-                for i in range(wanted.type.num_fields)
-                if have.get_field_index(wanted.type.field(i).name) < 0
-            ]
+            added = fields_to_add(wanted, self._user_field(wanted.name).type)
             if not added:
                 if opts.if_field_not_exists:
                     return
