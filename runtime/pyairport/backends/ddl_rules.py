@@ -103,10 +103,11 @@ def check_new_schema(catalog: MutableCatalog, ctx: Context, name: str) -> None:
 
 
 def check_new_table_name(schema: CatalogSchema, ctx: Context, old: str, new: str) -> None:
-    """AlreadyExists for a RENAME onto the name of another table of the schema, in any case
-    (a table may take its own name in another case)."""
-    names = [t.name() for t in schema.tables(ctx) if t.name() != old]
-    if new in names or in_another_case(new, names) is not None:
+    """AlreadyExists for a RENAME onto a table's name, its own included, or onto another
+    table's in another case (a table may take its own name in another case)."""
+    names = [t.name() for t in schema.tables(ctx)]
+    others = [name for name in names if name != old]
+    if new in names or in_another_case(new, others) is not None:
         raise AlreadyExists(f"table {new!r} already exists")
 
 
