@@ -107,10 +107,15 @@ def check_columns(schema: pa.Schema) -> None:
     check_distinct(schema)
 
 
-def same_name(name: str, other: str) -> bool:
-    """Whether two column or field names are one name to DuckDB and Delta, which take a name
+def name_key(name: str) -> str:
+    """What DuckDB and Delta know a schema, table, column or field name by: they take a name
     whatever its case (Spark compares them by Java's equalsIgnoreCase, not casefold)."""
-    return name.lower() == other.lower()
+    return name.lower()
+
+
+def same_name(name: str, other: str) -> bool:
+    """Whether two names are one name to DuckDB and Delta (name_key)."""
+    return name_key(name) == name_key(other)
 
 
 def in_another_case(name: str, names: Iterable[str]) -> str | None:
@@ -130,7 +135,7 @@ def check_distinct(schema: pa.Schema) -> None:
 def _check_distinct(fields: list[pa.Field]) -> None:
     seen: dict[str, str] = {}
     for each in fields:
-        key = each.name.lower()
+        key = name_key(each.name)
         if key in seen:
             raise NameInvalid(
                 kind="column",
