@@ -78,6 +78,9 @@ TABLE_ERRORS = {v.value for v in vocabulary.TableErrors}
 TYPE_KINDS = {"struct", "enum", "error_type", "sentinel"}
 DDL_TARGETS = {"catalog", "schema", "table"}
 DDL_ANSWERS = {"schema_contents", "flight_info", "none"}
+# How a DDL request field names an object that exists: a schema's or table's name, a column's,
+# a path of names into struct fields, or an Arrow schema whose one field is named by a column.
+EXISTING_KINDS = {"schema", "table", "column", "column_path", "column_schema"}
 NAME_KINDS = {"schema", "table", "column"}  # what the runtime's name rule checks
 ENCODINGS = {"json", "msgpack"}
 KEY_ORDERS = {"declared", "any"}
@@ -646,6 +649,10 @@ def _ddl_action(n: _Node) -> DdlAction:
     for r in n.nodes("required"):
         required.append((r.string("field"), r.string("error")))
         r.done()
+    existing = []
+    for e in n.nodes("existing"):
+        existing.append((e.string("kind"), e.string("field")))
+        e.done()
     action = DdlAction(
         name=n.string("name"),
         doc=n.string("doc"),
@@ -667,6 +674,7 @@ def _ddl_action(n: _Node) -> DdlAction:
         answer=n.string("answer"),
         client=_ddl_client(n.node("client")),
         bind=_ddl_binding(n.node("bind", required=False)),
+        existing=tuple(existing),
     )
     for key, value, allowed in (
         ("target", action.target, DDL_TARGETS),
@@ -1061,6 +1069,9 @@ def _check_references(c: Contract) -> None:
         for sentinel, error_id in d.sentinels:
             ref("sentinel", sentinel, sentinels, f"{path}.sentinels")
             ref("error", error_id, error_ids, f"{path}.sentinels.{sentinel}")
+        for j, (kind, field_name) in enumerate(d.existing):
+            ref("kind of existing name", kind, EXISTING_KINDS, f"{path}.existing[{j}].kind")
+            ref("field of the request", field_name, fields, f"{path}.existing[{j}].field")
         _check_ddl_binding(c, d, path, ref)
         _check_ddl_client(c, d, path, ref)
     for i, recorded in enumerate(c.recorded):

@@ -434,6 +434,9 @@ class DdlAction:
     answer: str  # schema_contents | flight_info | none
     client: DdlClient | None = None
     bind: DdlBinding | None = None  # None: the request needs the runtime's own binder
+    # The request fields that name an object the action finds (beyond its target's schema
+    # and table fields), by kind of name (EXISTING_KINDS): deviation names_any_case.
+    existing: tuple[tuple[str, str], ...] = ()  # (kind, request field)
 
 
 @dataclass(frozen=True)

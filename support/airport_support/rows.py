@@ -161,8 +161,9 @@ class DdlActionRow:
     and their errors, what is looked up (target: catalog, schema or table, named by
     schema_field and table_field), whether ignore_not_found makes a missing one a success,
     the capability (interface, unsupported) and its method, the error of each sentinel a
-    backend raises, the error of any other failure, the answer, and how the request becomes
-    the method's arguments where the contract says it (bind; else the runtime binds it)."""
+    backend raises, the error of any other failure, the answer, how the request becomes
+    the method's arguments where the contract says it (bind; else the runtime binds it), and
+    the fields naming other objects the action finds (existing: (kind, field) pairs)."""
 
     name: str
     doc: str
@@ -181,6 +182,7 @@ class DdlActionRow:
     failed: ErrorFactory
     answer: str
     bind: DdlBinding | None = None
+    existing: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -310,6 +310,17 @@ def test_a_ddl_binding_names_only_fields_of_the_request() -> None:
     assert message == f"ddl_actions[{index}].bind.args: unknown field of the request 'old'"
 
 
+def test_a_ddl_rows_existing_names_are_fields_of_known_kinds() -> None:
+    index = [row["name"] for row in _data()["ddl_actions"]].index("remove_column")
+    row = lambda d: _ddl_row(d, "remove_column")  # noqa: E731
+    message = _mutated(lambda d: row(d).update(existing=[{"kind": "view", "field": "name"}]))
+    assert message == (
+        f"ddl_actions[{index}].existing[0].kind: unknown kind of existing name 'view'"
+    )
+    message = _mutated(lambda d: row(d).update(existing=[{"kind": "column", "field": "col"}]))
+    assert message == f"ddl_actions[{index}].existing[0].field: unknown field of the request 'col'"
+
+
 def test_a_ddl_binding_passes_as_many_arguments_as_the_method_takes() -> None:
     index = [row["name"] for row in _data()["ddl_actions"]].index("set_default")
     message = _mutated(lambda d: _ddl_row(d, "set_default")["bind"].update(args=["column_name"]))

@@ -71,6 +71,46 @@ def test_a_schema_or_table_name_in_another_case_is_the_same(duck: Session) -> No
     assert duck.run("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'k'") == [("T",)]
 
 
+def test_ddl_finds_what_it_names_in_any_case(duck: Session) -> None:
+    """DuckDB takes a name whatever its case and sends a DDL statement's names as the user
+    typed them: each statement here was NOT_FOUND (`table "tmp" not found`) on a table DuckDB
+    lists as Tmp (deviation names_any_case)."""
+    duck.run('CREATE SCHEMA lake."Kase"')
+    duck.run(
+        'CREATE TABLE lake.Kase."Tmp" ("Name" INTEGER, "St" STRUCT("A" INTEGER), "V" INTEGER,'
+        ' "W" INTEGER)'
+    )
+    duck.run("INSERT INTO lake.kase.tmp VALUES (1, {'A': 2}, 3, 4)")
+    for statement in (
+        "ALTER TABLE lake.kase.tmp RENAME COLUMN name TO nm",
+        "ALTER TABLE lake.KASE.TMP ADD COLUMN x INTEGER",
+        "ALTER TABLE lake.kase.tmp DROP COLUMN X",
+        "ALTER TABLE lake.kase.tmp ALTER COLUMN NM TYPE BIGINT",
+        "ALTER TABLE lake.kase.tmp ALTER COLUMN v SET NOT NULL",
+        "ALTER TABLE lake.kase.tmp ALTER COLUMN v DROP NOT NULL",
+        "ALTER TABLE lake.kase.tmp ALTER COLUMN w SET DEFAULT 7",
+        "ALTER TABLE lake.kase.tmp RENAME COLUMN st.a TO c",
+        "ALTER TABLE lake.kase.tmp ALTER COLUMN st TYPE STRUCT(c INTEGER, d INTEGER)",
+        "ALTER TABLE lake.kase.tmp DROP COLUMN st.D",
+        "ALTER TABLE lake.kase.tmp RENAME TO t2",
+    ):
+        duck.run(statement)
+    assert [(c, t) for c, t, *_ in duck.run("DESCRIBE lake.kase.t2")] == [
+        ("nm", "BIGINT"),
+        ("St", "STRUCT(c INTEGER)"),
+        ("V", "INTEGER"),
+        ("W", "INTEGER"),
+    ]
+    duck.run("INSERT INTO lake.kase.t2 (nm) VALUES (5)")
+    assert duck.run("SELECT * FROM lake.kase.t2 ORDER BY nm") == [
+        (1, {"c": 2}, 3, 4),
+        (5, None, None, 7),
+    ]
+    duck.run("DROP TABLE lake.KASE.T2")
+    duck.run("DROP SCHEMA lake.kase")
+    assert duck.run("SELECT schema_name FROM duckdb_schemas() WHERE schema_name ILIKE 'kase'") == []
+
+
 def test_a_column_named_rowid_is_refused(duck: Session) -> None:
     """DuckDB lets a table have a column named rowid; the contract takes a field so named for
     the row id column the backend keeps itself, so such a CREATE TABLE made a table without

@@ -319,6 +319,42 @@ def test_listings_show_only_what_the_identity_may_read(team: Team, server: Airpo
         assert _databases(admin) == ["hr", "sales"]
 
 
+def test_a_ddl_name_in_another_case_finds_only_what_the_identity_may_read(
+    team: Team, server: AirportServer
+) -> None:
+    """DuckDB sends a DDL statement's names as typed (deviation names_any_case): one in
+    another case finds the schema only among those the identity may read, and the grants are
+    checked on the schema's own name. A schema the grants hide is not found so: its name in
+    another case is answered as a name nothing has."""
+    before = _state(server)
+    with _client(server, team, "analyst", "hr") as analyst:  # reads hr's dml_schema only
+        for schema, table in (("DML_SCHEMA", "USERS"), ("dml_schema", "Users")):
+            error = refusal(lambda s=schema, t=table: analyst.drop_table(s, t, catalog="hr"))
+            params = {
+                "identity": '"analyst"',
+                "right": "ddl",
+                "catalog": '"hr"',
+                "schema": '"dml_schema"',
+            }
+            assert_error_row("permission_denied", params, error.code, error.message)
+        hidden, nothing = SECRET_NAMES[0].upper(), "NO_SUCH_SCHEMA"
+        for schema in (hidden, nothing):
+            for call in (
+                lambda s=schema: analyst.drop_table(s, SECRET_NAMES[1], catalog="hr"),
+                lambda s=schema: analyst.drop_schema(s, catalog="hr"),
+            ):
+                error = refusal(call)
+                params = {**params, "schema": f'"{schema}"'}
+                assert_error_row("permission_denied", params, error.code, error.message)
+    assert _state(server) == before
+    with _client(server, team, "admin", "hr") as admin:
+        note = pa.field("note", pa.string())
+        admin.add_column(SECRET_NAMES[0].upper(), SECRET_NAMES[1].title(), note, catalog="hr")
+        admin.drop_table(SECRET_NAMES[0].title(), SECRET_NAMES[1].upper(), catalog="hr")
+        admin.drop_schema(SECRET_NAMES[0].upper(), catalog="hr")
+        assert SECRET_NAMES[0] not in {s.name for s in admin.list_schemas("hr")}
+
+
 def _databases(client: AirportClient) -> list[str]:
     info = client.stub.GetFlightInfo(
         flight_pb2.FlightDescriptor(type=flight_pb2.FlightDescriptor.PATH, path=["__databases"]),

@@ -13,7 +13,7 @@ import msgpack
 import pyarrow as pa
 import pytest
 
-from airport_contracts import TicketData, flight_pb2
+from airport_contracts import Context, TicketData, flight_pb2
 from pyairport.client import AirportClient, RemoteError
 from pyairport.client.remote_catalog import endpoints_request
 from pyairport.names import table_path
@@ -327,6 +327,37 @@ def test_schema_and_table_names_that_differ_only_in_case_are_one_name(lake: Runn
     assert _state(lake) == before
     client.rename_table(S, "u", "U")
     assert sorted(t.name for t in client.list_tables(S)) == ["U", "t"]
+
+
+def test_a_ddl_name_in_another_case_finds_the_one_object_so_named(lake: Running) -> None:
+    """DuckDB sends a DDL statement's names as the user typed them (deviation
+    names_any_case): each action finds its schema, table, column or struct field named in
+    another case (they were NOT_FOUND). Where two objects have the name in other cases (a
+    lake may hold such, made elsewhere) it finds neither: NOT_FOUND naming the name sent."""
+    from pyairport.backends.memory import memory_table
+
+    client, up = lake.client, S.upper()
+    client.add_column(up, "T", pa.field("y", pa.int64()))
+    client.rename_column(up, "T", "X", "x2")
+    client.set_not_null(up, "T", "Y")
+    client.drop_not_null(up, "T", "Y")
+    client.change_column_type(up, "T", pa.field("X2", pa.int64()))
+    client.rename_field(up, "T", ["S", "A"], "b")
+    client.remove_column(up, "T", "Y")
+    client.rename_table(up, "T", "u")
+    [table] = client.list_tables(S)
+    assert (table.name, table.arrow_schema.names) == ("u", ["x2", "s", "rowid"])
+    assert table.arrow_schema.field("s").type == pa.struct([("b", pa.int8())])
+    schema = lake.catalog.schema(Context.background(), S)
+    for name in ("Two", "TWO"):
+        schema.add(memory_table(name, ONE))
+    error = refusal(lambda: client.drop_table(up, "two"))
+    assert_error_row("ddl_table_not_found", {"table": '"two"'}, error.code, error.message)
+    client.drop_table(up, "U")
+    client.drop_table(up, "Two")
+    client.drop_table(up, "two")  # now the one so named
+    client.drop_schema(up)
+    assert S not in {schema.name for schema in client.list_schemas()}
 
 
 def test_a_column_named_rowid_is_refused_unless_marked_as_the_row_id(lake: Running) -> None:

@@ -12,6 +12,7 @@ without a bind map).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 from collections.abc import Callable, Mapping
@@ -55,7 +56,8 @@ from airport_support.rows import DdlActionRow, DdlBinding
 
 from ..access.audit import audit
 from ..access.grants import admit_schema
-from ..names import NameRefused, check_columns, check_name, refused
+from ..any_case import found_schema, found_table, with_found_names
+from ..names import NameRefused, check_columns, check_name, refused, same_name
 from ..wire.go_text import go_quote
 from .catalog_actions import check_catalog
 from .flight_infos import FlightInfos
@@ -76,6 +78,18 @@ class Bound:
     # checked (by kind), and the columns of a new table or column (their nested fields too).
     checked_names: tuple[tuple[str, str], ...] = ()
     new_columns: pa.Schema | None = None
+
+
+@dataclass(frozen=True)
+class Found:
+    """A DDL request with its names as the objects have them, and what it changes: its
+    schema and table when it targets one (else the catalog), and whether the request says
+    ignore_not_found."""
+
+    request: Any
+    schema: Schema | None
+    table: Table | None
+    ignoring: bool
 
 
 def _ipc_schema(data: bytes, error: Callable[..., AirportError]) -> pa.Schema:
@@ -104,12 +118,12 @@ def conversion_expression(expression: str, column: str) -> str:
     """The USING expression a type change asks for, or "" for a plain conversion of the
     column's values to the new type. DuckDB sends `CAST(col AS type)` when the statement has
     no USING (`ALTER t ALTER col TYPE BIGINT`), which is that plain conversion; the column
-    alone means the same."""
+    alone means the same (named as typed, in any case: deviation names_any_case)."""
     match = _PLAIN_CAST.fullmatch(expression)
     operand = match.group(1) if match else expression.strip()
     if operand.startswith('"') and operand.endswith('"'):
         operand = operand[1:-1].replace('""', '"')
-    return "" if operand == column else expression
+    return "" if same_name(operand, column) else expression
 
 
 class RequestBinders(DdlBinders):
@@ -225,14 +239,21 @@ class DdlActions:
                 ) from None
         where = (self.catalog_name, *_changed_object(row, request))
         try:
-            answer = self._serve(ctx, row, request)
+            found = self._find(ctx, row, request)
+            if found is None:  # a missing schema or table the request ignores
+                answer: list[bytes] = []
+            else:
+                where = (self.catalog_name, *_changed_object(row, found.request))
+                answer = self._run(ctx, row, found)
         except Exception as exc:
             audit(ctx, row.name, where, None, exc)
             raise
         audit(ctx, row.name, where, None)
         return answer
 
-    def _serve(self, ctx: Context, row: DdlActionRow, request: Any) -> list[bytes]:
+    def _find(self, ctx: Context, row: DdlActionRow, request: Any) -> Found | None:
+        """What the request changes, its names as the objects have them (any_case), or None
+        when its schema or table is missing and it says ignore_not_found."""
         catalog = self.tables.catalog
         check_catalog(catalog, getattr(request, row.catalog_field))  # type: ignore[arg-type]
         for field_name, error in row.required:
@@ -241,31 +262,42 @@ class DdlActions:
         ignoring = row.ignore_not_found and bool(getattr(request, "ignore_not_found", False))
         schema: Schema | None = None
         table: Table | None = None
-        target: Any = catalog
-        if row.target == "catalog":  # create_schema, drop_schema: the schema is the object
-            admit_schema(ctx, _changed_object(row, request)[0])
         if row.target in ("schema", "table"):
-            schema_name = getattr(request, row.schema_field)
+            typed = getattr(request, row.schema_field)
+            schema_name = found_schema(ctx, catalog, typed)
+            request = dataclasses.replace(request, **{row.schema_field: schema_name})
             schema = self.tables.schema(ctx, schema_name)
             if schema is None:
                 if ignoring:
-                    return []
-                raise DdlSchemaNotFound(schema=go_quote(schema_name))
-            target = schema
+                    return None
+                raise DdlSchemaNotFound(schema=go_quote(typed))
         if row.target == "table":
             assert schema is not None
-            table_name = getattr(request, row.table_field)
+            typed = getattr(request, row.table_field)
+            table_name = found_table(ctx, schema, typed)
+            request = dataclasses.replace(request, **{row.table_field: table_name})
             table = self.tables.table_in(ctx, schema, table_name)
             if table is None:
                 if ignoring:
-                    return []
-                raise DdlTableNotFound(table=go_quote(table_name))
-            target = table
+                    return None
+                raise DdlTableNotFound(table=go_quote(typed))
+        request = with_found_names(ctx, request, row.existing, schema, table, catalog)
+        if row.target == "catalog":  # create_schema, drop_schema: the schema is the object
+            admit_schema(ctx, _changed_object(row, request)[0])
+        return Found(request, schema, table, ignoring)
+
+    def _run(self, ctx: Context, row: DdlActionRow, found: Found) -> list[bytes]:
+        """Call the action's method on what it changes, and answer."""
+        target: Any = self.tables.catalog
+        if found.table is not None:
+            target = found.table
+        elif found.schema is not None:
+            target = found.schema
         if not implements(target, row.interface):
             raise row.unsupported()
         bind = binder(row)
         assert bind is not None  # require_implemented refused the contract at import
-        bound = bind(request)
+        bound = bind(found.request)
         for kind, name in bound.checked_names:
             check_name(kind, name)
         if bound.new_columns is not None:
@@ -279,7 +311,7 @@ class DdlActions:
         except Exception as exc:
             raise _mapped(row, bound, exc) from exc
         self._changed()
-        return self._answer(ctx, row, bound, schema, table, result, ignoring)
+        return self._answer(ctx, row, bound, found, result)
 
     def _changed(self) -> None:
         """DuckDB reloads its catalog when catalog_version moves (protocol §2.5)."""
@@ -288,23 +320,17 @@ class DdlActions:
             changed()
 
     def _answer(
-        self,
-        ctx: Context,
-        row: DdlActionRow,
-        bound: Bound,
-        schema: Schema | None,
-        table: Table | None,
-        result: Any,
-        ignoring: bool,
+        self, ctx: Context, row: DdlActionRow, bound: Bound, found: Found, result: Any
     ) -> list[bytes]:
         if row.answer == "none":
             return []
         if row.answer == "schema_contents":
             return [self._contents(ctx, result)]
+        schema, table = found.schema, found.table
         assert schema is not None
         if bound.renamed_to:
             table = self.tables.table_in(ctx, schema, bound.renamed_to, RenamedTableLookupFailed)
-            if table is None and ignoring:
+            if table is None and found.ignoring:
                 # ALTER TABLE IF EXISTS of a table that was not there renamed nothing: nothing
                 # to answer, as when its schema is missing (deviation
                 # rename_if_exists_answers_nothing)

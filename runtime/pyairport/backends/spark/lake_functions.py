@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from airport_contracts import Context, EngineUnavailable
 
+from ...any_case import found_schema, found_table
 from ...functions import (
     Parameter,
     PythonTableFunction,
@@ -119,10 +120,13 @@ class LakeFunctions:
                 f"{function}: name the table as schema.table, a name that holds a dot in"
                 f' double quotes ("eu.sales".orders), not {name!r}'
             )
-        schema_name, table_name = path
-        authorize_table_read(ctx, schema_name, table_name)
-        schema = self.backend.catalog.schema(ctx, schema_name)
-        table = schema.table(ctx, table_name) if schema is not None else None
+        catalog = self.backend.catalog
+        schema_name = found_schema(ctx, catalog, path[0])  # as DuckDB, whatever its case
+        authorize_table_read(ctx, schema_name, path[1])
+        schema = catalog.schema(ctx, schema_name)
+        table = None
+        if schema is not None:
+            table = schema.table(ctx, found_table(ctx, schema, path[1]))
         if not isinstance(table, SparkTable):
             raise ValueError(f"{function}: no Delta table {name!r} (name it as schema.table)")
         return table
