@@ -1,7 +1,7 @@
-"""The objects a DDL request names, found whatever the case they were typed in (deviation
-names_any_case): DuckDB takes a name whatever its case and sends a DDL statement's names as
-the user typed them (`DROP TABLE s.orders` of a table listed as Orders), while its scans and
-DML carry the names it listed.
+"""What a name typed in another case means (deviation names_any_case): DuckDB takes a name
+whatever its case and sends a DDL statement's names as the user typed them (`DROP TABLE
+s.orders` of a table listed as Orders), while its scans and DML carry the names it listed; a
+lake function's 'schema.table' argument is typed text too.
 
 Each name is kept when an object has it exactly; else it becomes the name of the one object
 that has it in another case; else it stays as typed, and the lookup proper answers for it
