@@ -21,7 +21,7 @@ import pyarrow as pa
 from airport_contracts import Context, Schema, Table
 
 from .access.grants import readable
-from .names import name_problem, same_name
+from .names import name_problem, others_in_another_case
 
 
 class Schemas(Protocol):
@@ -99,7 +99,7 @@ def found_column_schema(columns: pa.Schema, data: bytes) -> bytes:
 
 def _one_other(name: str, names: Sequence[str]) -> str:
     """The one of names that is name in another case, else name (none, or two or more)."""
-    others = [other for other in names if other != name and same_name(other, name)]
+    others = others_in_another_case(name, names)
     return others[0] if len(others) == 1 else name
 
 

@@ -122,7 +122,13 @@ def in_another_case(name: str, names: Iterable[str]) -> str | None:
     """The one of names that is name in another case, or None: a schema, table or column so
     named beside name would be the same one to DuckDB, which lists one and hides the other
     (a table "T" beside t took the statements sent to t)."""
-    return next((other for other in names if other != name and same_name(other, name)), None)
+    others = others_in_another_case(name, names)
+    return others[0] if others else None
+
+
+def others_in_another_case(name: str, names: Iterable[str]) -> list[str]:
+    """Those of names that are name in another case."""
+    return [other for other in names if other != name and same_name(other, name)]
 
 
 def check_distinct(schema: pa.Schema) -> None:
