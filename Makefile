@@ -173,6 +173,7 @@ bench: $(STAMP) jars $(DUCKDB_EXTENSION)
 	$(PY) bench/data_plane_floor.py
 	$(PY) bench/tpch_q1_floor.py
 	$(PY) bench/tpch.py --scale 1 --dml
+	$(PY) bench/bulk_load.py
 	$(PY) bench/functions.py
 	$(PY) bench/spark.py
 	$(PY) bench/vs_go.py

@@ -200,6 +200,34 @@ def test_duckdb_client_benchmark_prints_every_server_beside_duckdb() -> None:
 
 @pytest.mark.duckdb
 @pytest.mark.spark
+def test_bulk_load_benchmark_prints_both_loads_their_ratio_and_the_servers_memory() -> None:
+    """DuckDB copying a small TPC-H lineitem into the lake through pyairport, beside Spark
+    loading the same rows from Parquet; the script exits non-zero where a copy's count or
+    sum differs from DuckDB's."""
+    from tests.duckdb import extension
+
+    try:
+        extension.locate()
+    except extension.Unavailable as why:
+        pytest.skip(f"DuckDB tier skipped: {why}")
+    run = subprocess.run(
+        [sys.executable, str(BENCH.parent / "bulk_load.py"), "--scale", "0.01", "--repeats", "1"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert run.returncode == 0, run.stderr
+    out = run.stdout
+    assert "TPC-H SF 0.01 lineitem (60,175 rows), best of 1" in out, out
+    assert re.search(r"^  Spark from Parquet \(baseline\)\s+\d+\.\d\d s$", out, re.M), out
+    assert re.search(r"^  DuckDB through pyairport\s+\d+\.\d\d s\s+ratio \d+\.\d\d$", out, re.M), (
+        out
+    )
+    assert re.search(r"^  server peak RSS: Python [1-9]\d* MiB, JVM [1-9]\d* MiB$", out, re.M)
+
+
+@pytest.mark.duckdb
+@pytest.mark.spark
 def test_duckdb_lake_benchmark_prints_every_query_beside_delta_scan() -> None:
     """DuckDB reading a small Delta table through pyairport (and with --delta-scan-refs) and
     with its own delta_scan: each query's times and ratios (no answer differs), an earlier

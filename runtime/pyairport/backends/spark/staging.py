@@ -13,6 +13,12 @@ import pyarrow.parquet as pq
 
 STAGE_FILE_ROWS = 65_536  # staged INSERT rows per parquet file (DuckDB sends 2048 at a time)
 
+# A staged file is written once and read once, whole, by Spark's INSERT … SELECT: encoding it
+# (compression, dictionaries, statistics) costs both sides and saves only disk, where the
+# files hold about the rows' Arrow size until the statement ends (docs/benchmarks.md,
+# bulk_load.py: a third of a large load's time).
+STAGE_FILE_OPTIONS = {"compression": "NONE", "use_dictionary": False, "write_statistics": False}
+
 
 @dataclass
 class Pending:
@@ -37,7 +43,9 @@ def flush(pending: Pending) -> None:
         return
     pending.directory.mkdir(parents=True, exist_ok=True)
     pq.write_table(
-        pa.Table.from_batches(pending.buffer), pending.directory / f"{pending.files:06d}.parquet"
+        pa.Table.from_batches(pending.buffer),
+        pending.directory / f"{pending.files:06d}.parquet",
+        **STAGE_FILE_OPTIONS,
     )
     pending.files += 1
     pending.buffer, pending.buffered_rows = [], 0
