@@ -16,7 +16,7 @@ STAGE_FILE_ROWS = 65_536  # staged INSERT rows per parquet file (DuckDB sends 20
 # A staged file is written once and read once, whole, by Spark's INSERT … SELECT: encoding it
 # (compression, dictionaries, statistics) costs both sides and saves only disk, where the
 # files hold about the rows' Arrow size until the statement ends (docs/benchmarks.md,
-# bulk_load.py: a third of a large load's time).
+# bulk_load.py: a quarter of a large load's time).
 STAGE_FILE_OPTIONS = {"compression": "NONE", "use_dictionary": False, "write_statistics": False}
 
 
