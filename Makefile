@@ -121,8 +121,10 @@ test: prereqs
 	@mkdir -p .cache; $(MAKE) -s -j2 test-main test-python-beside; status=$$?; \
 	cat .cache/test-python.log; exit $$status
 
+# --durations: the slowest tests, where CI's time (limit 70 minutes) is to be won back.
 test-main:
-	$(if $(wildcard $(DUCKDB_AIRPORT)/build.sh),PYAIRPORT_REQUIRE_DUCKDB=1) $(BIN)/pytest -q
+	$(if $(wildcard $(DUCKDB_AIRPORT)/build.sh),PYAIRPORT_REQUIRE_DUCKDB=1) $(BIN)/pytest -q \
+		--durations=25
 
 test-python-beside:
 	@nice -n 5 $(MAKE) -s -j1 test-python > .cache/test-python.log 2>&1

@@ -80,6 +80,13 @@ WRAPPED_CONSTRAINT = (
             "read <path> failed",
             False,
         ),
+        (  # a Spark Connect call that failed without Spark's error: gRPC's own rendering
+            "<_MultiThreadedRendezvous of RPC that terminated with:\n\tstatus ="
+            ' StatusCode.UNKNOWN\n\tdetails = "Java heap space"\n\tdebug_error_string ='
+            ' "UNKNOWN:Error received from peer ipv4:10.0.0.7:15002 {grpc_status:2}"\n>',
+            "Java heap space",
+            False,
+        ),
     ],
 )
 def test_one_line_of_a_spark_failure(text: str, line: str, clients: bool) -> None:

@@ -24,7 +24,6 @@ from typing import Any, TypeVar
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from airport_contracts import Context, ScanFailed
 
@@ -37,6 +36,7 @@ from .lake import Lake
 from .layout import ROWID, Layout
 from .partition_stream import collected
 from .scans import log_version
+from .sent_rows import sent_rows
 from .sql import affected, quote, sql_literal
 from .staging import Pending, flush, update_frame
 
@@ -71,18 +71,21 @@ SKIPPED_SHARE = 0.25
 
 
 class DeltaChanges:
-    """The row changes of one table. label: its name for messages (schema.table); layout:
-    its layout as it is now; files_at: what reading a version's files one by one needs,
-    where delta-rs reads that version (file_parts), else None."""
+    """The row changes of one table. schema_name: the schema it is in; label: its name for
+    messages (schema.table); layout: its layout as it is now; files_at: what reading a
+    version's files one by one needs, where delta-rs reads that version (file_parts), else
+    None."""
 
     def __init__(
         self,
         lake: Lake,
+        schema_name: str,
         label: str,
         layout: Callable[[], Layout],
         files_at: Callable[[int], file_parts.PartFiles | None],
     ) -> None:
         self._lake = lake
+        self._schema_name = schema_name
         self._label = label
         self._layout = layout
         self._files_at = files_at
@@ -234,17 +237,15 @@ class DeltaChanges:
         columns land where Spark puts them; generated and identity columns no row set are
         Delta's to fill): a blind append, whose rowids are this process's alone (its claimed
         blocks: rowid_claims.py)."""
-        if self._lake.shares_files:
-            source, view = f"parquet.{quote(str(pending.directory))}", None
-        else:  # a remote Spark Connect server cannot read our files: send the rows
-            view = self._lake.view(pq.read_table(pending.directory))
-            source = view
         listed = ", ".join(quote(n) for n in self._written(pending))
-        try:
-            self._lake.spark.sql(f"INSERT INTO {self.fqn} ({listed}) SELECT {listed} FROM {source}")
-        finally:
-            if view is not None:
-                self._lake.drop_view(view)
+        insert = f"INSERT INTO {self.fqn} ({listed}) SELECT {listed} FROM "
+        if self._lake.shares_files:
+            self._lake.spark.sql(insert + f"parquet.{quote(str(pending.directory))}")
+            return
+        # a remote Spark Connect server cannot read our files: the rows are sent
+        with sent_rows(self._lake, self._schema_name, pending.directory) as source:
+            if source is not None:
+                self._lake.spark.sql(insert + source)
 
     def _written(self, pending: Pending) -> list[str]:
         """The columns an INSERT sets: all but the generated and identity columns no row set."""

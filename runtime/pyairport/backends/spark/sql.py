@@ -157,11 +157,20 @@ _PY4J_CALL = "An error occurred while calling "
 _JAVA_CAUSE = re.compile(r"^(?:Caused by)?: (?:[a-z_$][\w$]*\.)+([\w$]+)(?:: (.*))?$", re.MULTILINE)
 
 
+# A Spark Connect call that failed without an error of Spark's (its server out of memory, a
+# message over gRPC's limit) is told in gRPC's own rendering of the call, whose first line says
+# nothing: "<_MultiThreadedRendezvous of RPC that terminated with:" … `details = "…"`.
+_GRPC_DETAILS = re.compile(r'^<_\w+ of RPC that terminated with:.*?\bdetails = "(.*?)"\n', re.S)
+
+
 def one_line(exc: BaseException, limit: int = 300) -> str:
     """The line of a Spark failure that says what happened (the one naming its error class;
     where none is named, the innermost Java cause's message), without the plan, the stack or
     the JVM's frames around it (those go to the server's log)."""
     text = str(exc).strip()
+    rendered = _GRPC_DETAILS.match(text)
+    if rendered:
+        text = rendered.group(1)
     named = error_class(exc)
     if named:
         text = text[text.index("[" + named) :]

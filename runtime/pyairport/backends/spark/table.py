@@ -97,6 +97,7 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
         self.statistics_memo = StatisticsMemo()
         self.changes = DeltaChanges(
             backend,
+            schema_name,
             self._label,
             lambda: self.layout,
             self._files_at,
