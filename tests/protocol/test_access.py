@@ -6,6 +6,7 @@ the contract's code and message, change nothing, and never name what another cat
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -182,6 +183,13 @@ def _jwt_without_exp(team: Team) -> str:
     return jwt.encode(
         {"sub": "admin", "iss": ISSUER, "aud": AUDIENCE}, team.jwt_key, algorithm="EdDSA"
     )
+
+
+def _audit_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """The audit lines logged, each without its time (checked: the call's seconds so far)."""
+    lines = [r.getMessage() for r in caplog.records if r.name == "pyairport.audit"]
+    assert all(re.search(r" took=\d+\.\d{3}s$", line) for line in lines), lines
+    return [line.rsplit(" took=", 1)[0] for line in lines]
 
 
 def test_every_call_without_an_accepted_token_is_unauthenticated(
@@ -410,8 +418,7 @@ def test_the_identity_reaches_table_code_and_every_log_line(
         )
         refusal(lambda: writer.insert("batch_schema", "users", ROWS))
     assert seen == ["writer"]
-    audit = [r for r in caplog.records if r.name == "pyairport.audit"]
-    assert [r.getMessage() for r in audit] == [
+    assert _audit_lines(caplog) == [
         'writer insert "sales"."dml_schema"."users" rows=1 ok',
         'writer insert "sales"."batch_schema"."users" rows=- failed PERMISSION_DENIED',
     ]
@@ -473,7 +480,7 @@ def test_every_dml_protocol_writes_its_audit_line(
         admin.put_insert("dml_schema", "users", ROWS)
         rowid = admin.scan("dml_schema", "users", ["rowid"]).read_all()["rowid"][0].as_py()
         admin.action_delete("dml_schema", "users", [rowid])
-    assert [r.getMessage() for r in caplog.records if r.name == "pyairport.audit"] == [
+    assert _audit_lines(caplog) == [
         'admin insert "sales"."dml_schema"."users" rows=1 ok',
         'admin insert "sales"."dml_schema"."users" rows=1 ok',
         'admin delete "sales"."dml_schema"."users" rows=1 ok',

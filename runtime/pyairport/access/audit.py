@@ -1,11 +1,13 @@
 """The audit trail: one line per DML or DDL statement on the `pyairport.audit` logger — who
 (the call's identity), what (the operation), where ("catalog"."schema"."table"), how many
-rows it changed and how it ended (ok, or failed with the gRPC status the client got). The
-call's observer (the server's metrics) hears of the same statement, without the identity."""
+rows it changed, how it ended (ok, or failed with the gRPC status the client got) and how long
+its call had run by then (receiving the client's rows included). The call's observer (the
+server's metrics) hears of the same statement, without the identity."""
 
 from __future__ import annotations
 
 import logging
+import time
 
 from airport_contracts import AirportError, Context, StatusCode, identity_from_context
 
@@ -13,6 +15,13 @@ from ..observers import observer_from_context
 from ..wire.go_text import go_quote
 
 log = logging.getLogger("pyairport.audit")
+
+_STARTED = "pyairport.call_started"  # the key the call's start (perf_counter) is kept under
+
+
+def with_call_start(ctx: Context) -> Context:
+    """ctx noting that its call starts now: its statements' audit lines give their time."""
+    return ctx.with_value(_STARTED, time.perf_counter())
 
 
 def audit(
@@ -34,7 +43,9 @@ def audit(
     else:
         outcome = "failed INTERNAL"
     changed = "-" if rows is None else str(rows)
-    log.info("%s %s %s rows=%s %s", identity, operation, target, changed, outcome)
+    started: float | None = ctx.value(_STARTED)
+    took = "-" if started is None else f"{time.perf_counter() - started:.3f}s"
+    log.info("%s %s %s rows=%s %s took=%s", identity, operation, target, changed, outcome, took)
     observer = observer_from_context(ctx)
     if observer is not None:
         observer.statement(operation, where, rows, error, nbytes)

@@ -30,6 +30,7 @@ from airport_contracts import (
 from airport_contracts.dispatch import PROTOCOLS
 from airport_contracts.vocabulary import Protocol
 
+from ..access.audit import with_call_start
 from ..access.gate import Access
 from ..access.tokens import AUTHORIZATION_HEADER
 from ..dispatch import (
@@ -142,7 +143,7 @@ class FlightService(flight_pb2_grpc.FlightServiceServicer):
             _PROTOCOL_OF.get(rpc, Protocol.GETFLIGHTINFO), headers, AUTHORIZATION_HEADER
         )
         call_log.serving("-", meta.trace_id, meta.session_id)
-        ctx = with_context_meta(ctx, meta)
+        ctx = with_call_start(with_context_meta(ctx, meta))
         if self.metrics is not None:
             ctx = with_observer(ctx, self.metrics)
         ctx = self.access.admit(ctx)
