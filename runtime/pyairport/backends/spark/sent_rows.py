@@ -26,7 +26,8 @@ from .lake import Lake
 # The most bytes of rows one statement sends: half Spark Connect's default cache threshold, so
 # that a group always travels inline in its plan and is gone with the statement.
 SENT_BYTES = 32 * 1024 * 1024
-READ_ROWS = 2048  # rows read from a staged file at a time (a group passes SENT_BYTES by one)
+# Rows read from a staged file at a time: a group is over SENT_BYTES only when one batch is.
+READ_ROWS = 2048
 
 # The work table's column names are the target's, which Delta takes only with column mapping
 # when they hold a space or one of ",;{}()=" (a table served may have such names).
