@@ -5,6 +5,7 @@ in one commit, and the work table is gone after, whatever happened."""
 from __future__ import annotations
 
 import contextlib
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,21 +29,25 @@ MAPPED = "TBLPROPERTIES ('delta.columnMapping.mode' = 'name')"
 
 @contextlib.contextmanager
 def _remote(
-    spark: Any, lake: Path, monkeypatch: pytest.MonkeyPatch
+    spark: Any, lake: Path | None, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[tuple[AirportClient, list[int]]]:
     """A client of the lake served as through a Connect server on another host, with staged
-    files of 500 rows and sent groups of about 20 kB; the rows of each group sent."""
+    files of 500 rows and sent groups of about 20 kB (lake None: the session's catalog); the rows of each group sent (each sent
+    while the work table is noted for a server killed mid-statement: work_tables.py)."""
     from pyairport.backends.spark import SparkBackend, sent_rows, table
 
     monkeypatch.setattr(table, "STAGE_FILE_ROWS", 500)
     monkeypatch.setattr(sent_rows, "SENT_BYTES", 20_000)
     monkeypatch.setattr(sent_rows, "READ_ROWS", 100)
-    backend = SparkBackend(spark, lake, remote="sc://spark.example:15002")
+    backend = SparkBackend(
+        spark, lake, remote="sc://spark.example:15002", session_catalog=lake is None
+    )
     assert not backend.shares_files
     groups: list[int] = []
     view = backend.view
 
     def counted(data: pa.Table) -> str:
+        assert len(list(backend.staging.glob("work-pyairport_ddl_rows_*.json"))) == 1
         groups.append(data.num_rows)
         return view(data)
 
@@ -52,6 +57,7 @@ def _remote(
     client = AirportClient(server.location)
     try:
         yield client, groups
+        assert not list(backend.staging.glob("work-*.json"))  # settled
     finally:
         client.close()
         server.stop(0)
@@ -124,3 +130,27 @@ def test_a_refused_insert_sent_to_a_remote_spark_changes_nothing_and_leaves_no_w
     assert _versions(spark, ident) == before
     assert len(groups) > 1  # the rows had reached the work table before the target refused
     assert _work_left(lake) == []
+
+
+def test_an_insert_sent_to_a_remote_spark_lands_in_a_table_of_its_catalog(
+    spark_connect_backend: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same with the tables of the Connect server's catalog (--spark-catalog): the work
+    table is made in the target's database, by name."""
+    spark = spark_connect_backend.spark
+    database = f"sent_{uuid.uuid4().hex[:8]}"
+    ident = f"{database}.wide"
+    spark.sql(f"CREATE DATABASE {database}")
+    try:
+        spark.sql(f"CREATE TABLE {ident} ({COLUMNS}) USING delta {MAPPED}")
+        sent = _rows(3_000)
+        with _remote(spark, None, monkeypatch) as (client, groups):
+            assert client.insert(database, "wide", sent).total_changed == 3_000
+        landed = spark.sql(f"SELECT * FROM {ident} ORDER BY id").toArrow()
+        assert landed.to_pylist() == sent.to_pylist()
+        assert _versions(spark, ident) == 2  # made, then one commit
+        assert len(groups) > 3
+        tables = [r["tableName"] for r in spark.sql(f"SHOW TABLES IN {database}").collect()]
+        assert tables == ["wide"]
+    finally:
+        spark.sql(f"DROP DATABASE {database} CASCADE")

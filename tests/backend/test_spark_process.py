@@ -116,7 +116,7 @@ def test_sigkill_mid_insert_leaves_the_last_commit_and_a_writable_table(tmp_path
     try:
         with AirportClient(location) as client:
             assert client.insert("dml_schema", "users", _users(1, 500)).total_changed == 1
-        from pyairport.backends.spark.backend import STAGING_ROOT
+        from pyairport.backends.spark.staging_folders import STAGING_ROOT
 
         assert not list(STAGING_ROOT.glob(f"{killed}-*")), "the killed server's staging stays"
         assert not (warehouse / ".pyairport-staging").exists()  # nothing staged in the lake

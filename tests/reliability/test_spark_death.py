@@ -99,7 +99,7 @@ def _watch(location: str, seen: list[str]) -> threading.Thread:
 
 
 def test_a_dead_jvm_fails_the_statement_unavailable_and_the_server_exits(tmp_path: Path) -> None:
-    from pyairport.backends.spark.backend import STAGING_ROOT
+    from pyairport.backends.spark.staging_folders import STAGING_ROOT
 
     warehouse = tmp_path / "lake"
     process, location = _serve(warehouse)

@@ -13,8 +13,6 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import shutil
-import tempfile
 import threading
 import uuid
 from collections.abc import Sequence
@@ -45,7 +43,9 @@ from .layout import (
 from .layouts import Layouts
 from .session import is_connect
 from .sql import path_ident, quote, string_token
+from .staging_folders import dead_stagings, fresh_staging
 from .table import SparkTable
+from .work_tables import settle_left
 
 ID_FROM_ROWID_PROPERTY = "pyairport.id_from_rowid"
 # Spark takes a "comment" property as the table comment and leaves it out of SHOW TBLPROPERTIES.
@@ -93,15 +93,28 @@ class SparkBackend:
         self.session_catalog = session_catalog
         self.enable_row_tracking = enable_row_tracking
         self.delta_scan_refs = delta_scan_refs
+        self.place = (
+            f"warehouse {self.warehouse}"
+            if not session_catalog
+            else f"session catalog {spark.conf.get('spark.sql.warehouse.dir')}"
+        )
         self.staging = staging or fresh_staging()
         self.staging.mkdir(parents=True, exist_ok=True)
         self.catalog = SparkCatalog(self)
         self._lock = threading.Lock()
         self._schema_folders: dict[str, Path] = {}  # as found in the warehouse
         self._discover()
+        if staging is None:  # a server's own folder: settle what dead servers left
+            left = dead_stagings()
+            for folder in left:
+                settle_left(self, folder)
+            if left:
+                self._discover()  # a table put back is served again
 
     def close(self) -> None:
-        shutil.rmtree(self.staging, ignore_errors=True)
+        """Remove the staging folder; a work table that could not be settled keeps its note
+        there, for the next server on this host to settle."""
+        settle_left(self, self.staging)
 
     def serve_lake_functions(self, schema_name: str = LAKE_FUNCTIONS_SCHEMA) -> None:
         """Serve the lake's table functions (history, table_changes: lake_functions.py) in
@@ -262,7 +275,7 @@ class SparkBackend:
             if existing is not None:
                 return existing  # type: ignore[return-value]
             ident = self._ident(schema_name, table_name)
-            if not self._exists(schema_name, table_name):
+            if not self.exists(schema_name, table_name):
                 properties = {
                     **CREATED_TABLE_PROPERTIES,
                     COMMENT_PROPERTY: comment,
@@ -284,7 +297,7 @@ class SparkBackend:
                 schema_name, table_name, self._read_layout(schema_name, table_name, ident)
             )
 
-    def _exists(self, schema_name: str, table_name: str) -> bool:
+    def exists(self, schema_name: str, table_name: str) -> bool:
         if self.session_catalog:
             return bool(self.spark.catalog.tableExists(table_name, schema_name))
         return (self._location(schema_name, table_name) / "_delta_log").exists()
@@ -396,31 +409,6 @@ def _served_name(folder: str) -> str | None:
     """name_of, remembered: the same folders are named on every look (a warehouse's worth;
     a folder name is at most 255 bytes, so the memory this keeps stays about a megabyte)."""
     return name_of(folder)
-
-
-STAGING_ROOT = Path(tempfile.gettempdir()) / "pyairport-staging"
-
-
-def fresh_staging() -> Path:
-    """A staging folder of this process's own under STAGING_ROOT (named by its pid). Folders
-    of servers that died (killed mid-statement) are removed: what they staged never
-    committed."""
-    STAGING_ROOT.mkdir(parents=True, exist_ok=True)
-    for folder in STAGING_ROOT.iterdir():
-        pid = folder.name.partition("-")[0]
-        if pid.isdigit() and not _alive(int(pid)):
-            shutil.rmtree(folder, ignore_errors=True)
-    return Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=STAGING_ROOT))
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's
-        return True
-    return True
 
 
 def _is_loopback(url: str | None) -> bool:

@@ -7,11 +7,9 @@ reason, in one line. A table's column changes: column_ddl.py.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import shutil
-import uuid
 from typing import Any
 
 import pyarrow as pa
@@ -40,7 +38,7 @@ from ..ddl_rules import (
     other_case_kept,
 )
 from .client_expressions import refusal, spark_expression
-from .folders import WORK_PREFIX, check_storable
+from .folders import check_storable
 from .lake import Lake
 from .layout import CREATED_TABLE_PROPERTIES, MAPPING_MODE, ROW_TRACKING, ROWID
 from .session import SPARK_STOPPED, engine_lost, is_connect
@@ -51,6 +49,7 @@ from .stored_types import (
     property_value,
     stored_field,
 )
+from .work_tables import WorkTable, forget, note, settle
 
 COLUMN_MAPPING = {
     MAPPING_MODE: "name",
@@ -258,8 +257,9 @@ class SparkSchema(CatalogSchema):
             raise DeltaRefused("a Delta table needs at least one column")
         # Made under a name of its own, its constraints added, then moved into place: a
         # failure on the way leaves the schema as it was (the old table too, for REPLACE).
-        building = f"{WORK_PREFIX}new_{uuid.uuid4().hex[:12]}"
-        ident = backend.ident_for(self.name(), building)
+        # Both work tables are noted (work_tables.py) for a server killed on the way.
+        building = note(backend, "new", self.name())
+        ident = backend.ident_for(self.name(), building.name)
         backend.prepare_schema(self.name())
         try:
             run(
@@ -274,18 +274,31 @@ class SparkSchema(CatalogSchema):
                     f" CHECK ({check_expression(backend.spark, check)})",
                 )
             if existing is not None:
-                replaced = f"{WORK_PREFIX}old_{uuid.uuid4().hex[:12]}"
-                backend.move_table(self.name(), name, replaced)
-                self.drop(name)
-                final = backend.move_table(self.name(), building, name)
-                backend.remove_table(self.name(), replaced)
+                final = self._replace(name, building)
             else:
-                final = backend.move_table(self.name(), building, name)
+                final = backend.move_table(self.name(), building.name, name)
         except BaseException:
-            with contextlib.suppress(Exception):
-                backend.remove_table(self.name(), building)
+            settle(backend, building)
             raise
+        forget(backend, building)
         return backend.open_table(self.name(), name, final)
+
+    def _replace(self, name: str, building: WorkTable) -> str:
+        """Move the table built into name's place; the old table is set aside until then, and
+        put back if the move fails."""
+        backend = self.backend
+        aside = note(backend, "old", self.name(), replaces=name)
+        try:
+            backend.move_table(self.name(), name, aside.name)
+            self.drop(name)
+            final = backend.move_table(self.name(), building.name, name)
+        except BaseException:
+            settle(backend, aside)  # back under its name, served again
+            if self.table(Context.background(), name) is None and backend.exists(self.name(), name):
+                backend.open_table(self.name(), name, backend.ident_for(self.name(), name))
+            raise
+        settle(backend, aside)
+        return final
 
     def drop_table(self, ctx: Context, name: str, opts: DropTableOptions) -> None:
         if self.table(ctx, name) is None:

@@ -23,7 +23,11 @@ class Lake(Protocol):
     shares_files: bool
     """Whether Spark reads this process's files by path (classic, or Connect on loopback)."""
     staging: Path
-    """Where statements stage the rows they send to Spark (never the warehouse)."""
+    """Where statements stage the rows they send to Spark (never the warehouse), and note the
+    work tables they make (work_tables.py)."""
+    place: str
+    """Which lake this is (its warehouse folder, or the session catalog's), for the notes a
+    later server on this host reads."""
     layouts: Layouts
     """How tables' layouts are read (kept by shape for tables named by folder)."""
 
@@ -44,6 +48,8 @@ class Lake(Protocol):
     def remove_schema(self, schema_name: str) -> None: ...
 
     def open_table(self, schema_name: str, table_name: str, ident: str) -> Table: ...
+
+    def exists(self, schema_name: str, table_name: str) -> bool: ...
 
     def remove_table(self, schema_name: str, table_name: str) -> None: ...
 

@@ -7,21 +7,21 @@ whole statement would hold every row in this process and, past the session's cac
 files are read a group of batches at a time, and each group is appended to a work table beside
 the target (a Delta table named with the server's own prefix: no listing shows it, no client
 name can be it). The target then takes all the rows in one INSERT … SELECT, one commit, and
-the work table is removed whatever happened.
+the work table is removed whatever happened (work_tables.py: by the next server on this host
+when this one is killed mid-statement).
 """
 
 from __future__ import annotations
 
 import contextlib
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .folders import WORK_PREFIX
 from .lake import Lake
+from .work_tables import note, settle
 
 # The most bytes of rows one statement sends: half Spark Connect's default cache threshold, so
 # that a group always travels inline in its plan and is gone with the statement.
@@ -38,8 +38,8 @@ WORK_PROPERTIES = "TBLPROPERTIES ('delta.columnMapping.mode' = 'name')"
 def sent_rows(lake: Lake, schema_name: str, directory: Path) -> Iterator[str | None]:
     """The SQL name of a work table in schema_name holding the rows of directory's staged
     files, while the block runs (None: the files hold no row)."""
-    work = f"{WORK_PREFIX}rows_{uuid.uuid4().hex[:12]}"
-    ident = lake.ident_for(schema_name, work)
+    work = note(lake, "rows", schema_name)
+    ident = lake.ident_for(schema_name, work.name)
     started = False
     try:
         for group in _groups(sorted(directory.glob("*.parquet"))):
@@ -57,9 +57,7 @@ def sent_rows(lake: Lake, schema_name: str, directory: Path) -> Iterator[str | N
                 lake.drop_view(view)
         yield ident if started else None
     finally:
-        if started:
-            with contextlib.suppress(Exception):  # the statement's own error is the one to tell
-                lake.remove_table(schema_name, work)
+        settle(lake, work)  # never raises: the statement's own error is the one to tell
 
 
 def _groups(files: list[Path]) -> Iterator[pa.Table]:
