@@ -18,7 +18,12 @@ import pyarrow as pa
 import pytest
 
 from airport_contracts import Context
-from pyairport.backends.spark.staging_folders import STAGING_ROOT, _owner_gone, _started
+from pyairport.backends.spark.staging_folders import (
+    STAGING_ROOT,
+    _owner_gone,
+    _started,
+    dead_stagings,
+)
 from pyairport.backends.spark.work_tables import note
 from pyairport.client import AirportClient, RemoteError
 from pyairport.server import AirportServer, ServerConfig
@@ -41,6 +46,22 @@ def test_a_staging_folder_is_a_dead_servers_by_its_pid_and_start_time() -> None:
     assert _owner_gone(f"{_dead_pid()}-{started}-abc_1")
     assert not _owner_gone(f"{me}-abc_1")  # a folder of an older server: its pid is all it has
     assert not _owner_gone("lost+found")
+
+
+def test_a_dead_servers_folder_of_another_user_is_not_this_servers_to_settle() -> None:
+    """STAGING_ROOT is in the host's shared temporary folder: anyone may make a folder there
+    that looks like a dead server's, to have this server act on notes of theirs."""
+    if os.getuid() != 0:
+        pytest.skip("making a folder of another user needs root")
+    folder = STAGING_ROOT / f"{_dead_pid()}-1-theirs"
+    folder.mkdir(parents=True)
+    try:
+        os.chown(folder, 65534, 65534)
+        assert folder not in dead_stagings()
+        os.chown(folder, os.getuid(), os.getgid())
+        assert folder in dead_stagings()
+    finally:
+        shutil.rmtree(folder)
 
 
 def _table(spark: Any, lake: Path, schema: str, name: str, ids: list[int]) -> None:
@@ -76,6 +97,9 @@ def test_a_server_started_after_one_was_killed_settles_the_work_tables_it_left(
     (dead / "statement-1").mkdir()
     (dead / "statement-1" / "rows-0.parquet").write_bytes(b"staged")
     other = note(SimpleNamespace(staging=dead, place="warehouse /elsewhere"), "rows", "x")
+    # planted by someone who wants t gone: a note names only a work table
+    planted = {"lake": killed.place, "schema": "sales", "name": "t", "replaces": None}
+    (dead / "work-planted.json").write_text(json.dumps(planted))
     try:
         backend = SparkBackend(spark, lake)
         try:

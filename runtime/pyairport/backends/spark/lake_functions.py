@@ -122,11 +122,12 @@ class LakeFunctions:
             )
         catalog = self.backend.catalog
         schema_name = found_schema(ctx, catalog, path[0])  # as DuckDB, whatever its case
-        authorize_table_read(ctx, schema_name, path[1])
         schema = catalog.schema(ctx, schema_name)
-        table = None
-        if schema is not None:
-            table = schema.table(ctx, found_table(ctx, schema, path[1]))
+        # Found before the grant is checked, so that the audit line names the table read; the
+        # grant is the schema's, so what is found changes no answer.
+        table_name = path[1] if schema is None else found_table(ctx, schema, path[1])
+        authorize_table_read(ctx, schema_name, table_name)
+        table = schema.table(ctx, table_name) if schema is not None else None
         if not isinstance(table, SparkTable):
             raise ValueError(f"{function}: no Delta table {name!r} (name it as schema.table)")
         return table

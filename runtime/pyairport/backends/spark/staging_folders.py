@@ -23,10 +23,21 @@ def fresh_staging() -> Path:
 
 
 def dead_stagings() -> list[Path]:
-    """The staging folders of server processes that no longer run."""
+    """The staging folders of this user's server processes that no longer run (STAGING_ROOT
+    is in the host's shared temporary folder: another user's folders are not this server's
+    to read)."""
     if not STAGING_ROOT.is_dir():
         return []
-    return [folder for folder in STAGING_ROOT.iterdir() if _owner_gone(folder.name)]
+    return [
+        folder for folder in STAGING_ROOT.iterdir() if _owner_gone(folder.name) and _mine(folder)
+    ]
+
+
+def _mine(folder: Path) -> bool:
+    try:
+        return folder.is_dir() and folder.lstat().st_uid == os.getuid()
+    except OSError:
+        return False
 
 
 def _owner_gone(name: str) -> bool:

@@ -72,7 +72,9 @@ def _settle_left(lake: Lake, folder: Path) -> None:
         try:
             noted = json.loads(path.read_text())
             work = WorkTable(noted["schema"], noted["name"], noted["replaces"])
-        except (OSError, ValueError, KeyError, TypeError):
+            if not work.name.startswith(WORK_PREFIX):  # never a table of the lake's own
+                raise ValueError(work.name)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             log.warning("removing unreadable work table note %s", path)
             continue
         if noted.get("lake") == lake.place and _settled(lake, work):
