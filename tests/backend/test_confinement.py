@@ -13,6 +13,7 @@ from typing import Any
 import grpc
 import msgpack
 import pyarrow as pa
+import pyarrow.flight as flight
 import pytest
 
 from airport_contracts import TicketData, flight_pb2
@@ -182,7 +183,7 @@ def test_the_lake_functions_read_only_what_the_caller_may(lake: Lake, caplog: An
     """history and table_changes of hr.salaries, for dev who may read delta and pub only: refused
     as a scan of hr would be — at flight_info and with a forged DoGet ticket — and allowed on
     pub's table; the audit line names the table read, as it is named whatever case it was
-    typed in."""
+    typed in; a refused one as typed (a schema the caller may not read is not looked into)."""
     denied = 'permission denied: "dev" has no read grant on "".' + go_quote("hr")
     for function, values in (
         ("history", ["hr.salaries"]),
@@ -204,10 +205,15 @@ def test_the_lake_functions_read_only_what_the_caller_may(lake: Lake, caplog: An
     with caplog.at_level(logging.INFO, logger="pyairport.audit"):
         changes = _call(lake, "dev-token", "table_changes", ["pub.notes", 0, None])
         typed = _call(lake, "dev-token", "history", ["PUB.Notes"])  # found whatever its case
+        with pytest.raises(flight.FlightUnauthorizedError):
+            _call(lake, "dev-token", "history", ["hr.SALARIES"])
     assert sorted(changes.column("id").to_pylist()) == [1, 2]
     assert typed.num_rows > 0
     read = [r.getMessage() for r in caplog.records if " read " in r.getMessage()]
-    assert len(read) >= 2 and all('dev read "".' + '"pub"."notes" rows=- ok' in m for m in read)
+    allowed, refused = read[:-1], read[-1]
+    assert len(allowed) >= 2
+    assert all('dev read "".' + '"pub"."notes" rows=- ok' in m for m in allowed)
+    assert 'dev read "".' + '"hr"."SALARIES" rows=- failed PERMISSION_DENIED' in refused, refused
 
 
 def test_folders_anyone_leaves_in_the_warehouse_never_break_the_listing(lake: Lake) -> None:

@@ -24,7 +24,7 @@ from pyairport.backends.spark.staging_folders import (
     _started,
     dead_stagings,
 )
-from pyairport.backends.spark.work_tables import note
+from pyairport.backends.spark.work_tables import discard, note
 from pyairport.client import AirportClient, RemoteError
 from pyairport.server import AirportServer, ServerConfig
 from pyairport.transactions import MemoryTransactionManager
@@ -157,3 +157,43 @@ def test_a_replace_whose_last_move_fails_puts_the_old_table_back(
         client.close()
         server.stop(0)
         backend.close()
+
+
+class _Recorded(SimpleNamespace):
+    """A lake that records what is asked of it, for work tables settled without Spark."""
+
+    def __init__(self, staging: Path) -> None:
+        super().__init__(staging=staging, place="warehouse /lake", asked=[])
+
+    def exists(self, schema: str, name: str) -> bool:
+        self.asked.append(("exists", schema, name))
+        return True
+
+    def remove_table(self, schema: str, name: str) -> None:
+        self.asked.append(("remove_table", schema, name))
+
+    def ident_for(self, schema: str, name: str) -> str:
+        return f"{schema}.{name}"
+
+
+def test_a_table_set_aside_is_removed_without_a_look_once_the_new_one_has_its_name(
+    tmp_path: Path,
+) -> None:
+    lake = _Recorded(tmp_path)
+    aside = note(lake, "old", "sales", replaces="t")
+    discard(lake, aside)
+    assert lake.asked == [("remove_table", "sales", aside.name)]
+    assert not list(tmp_path.glob("work-*.json"))
+
+
+def test_rows_never_sent_leave_no_note_and_remove_no_table(tmp_path: Path) -> None:
+    from pyairport.backends.spark.sent_rows import sent_rows
+
+    lake = _Recorded(tmp_path / "staging")
+    lake.staging.mkdir()
+    (tmp_path / "staged").mkdir()
+    with sent_rows(lake, "sales", tmp_path / "staged") as source:
+        assert source is None
+        assert len(list(lake.staging.glob("work-*.json"))) == 1
+    assert lake.asked == []
+    assert not list(lake.staging.glob("work-*.json"))

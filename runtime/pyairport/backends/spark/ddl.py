@@ -49,7 +49,7 @@ from .stored_types import (
     property_value,
     stored_field,
 )
-from .work_tables import WorkTable, forget, note, settle
+from .work_tables import WorkTable, discard, forget, note, settle
 
 COLUMN_MAPPING = {
     MAPPING_MODE: "name",
@@ -297,7 +297,7 @@ class SparkSchema(CatalogSchema):
             if self.table(Context.background(), name) is None and backend.exists(self.name(), name):
                 backend.open_table(self.name(), name, backend.ident_for(self.name(), name))
             raise
-        settle(backend, aside)
+        discard(backend, aside)  # its name is the new table's now
         return final
 
     def drop_table(self, ctx: Context, name: str, opts: DropTableOptions) -> None:

@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from airport_contracts import Context, EngineUnavailable
 
+from ...access.grants import readable
 from ...any_case import found_schema, found_table
 from ...functions import (
     Parameter,
@@ -124,8 +125,10 @@ class LakeFunctions:
         schema_name = found_schema(ctx, catalog, path[0])  # as DuckDB, whatever its case
         schema = catalog.schema(ctx, schema_name)
         # Found before the grant is checked, so that the audit line names the table read; the
-        # grant is the schema's, so what is found changes no answer.
-        table_name = path[1] if schema is None else found_table(ctx, schema, path[1])
+        # grant is the schema's, so what is found changes no answer. A schema the caller may
+        # not read is not looked into: its refusal is audited with the name as typed.
+        looked_into = schema if schema is not None and readable(ctx, [schema_name], str) else None
+        table_name = path[1] if looked_into is None else found_table(ctx, looked_into, path[1])
         authorize_table_read(ctx, schema_name, table_name)
         table = schema.table(ctx, table_name) if schema is not None else None
         if not isinstance(table, SparkTable):

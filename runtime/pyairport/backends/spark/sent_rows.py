@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .lake import Lake
-from .work_tables import note, settle
+from .work_tables import forget, note, settle
 
 # The most bytes of rows one statement sends: half Spark Connect's default cache threshold, so
 # that a group always travels inline in its plan and is gone with the statement.
@@ -57,7 +57,10 @@ def sent_rows(lake: Lake, schema_name: str, directory: Path) -> Iterator[str | N
                 lake.drop_view(view)
         yield ident if started else None
     finally:
-        settle(lake, work)  # never raises: the statement's own error is the one to tell
+        if started:  # the CREATE may have made it, even if it failed
+            settle(lake, work)  # never raises: the statement's own error is the one to tell
+        else:
+            forget(lake, work)
 
 
 def _groups(files: list[Path]) -> Iterator[pa.Table]:

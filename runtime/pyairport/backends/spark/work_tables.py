@@ -17,7 +17,7 @@ import json
 import logging
 import shutil
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from .folders import WORK_PREFIX
@@ -54,6 +54,12 @@ def settle(lake: Lake, work: WorkTable) -> None:
     server to settle (the statement's own outcome is what its client hears)."""
     if _settled(lake, work):
         forget(lake, work)
+
+
+def discard(lake: Lake, work: WorkTable) -> None:
+    """Remove the work table whatever it holds (a table set aside, once the new one has taken
+    its name), then forget it; never raises, as settle."""
+    settle(lake, replace(work, replaces=None))
 
 
 def settle_left(lake: Lake, folder: Path) -> None:
