@@ -20,6 +20,9 @@ JVM's first run of these statements on these tables, the Spark SQL's after its o
 RF2, the server's after its warm-up's; each round and the medians are printed), and the changed
 tables are compared with DuckDB's own after the same statements.
 
+With --whole-update, last, every row of the row-tracked `lineitem` is updated through DuckDB
+beside Spark SQL's UPDATE of a copy, with the server's peak memory meanwhile.
+
     python bench/tpch.py --scale 1 --dml
     python bench/tpch.py --scale 1 --shapes plain --serve '--data-socket auto --scan-parts 2'
 """
@@ -213,6 +216,33 @@ def dml_bench(db: Any, location: str, tracked: Path, plain: Path, spark: Any, ro
     db.execute("DETACH lake")
 
 
+def whole_update_bench(db: Any, location: str, tracked: Path, spark: Any, pid: int) -> None:
+    """Every row of lineitem updated through DuckDB (which sends each row whole), beside Spark
+    SQL's UPDATE of a copy, and the server's peak memory meanwhile: an UPDATE's values wait
+    for its commit in the server's memory (staging.py), its MERGE's source in a staged file."""
+    copy = tracked.parent / "lineitem-copy"
+    shutil.copytree(tracked / tpch.SCHEMA / "lineitem", copy)
+    db.execute(f"ATTACH '' AS lake (TYPE airport, LOCATION '{location}')")
+    db.execute("SET threads = 1")  # as dml_bench: DuckDB's client spins while it waits
+    statement = "UPDATE {t} SET l_comment = 'updated whole'"
+    with peak_rss(pid) as peak:
+        ours, _ = best_of(
+            1, lambda: db.execute(statement.format(t="lake.tpch.lineitem")).fetchall()
+        )
+    theirs, _ = best_of(1, lambda: spark.sql(statement.format(t=f"delta.`{copy}`")).collect())
+    db.execute("RESET threads")
+    (updated, rows) = db.execute(
+        "SELECT count(*) FILTER (WHERE l_comment = 'updated whole'), count(*)"
+        " FROM lake.tpch.lineitem"
+    ).fetchone()
+    print(
+        f"  {'UPDATE every lineitem':<24}{_timed(ours, theirs)}"
+        f"  {'exact' if updated == rows else f'WRONG: {updated:,} of {rows:,} rows'};"
+        f" server peak RSS: Python {peak['python'] / 1024:.0f} MiB, JVM {peak['jvm'] / 1024:.0f} MiB"
+    )
+    db.execute("DETACH lake")
+
+
 def _timed(ours: float, theirs: float) -> str:
     return f"{ours:>11.2f}s{theirs:>11.2f}s{ours / theirs:>8.2f}"
 
@@ -238,6 +268,11 @@ def main() -> None:
     parser.add_argument(
         "--dml-rounds", type=int, default=3, help="the refresh functions' rounds (rows apart)"
     )
+    parser.add_argument(
+        "--whole-update",
+        action="store_true",
+        help="last, UPDATE every row of the row-tracked lineitem, beside Spark SQL's",
+    )
     parser.add_argument("--spark-sql", action="store_true", help="time Spark SQL's queries too")
     parser.add_argument(
         "--serve",
@@ -255,7 +290,8 @@ def main() -> None:
         started = time.perf_counter()
         tpch.generate(db, args.scale)
         tpch.write_plain(db, root / "plain")
-        spark = _spark() if "tracked" in shapes or args.dml or args.spark_sql else None
+        wanted = "tracked" in shapes or args.dml or args.whole_update or args.spark_sql
+        spark = _spark() if wanted else None
         if spark is not None and "tracked" in shapes:
             tpch.write_tracked(spark, root / "plain", root / "tracked")
             settle(os.getpid())  # this process's Spark, busy for a while after its writes
@@ -286,6 +322,8 @@ def main() -> None:
                 )
                 if args.dml and shape == "tracked" and spark is not None:
                     dml_bench(db, location, warehouse, root / "plain", spark, args.dml_rounds)
+                if args.whole_update and shape == "tracked" and spark is not None:
+                    whole_update_bench(db, location, warehouse, spark, pid)
         db.close()
         if spark is not None:
             spark.stop()

@@ -295,3 +295,35 @@ def test_data_plane_floor_prints_each_way_beside_delta_scan() -> None:
         assert re.search(rf"{re.escape(way)}\s+[\d.]+ ms \(\s*\d+\.\d\d\)", out), way
     for way in ("DuckDB over Flight, Unix socket", "pyarrow client, Unix socket"):
         assert re.search(rf"{re.escape(way)}\s+[\d.]+ ms \(\s*\d+\.\d\d\)", out), way
+
+
+@pytest.mark.duckdb
+@pytest.mark.spark
+def test_tpch_benchmark_prints_every_query_and_the_whole_update() -> None:
+    """TPC-H at a tiny scale on the row-tracked tables: the 22 queries right, each beside
+    delta_scan, and the UPDATE of every lineitem row exact beside Spark SQL's, with the
+    server's memory."""
+    from tests.duckdb import extension
+
+    try:
+        extension.locate()
+    except extension.Unavailable as why:
+        pytest.skip(f"DuckDB tier skipped: {why}")
+    run = subprocess.run(
+        [sys.executable, str(BENCH.parent / "tpch.py"), "--scale", "0.01", "--repeats", "1"]
+        + ["--shapes", "tracked", "--whole-update", "--serve=--no-spark-warm-up"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert run.returncode == 0, run.stderr
+    out = run.stdout
+    assert "WRONG" not in out
+    for query in range(1, 23):
+        assert re.search(rf"^  q{query}\s+[\d.]+s \(\s*\d+\.\d\d\)", out, re.M), query
+    assert re.search(r"geomean \d+\.\d\d, worst \d+\.\d\d; 22/22 right; server peak RSS", out)
+    assert re.search(
+        r"UPDATE every lineitem\s+[\d.]+s\s+[\d.]+s\s+\d+\.\d\d  exact; server peak RSS:"
+        r" Python \d+ MiB, JVM \d+ MiB",
+        out,
+    )

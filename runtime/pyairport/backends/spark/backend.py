@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from airport_contracts import Context
 
@@ -43,11 +44,17 @@ from .layout import (
 from .layouts import Layouts
 from .session import is_connect
 from .sql import path_ident, quote, string_token
+from .staging import STAGE_FILE_OPTIONS
 from .staging_folders import dead_stagings, fresh_staging
 from .table import SparkTable
 from .work_tables import settle_left
 
 ID_FROM_ROWID_PROPERTY = "pyairport.id_from_rowid"
+# The most Arrow bytes a view (a MERGE's source) takes into Spark inside its statement; more
+# go as a staged Parquet file Spark reads. Spark holds a DataFrame made from Arrow data whole
+# in its driver's heap: an UPDATE of every row of TPC-H SF 3's lineitem (18M rows) ran the
+# default driver (a quarter of this machine's 24 GiB) out of it.
+VIEW_INLINE_BYTES = 64 * 1024 * 1024
 # Spark takes a "comment" property as the table comment and leaves it out of SHOW TBLPROPERTIES.
 COMMENT_PROPERTY = "pyairport.comment"
 # What a table serves by how its rows are addressed (a table of pyairport's own may say less).
@@ -364,13 +371,51 @@ class SparkBackend:
     # --- views for MERGE ------------------------------------------------------------------------
 
     def view(self, data: pa.Table) -> str:
-        """A temporary view over Arrow data, for MERGE; drop it with drop_view."""
+        """A temporary view over Arrow data, for MERGE; drop it with drop_view. Data over
+        VIEW_INLINE_BYTES is staged as a Parquet file that Spark reads where it can read this
+        process's files: a DataFrame made from Arrow data is held whole in Spark's driver."""
         name = f"pyairport_{uuid.uuid4().hex}"
-        self.spark.createDataFrame(data).createOrReplaceTempView(name)
+        if self.shares_files and data.nbytes > VIEW_INLINE_BYTES and _kept_by_files(data.schema):
+            path = self._view_file(name)
+            try:
+                pq.write_table(data, path, **STAGE_FILE_OPTIONS)
+                self.spark.read.parquet(str(path)).createOrReplaceTempView(name)
+            except BaseException:
+                path.unlink(missing_ok=True)
+                raise
+        else:
+            self.spark.createDataFrame(data).createOrReplaceTempView(name)
         return name
 
     def drop_view(self, name: str) -> None:
         self.spark.catalog.dropTempView(name)
+        self._view_file(name).unlink(missing_ok=True)
+
+    def _view_file(self, name: str) -> Path:
+        return self.staging / f"{name}.parquet"
+
+
+def _kept_by_files(schema: pa.Schema) -> bool:
+    """Whether Spark reads data of schema from a Parquet file as the view needs it: not when a
+    nested value says it holds no null (a struct field, list item or map value), which every
+    file Spark reads loses, and which a MERGE then cannot set into a column that says so."""
+
+    def nullable_within(data_type: pa.DataType) -> bool:
+        if pa.types.is_struct(data_type):
+            inner = [data_type.field(i) for i in range(data_type.num_fields)]
+        elif pa.types.is_map(data_type):
+            inner = [data_type.item_field]
+        elif (
+            pa.types.is_list(data_type)
+            or pa.types.is_large_list(data_type)
+            or pa.types.is_fixed_size_list(data_type)
+        ):
+            inner = [data_type.value_field]
+        else:
+            return True
+        return all(f.nullable and nullable_within(f.type) for f in inner)
+
+    return all(nullable_within(field.type) for field in schema)
 
 
 def _named_folders(parent: Path) -> list[tuple[str, Path]]:

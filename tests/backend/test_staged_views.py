@@ -1,0 +1,179 @@
+"""A MERGE's source over VIEW_INLINE_BYTES reaches Spark as a staged Parquet file rather than
+inside its statement (backend.py: Spark holds a DataFrame made from Arrow data whole in its
+driver, and an UPDATE of every row of a large table ran the driver out of heap). UPDATE and
+DELETE through such files land exactly, for the column types a lake holds, on a row-tracked
+table (matched by every column's value) and on a table with pyairport's rowid column, and
+leave no file behind. A source with a nested value that holds no null stays inline."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from pyairport.client import AirportClient
+from pyairport.server import AirportServer, ServerConfig
+from pyairport.transactions import MemoryTransactionManager
+
+pytestmark = pytest.mark.spark
+
+ROWS = 300
+COLUMNS = (
+    "k BIGINT, `a b` STRING, amount DECIMAL(18,2), at TIMESTAMP, local TIMESTAMP_NTZ,"
+    " day DATE, tags MAP<STRING, INT>, s STRUCT<x: INT, `y z`: STRING>, arr ARRAY<BIGINT>,"
+    " bin BINARY, f DOUBLE, small TINYINT, flag BOOLEAN"
+)
+# k repeats (three rows a value), so a row-tracked table's rows are matched by every column.
+VALUES = (
+    "id DIV 3",
+    "IF(id % 7 = 0, NULL, concat('name ', id))",
+    "CAST(id * 1.25 AS DECIMAL(18,2))",
+    "timestamp_micros(1700000000000000 + id)",
+    "CAST(timestamp_micros(1600000000000000 + id * 1000) AS TIMESTAMP_NTZ)",
+    "date_add(DATE'1500-01-01', CAST(id AS INT))",  # before the Gregorian calendar
+    "IF(id % 5 = 0, NULL, map('k', CAST(id AS INT)))",
+    "named_struct('x', CAST(id AS INT), 'y z', concat('v', id))",
+    "array(id, IF(id % 4 = 0, NULL, id + 1))",
+    "CAST(concat('b', id) AS BINARY)",
+    "IF(id = 5, double('NaN'), id / 3.0)",
+    "CAST(id % 100 AS TINYINT)",
+    "id % 2 = 0",
+)
+TRACKED = (
+    "'delta.enableRowTracking' = 'true', 'delta.enableDeletionVectors' = 'true',"
+    " 'delta.columnMapping.mode' = 'name'"
+)
+
+
+@contextlib.contextmanager
+def _served(
+    spark: Any, lake: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[AirportClient, list[Path]]]:
+    """A client of lake, every view of its statements staged as a file (the files made)."""
+    from pyairport.backends.spark import SparkBackend, backend
+
+    monkeypatch.setattr(backend, "VIEW_INLINE_BYTES", 0)
+    served = SparkBackend(spark, lake)
+    made: list[Path] = []
+    view_file = served._view_file
+
+    def recorded(name: str) -> Path:
+        path = view_file(name)
+        if path not in made:
+            made.append(path)
+        return path
+
+    monkeypatch.setattr(served, "_view_file", recorded)
+    server = AirportServer(served.catalog, MemoryTransactionManager(), ServerConfig(port=0))
+    server.start()
+    client = AirportClient(server.location)
+    try:
+        yield client, made
+        assert not list(served.staging.glob("*.parquet"))
+    finally:
+        client.close()
+        server.stop(0)
+        served.close()
+
+
+def _rows(spark: Any, ident: str) -> list[dict[str, Any]]:
+    rows = spark.sql(f"SELECT * FROM {ident}").toArrow().to_pylist()
+    return sorted(rows, key=lambda r: json.dumps(r, sort_keys=True, default=str))
+
+
+def _changed(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """rows as the UPDATE below leaves them."""
+    return [r | {"a b": f"changed {r['k']}", "amount": r["amount"] + 1} for r in rows]
+
+
+def _same(left: list[dict[str, Any]], right: list[dict[str, Any]]) -> bool:
+    """Equal, NaN equal to NaN."""
+
+    def key(row: dict[str, Any]) -> str:
+        f = row["f"]
+        return json.dumps(row | {"f": "NaN" if f is not None and math.isnan(f) else f}, default=str)
+
+    return sorted(map(key, left)) == sorted(map(key, right))
+
+
+def _update_and_delete(client: AirportClient, name: str) -> None:
+    """UPDATE every row as DuckDB sends it (every column and the rowid), then DELETE the
+    rows of odd k."""
+    scanned = client.scan("sales", name).read_all()
+    names = scanned.schema.names
+    a_b, amount = names.index("a b"), names.index("amount")
+    changed = scanned.set_column(
+        a_b, "a b", pa.array([f"changed {k}" for k in scanned.column("k").to_pylist()])
+    )
+    raised = pa.array([v + 1 for v in scanned.column("amount").to_pylist()], changed["amount"].type)
+    changed = changed.set_column(amount, "amount", raised)
+    assert client.update("sales", name, changed).total_changed == ROWS
+    odd = [r["rowid"] for r in scanned.select(["rowid", "k"]).to_pylist() if r["k"] % 2]
+    assert client.delete("sales", name, odd).total_changed == len(odd)
+
+
+def test_a_row_tracked_tables_rows_change_through_staged_views(
+    spark_backend: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spark = spark_backend.spark
+    lake = tmp_path / "lake"
+    ident = f"delta.`{lake / 'sales' / 'tracked'}`"
+    spark.sql(f"CREATE TABLE {ident} ({COLUMNS}) USING delta TBLPROPERTIES ({TRACKED})")
+    spark.sql(f"INSERT INTO {ident} SELECT {', '.join(VALUES)} FROM range({ROWS})")
+    before = _rows(spark, ident)
+    with _served(spark, lake, monkeypatch) as (client, made):
+        _update_and_delete(client, "tracked")
+    assert made  # the MERGEs' sources went as files
+    expected = [r for r in _changed(before) if r["k"] % 2 == 0]
+    assert _same(_rows(spark, ident), expected)
+
+
+def test_a_rowid_tables_rows_change_through_staged_views(
+    spark_backend: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pyairport's own table (a rowid column): more rows than its statements list inline, so
+    each is a MERGE against the rowids and values sent."""
+    spark = spark_backend.spark
+    lake = tmp_path / "lake"
+    rows = spark.sql(f"SELECT {', '.join(VALUES)} FROM range({ROWS})").toArrow()
+    lake.mkdir()
+    with _served(spark, lake, monkeypatch) as (client, made):
+        client.create_schema("sales")
+        typed = spark.createDataFrame([], COLUMNS).toArrow().schema
+        client.create_table("sales", "own", typed)
+        assert (
+            client.insert(
+                "sales", "own", rows.rename_columns(typed.names).cast(typed)
+            ).total_changed
+            == ROWS
+        )
+        before = client.scan("sales", "own").read_all().drop_columns(["rowid"]).to_pylist()
+        _update_and_delete(client, "own")
+        after = client.scan("sales", "own").read_all().drop_columns(["rowid"]).to_pylist()
+    assert made
+    assert _same(after, [r for r in _changed(before) if r["k"] % 2 == 0])
+
+
+def test_a_source_with_a_nested_value_that_holds_no_null_stays_in_its_statement() -> None:
+    """Spark reads every file's values as nullable; a MERGE cannot set such a struct into a
+    column whose field is NOT NULL (DATATYPE_MISMATCH), so that source goes inline."""
+    from pyairport.backends.spark.backend import _kept_by_files
+
+    item = pa.field("item", pa.int32(), nullable=False)
+    assert _kept_by_files(pa.schema([pa.field("k", pa.int64(), nullable=False)]))
+    assert _kept_by_files(pa.schema([("m", pa.map_(pa.string(), pa.int32()))]))
+    for nested in (
+        pa.struct([pa.field("a", pa.int32(), nullable=False)]),
+        pa.list_(item),
+        pa.large_list(item),
+        pa.list_(item, 2),
+        pa.map_(pa.string(), item),
+        pa.struct([("outer", pa.struct([pa.field("a", pa.int32(), nullable=False)]))]),
+    ):
+        assert not _kept_by_files(pa.schema([("c", nested)])), nested
