@@ -1,7 +1,9 @@
-"""Fixtures shared by every test folder: one Spark session (with Delta) per test run."""
+"""Fixtures shared by every test folder: one Spark session (with Delta) per test run, and
+the DuckDB Airport extension's path (or the DuckDB tier's skip)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,20 @@ INTERPRETED = {
 statement is of a new shape, whose generated Java Spark would compile once and run once (DuckDB's
 Airport suite on Spark: 703 s against 858 s compiled, every file passing either way). The answers
 are Spark's either way; `pyairport serve` and the benchmarks keep Spark's code generation."""
+
+
+@pytest.fixture(scope="session")
+def airport_extension_path() -> str:
+    """The Airport extension DuckDB loads; where there is none, the test is skipped (failed
+    where the DuckDB tier is required)."""
+    from tests.duckdb import extension
+
+    try:
+        return extension.locate()
+    except extension.Unavailable as why:
+        if os.environ.get(extension.REQUIRED):
+            pytest.fail(f"the DuckDB tier cannot run: {why}", pytrace=False)
+        pytest.skip(f"DuckDB tier skipped: {why}")
 
 
 @pytest.fixture(scope="session")

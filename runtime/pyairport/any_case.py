@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from airport_contracts import Context, Schema, Table
 
-from .access.grants import readable
+from .access.grants import may_read, readable
 from .names import name_problem, others_in_another_case
 
 
@@ -37,7 +37,7 @@ def found_schema(ctx: Context, catalog: Schemas, name: str) -> str:
     if name_problem(name) is not None:
         return name
     try:
-        if readable(ctx, [name], str) and catalog.schema(ctx, name) is not None:
+        if may_read(ctx, name) and catalog.schema(ctx, name) is not None:
             return name
         names = [schema.name() for schema in catalog.schemas(ctx)]
     except Exception:  # the lookup proper reports it

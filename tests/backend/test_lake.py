@@ -612,6 +612,61 @@ def test_row_tracked_changes_by_the_first_column_or_by_every_column(
     }
 
 
+def test_row_tracked_rows_told_apart_by_their_leading_columns_are_matched_by_them(
+    spark_backend: Any, fresh_lake: Path, spark_statements: list[str]
+) -> None:
+    """Where the first column repeats, the fewest leading columns that tell the rows to
+    change apart (and no other row holds) match them, not every column: counted by Spark
+    for some rows, not at all when every row of the version changes (deletion vectors
+    drop rows from the count). Where another row holds them too, every column matches."""
+    spark = spark_backend.spark
+    ident = f"delta.`{fresh_lake / 'sales' / 'lines'}`"
+    spark.sql(
+        f"CREATE TABLE {ident} (order_id INT, line INT, note STRING, amount DOUBLE) USING delta"
+        " TBLPROPERTIES ('delta.enableRowTracking' = 'true',"
+        " 'delta.enableDeletionVectors' = 'true')"
+    )
+    spark.sql(
+        f"INSERT INTO {ident} VALUES (1, 1, 'a', 1.0), (1, 2, 'b', 2.0), (2, 1, 'c', 3.0),"
+        " (2, 1, 'd', 4.0), (3, 1, 'e', 5.0), (9, 9, 'gone', 9.0)"
+    )
+    spark.sql(f"DELETE FROM {ident} WHERE order_id = 9")  # a deletion vector
+    with serving_lake(spark, fresh_lake) as client:
+        rows = client.scan("sales", "lines", ["rowid", "note"]).read_all().to_pylist()
+        rowid = {r["note"]: r["rowid"] for r in rows}
+
+        def update(notes: list[str], amount: float) -> list[str]:
+            spark_statements.clear()
+            ids = pa.array([rowid[n] for n in notes], pa.int64())
+            amounts = pa.array([amount] * len(notes), pa.float64())
+            changed = client.update("sales", "lines", pa.table({"amount": amounts, "rowid": ids}))
+            assert changed.total_changed == len(notes)
+            return list(spark_statements)
+
+        def merge_on(statements: list[str]) -> str:
+            (merge,) = [q for q in statements if q.startswith("MERGE")]
+            return merge.split(" ON ", 1)[1].split(" WHEN ", 1)[0]
+
+        # order 1's two lines: order_id and line tell them apart, a count shows no other
+        # row holds theirs
+        told = update(["a", "b"], 10.0)
+        assert "`line`" in merge_on(told) and "`note`" not in merge_on(told)
+        assert any(q.startswith("SELECT count(*)") for q in told)
+        # order 2's line 1 is two rows: every column tells the one asked for apart
+        one = update(["c"], 30.0)
+        assert "`note`" in merge_on(one) and "`amount`" in merge_on(one)
+        # every row: (order_id, line) does not tell order 2's apart, all three do; no count
+        every = update(["a", "b", "c", "d", "e"], 50.0)
+        assert "`note`" in merge_on(every) and "`amount`" not in merge_on(every)
+        assert not any(q.startswith("SELECT count(*)") for q in every)
+        deleted = client.delete("sales", "lines", [rowid["a"], rowid["c"]])
+        assert deleted.total_changed == 2
+    after = spark.sql(f"SELECT _metadata.row_id AS rowid, note, amount FROM {ident}").collect()
+    assert sorted(after) == sorted(
+        [(rowid["b"], "b", 50.0), (rowid["d"], "d", 50.0), (rowid["e"], "e", 50.0)]
+    )
+
+
 def test_row_tracked_update_lists_its_keys_only_where_delta_skips_files_by_them(
     spark_backend: Any, fresh_lake: Path, spark_statements: list[str]
 ) -> None:

@@ -170,15 +170,10 @@ def test_spark_scan_benchmark_prints_every_figure(
 
 @pytest.mark.duckdb
 @pytest.mark.spark
+@pytest.mark.usefixtures("airport_extension_path")
 def test_duckdb_client_benchmark_prints_every_server_beside_duckdb() -> None:
     """DuckDB as the client against every server, at a small size: each workload's rows/s
     with its ratio to DuckDB's own table (or the reason a server did not do it)."""
-    from tests.duckdb import extension
-
-    try:
-        extension.locate()
-    except extension.Unavailable as why:
-        pytest.skip(f"DuckDB tier skipped: {why}")
     script = BENCH.parent / "duckdb_client.py"
     run = subprocess.run(
         [sys.executable, str(script), "--rows", "5000"],
@@ -200,16 +195,11 @@ def test_duckdb_client_benchmark_prints_every_server_beside_duckdb() -> None:
 
 @pytest.mark.duckdb
 @pytest.mark.spark
+@pytest.mark.usefixtures("airport_extension_path")
 def test_bulk_load_benchmark_prints_both_loads_their_ratio_and_the_servers_memory() -> None:
     """DuckDB copying a small TPC-H lineitem into the lake through pyairport, beside Spark
     loading the same rows from Parquet; the script exits non-zero where a copy's count or
     sum differs from DuckDB's."""
-    from tests.duckdb import extension
-
-    try:
-        extension.locate()
-    except extension.Unavailable as why:
-        pytest.skip(f"DuckDB tier skipped: {why}")
     run = subprocess.run(
         [sys.executable, str(BENCH.parent / "bulk_load.py"), "--scale", "0.01", "--repeats", "1"],
         capture_output=True,
@@ -228,17 +218,12 @@ def test_bulk_load_benchmark_prints_both_loads_their_ratio_and_the_servers_memor
 
 @pytest.mark.duckdb
 @pytest.mark.spark
+@pytest.mark.usefixtures("airport_extension_path")
 def test_duckdb_lake_benchmark_prints_every_query_beside_delta_scan() -> None:
     """DuckDB reading a small Delta table through pyairport (and with --delta-scan-refs) and
     with its own delta_scan: each query's times and ratios (no answer differs), an earlier
     version by number and by time, the join's plan, the server's memory, and a version Spark
     reads."""
-    from tests.duckdb import extension
-
-    try:
-        extension.locate()
-    except extension.Unavailable as why:
-        pytest.skip(f"DuckDB tier skipped: {why}")
     run = subprocess.run(
         [sys.executable, str(BENCH.parent / "duckdb_lake.py"), "--rows", "50000", "--repeats", "1"]
         # the figures' shape is the point here, not their warmth: half a minute of both
@@ -271,16 +256,11 @@ def test_duckdb_lake_benchmark_prints_every_query_beside_delta_scan() -> None:
 
 
 @pytest.mark.duckdb
+@pytest.mark.usefixtures("airport_extension_path")
 def test_data_plane_floor_prints_each_way_beside_delta_scan() -> None:
     """DuckDB summing a small Delta column with delta_scan, and through a bare Arrow C++
     Flight server over TCP and a Unix socket; pyarrow reading the same streams: every way's
     time and ratio, every answer right."""
-    from tests.duckdb import extension
-
-    try:
-        extension.locate()
-    except extension.Unavailable as why:
-        pytest.skip(f"DuckDB tier skipped: {why}")
     run = subprocess.run(
         [sys.executable, str(BENCH.parent / "data_plane_floor.py"), "--rows", "100000"]
         + ["--repeats", "1"],
@@ -299,16 +279,11 @@ def test_data_plane_floor_prints_each_way_beside_delta_scan() -> None:
 
 @pytest.mark.duckdb
 @pytest.mark.spark
+@pytest.mark.usefixtures("airport_extension_path")
 def test_tpch_benchmark_prints_every_query_and_the_whole_update() -> None:
     """TPC-H at a tiny scale on the row-tracked tables: the 22 queries right, each beside
     delta_scan, and the UPDATE of every lineitem row exact beside Spark SQL's, with the
     server's memory."""
-    from tests.duckdb import extension
-
-    try:
-        extension.locate()
-    except extension.Unavailable as why:
-        pytest.skip(f"DuckDB tier skipped: {why}")
     run = subprocess.run(
         [sys.executable, str(BENCH.parent / "tpch.py"), "--scale", "0.01", "--repeats", "1"]
         + ["--shapes", "tracked", "--whole-update", "--serve=--no-spark-warm-up"],

@@ -6,7 +6,6 @@ memory catalog, or the run's Spark tables emptied again (Spark starts once per r
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -16,22 +15,11 @@ from pyairport.server import AirportServer, ServerConfig
 from pyairport.transactions import MemoryTransactionManager
 
 from ..protocol.conftest import Running
-from . import extension as airport_extension
 from .session import Session
 
 pytestmark = pytest.mark.duckdb
 
 OpenSession = Callable[..., Session]
-
-
-@pytest.fixture(scope="session")
-def airport_extension_path() -> str:
-    try:
-        return airport_extension.locate()
-    except airport_extension.Unavailable as why:
-        if os.environ.get(airport_extension.REQUIRED):
-            pytest.fail(f"the DuckDB tier cannot run: {why}", pytrace=False)
-        pytest.skip(f"DuckDB tier skipped: {why}")
 
 
 def _start(catalog: Any, token: str | None = None) -> Running:

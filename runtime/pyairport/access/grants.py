@@ -3,9 +3,9 @@ looks a schema up, before any of its tables is touched.
 
 The transport puts the call's access in its Context (with_access: the grants in force, the
 identity, the catalog); each dispatcher entry point states the right its call needs
-(needing); require() then refuses a schema the identity may not use that way, and
-readable() filters a listing. A Context without access (a server without a policy) is
-never refused here.
+(needing); require() then refuses a schema the identity may not use that way, may_read()
+says whether it may read one schema and readable() filters a listing. A Context without
+access (a server without a policy) is never refused here.
 """
 
 from __future__ import annotations
@@ -102,12 +102,15 @@ def authorize_table_read(ctx: Context, schema: str, table: str) -> None:
     audit(ctx, "read", where, None)
 
 
-def readable(ctx: Context, items: Iterable[T], name: Callable[[T], str]) -> list[T]:
-    """The items (schemas, FlightInfos) whose schema name the call's identity may read."""
+def may_read(ctx: Context, schema: str) -> bool:
+    """Whether the call's identity may read schema (what a look into it, by a name another
+    case finds, needs before it lists the schema's contents)."""
     access = ctx.value(_ACCESS)
     if not isinstance(access, CallAccess):
-        return list(items)
-    allows = access.grants.allows
-    return [
-        item for item in items if allows(access.identity, access.catalog, name(item), Right.READ)
-    ]
+        return True
+    return access.grants.allows(access.identity, access.catalog, schema, Right.READ)
+
+
+def readable(ctx: Context, items: Iterable[T], name: Callable[[T], str]) -> list[T]:
+    """The items (schemas, FlightInfos) whose schema name the call's identity may read."""
+    return [item for item in items if may_read(ctx, name(item))]

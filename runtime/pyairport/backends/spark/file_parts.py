@@ -129,6 +129,16 @@ class PartFiles:
     def in_files(self, name: str) -> str:
         return self.physical.get(name, name)
 
+    def live_rows(self) -> list[int | None]:
+        """Each file's rows at the version: its records but those its deletion vector drops
+        (None where the log does not count the file's records)."""
+        records = self.files.column("num_records").to_pylist()
+        paths = [unquote(p) for p in self.files.column("path").to_pylist()]
+        return [
+            int(self.masks[path].sum()) if path in self.masks else rows
+            for rows, path in zip(records, paths, strict=True)
+        ]
+
 
 def read(
     ctx: Context,

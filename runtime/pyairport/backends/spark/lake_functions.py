@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from airport_contracts import Context, EngineUnavailable
 
-from ...access.grants import readable
+from ...access.grants import may_read
 from ...any_case import found_schema, found_table
 from ...functions import (
     Parameter,
@@ -127,7 +127,7 @@ class LakeFunctions:
         # Found before the grant is checked, so that the audit line names the table read; the
         # grant is the schema's, so what is found changes no answer. A schema the caller may
         # not read is not looked into: its refusal is audited with the name as typed.
-        looked_into = schema if schema is not None and readable(ctx, [schema_name], str) else None
+        looked_into = schema if schema is not None and may_read(ctx, schema_name) else None
         table_name = path[1] if looked_into is None else found_table(ctx, looked_into, path[1])
         authorize_table_read(ctx, schema_name, table_name)
         table = schema.table(ctx, table_name) if schema is not None else None

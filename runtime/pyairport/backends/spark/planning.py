@@ -15,7 +15,6 @@ import json
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
-from urllib.parse import unquote
 
 import pyarrow as pa
 
@@ -76,16 +75,11 @@ class DeltaScanPlanning:
             return [ScanPartition(token="")]  # Spark reads it, whole, for its row ids
         if part_files is None:
             return [ScanPartition(token=json.dumps({"version": version}), rows=_known(count))]
-        files, masks = part_files.files, part_files.masks
+        files = part_files.files
         records = files.column("num_records").to_pylist()
         if None in records and not tracked_rowids:
             return [ScanPartition(token=json.dumps({"version": version}), rows=_known(count))]
-        records = [-1 if r is None else r for r in records]
-        paths = [unquote(p) for p in files.column("path").to_pylist()]
-        live = [
-            rows if path not in masks else int(masks[path].sum())
-            for rows, path in zip(records, paths, strict=True)
-        ]
+        live = [-1 if rows is None else rows for rows in part_files.live_rows()]
         parts = SPLIT.parts(sum(live), len(live))
         if parts == 1 and not tracked_rowids:  # delta-rs reads it whole, skipping files
             return [ScanPartition(token=json.dumps({"version": version}), rows=sum(live))]

@@ -14,7 +14,8 @@ commit. Delta 4.4 takes `_metadata.row_id` in queries but not in UPDATE, DELETE 
 conditions ([DELTA_CANNOT_RESOLVE_COLUMN]), so a row-tracked table's rows are changed by their
 values: the rows the rowids name are read at the version the commit starts from, and a
 DELETE or MERGE matches them by their first column where no other row holds its values (a
-count says so), else by every column; rows that share every value with another row (which
+count says so), else by the fewest leading columns that tell them apart and that no other row
+holds, else by every column; rows that share every value with another row (which
 nothing could tell apart) are refused, not guessed. Delta's UPDATE and MERGE keep the row ids.
 """
 
