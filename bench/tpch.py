@@ -218,10 +218,12 @@ def dml_bench(db: Any, location: str, tracked: Path, plain: Path, spark: Any, ro
 
 def whole_update_bench(db: Any, location: str, tracked: Path, spark: Any, pid: int) -> None:
     """Every row of lineitem updated through DuckDB (which sends each row whole), beside Spark
-    SQL's UPDATE of a copy, and the server's peak memory meanwhile: an UPDATE's values wait
-    for its commit in the server's memory (staging.py), its MERGE's source in a staged file."""
-    copy = tracked.parent / "lineitem-copy"
+    SQL's UPDATE of a copy and Spark's MERGE of the same rows by their key into another, and
+    the server's peak memory meanwhile: an UPDATE's values wait for its commit in the
+    server's memory (staging.py), its MERGE's source in a staged file."""
+    copy, merged = tracked.parent / "lineitem-copy", tracked.parent / "lineitem-merged"
     shutil.copytree(tracked / tpch.SCHEMA / "lineitem", copy)
+    shutil.copytree(tracked / tpch.SCHEMA / "lineitem", merged)
     db.execute(f"ATTACH '' AS lake (TYPE airport, LOCATION '{location}')")
     db.execute("SET threads = 1")  # as dml_bench: DuckDB's client spins while it waits
     statement = "UPDATE {t} SET l_comment = 'updated whole'"
@@ -230,6 +232,13 @@ def whole_update_bench(db: Any, location: str, tracked: Path, spark: Any, pid: i
             1, lambda: db.execute(statement.format(t="lake.tpch.lineitem")).fetchall()
         )
     theirs, _ = best_of(1, lambda: spark.sql(statement.format(t=f"delta.`{copy}`")).collect())
+    key = ("l_orderkey", "l_partkey", "l_suppkey", "l_linenumber")
+    merge = (
+        f"MERGE INTO delta.`{merged}` t USING (SELECT {', '.join(key)}, 'updated whole' AS c"
+        f" FROM delta.`{merged}`) s ON {' AND '.join(f't.{k} = s.{k}' for k in key)}"
+        " WHEN MATCHED THEN UPDATE SET l_comment = s.c"
+    )
+    by_key, _ = best_of(1, lambda: spark.sql(merge).collect())
     db.execute("RESET threads")
     (updated, rows) = db.execute(
         "SELECT count(*) FILTER (WHERE l_comment = 'updated whole'), count(*)"
@@ -240,6 +249,7 @@ def whole_update_bench(db: Any, location: str, tracked: Path, spark: Any, pid: i
         f"  {'exact' if updated == rows else f'WRONG: {updated:,} of {rows:,} rows'};"
         f" server peak RSS: Python {peak['python'] / 1024:.0f} MiB, JVM {peak['jvm'] / 1024:.0f} MiB"
     )
+    print(f"  {'  beside its MERGE by key':<24}{_timed(ours, by_key)}  (Spark's MERGE of the rows)")
     db.execute("DETACH lake")
 
 

@@ -25,7 +25,9 @@ from ..conftest import JARS
 pytestmark = pytest.mark.spark
 
 
-def _serve(warehouse: Path) -> tuple[subprocess.Popen[str], str]:
+def _serve(warehouse: Path, errors: list[str] | None = None) -> tuple[subprocess.Popen[str], str]:
+    """A `pyairport serve` of warehouse in a process group of its own, and where it serves;
+    what it logs goes into errors, where given."""
     process = subprocess.Popen(
         [
             sys.executable,
@@ -47,11 +49,13 @@ def _serve(warehouse: Path) -> tuple[subprocess.Popen[str], str]:
             "--no-spark-warm-up",  # the warm-up has a test of its own, below
         ],
         stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL if errors is None else subprocess.PIPE,
         text=True,
         start_new_session=True,  # its own process group: the Spark JVM goes down with it
     )
     assert process.stdout is not None
+    if errors is not None:
+        threading.Thread(target=lambda: errors.extend(process.stderr or ()), daemon=True).start()
     line = process.stdout.readline()
     match = re.fullmatch(
         r"pyairport serving on (grpc://\S+) \(backend spark; catalogs [^)]*\)\n", line
@@ -124,7 +128,8 @@ def test_sigkill_mid_insert_leaves_the_last_commit_and_a_writable_table(tmp_path
         process.send_signal(signal.SIGTERM)
         process.wait(60)
 
-    process, location = _serve(warehouse)  # a clean restart keeps everything committed
+    logged: list[str] = []
+    process, location = _serve(warehouse, logged)  # a clean restart keeps everything committed
     try:
         from pyairport.client import AirportClient as Client
 
@@ -137,8 +142,12 @@ def test_sigkill_mid_insert_leaves_the_last_commit_and_a_writable_table(tmp_path
             assert answer.returning is not None
             assert sorted(answer.returning.column("id").to_pylist()) == [0, 1, 2, 500]
     finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(60)
+        # as systemd stops a service: the stop signal to every process of its group, Spark's
+        # JVM too, which may go first; a stop all the same, no traceback
+        os.killpg(process.pid, signal.SIGTERM)
+        status = process.wait(60)
+    assert status == 0, "".join(logged)
+    assert not [line for line in logged if "Traceback" in line], "".join(logged)
 
 
 def test_serve_warms_spark_up_and_runs_its_data_workers_and_leaves_nothing(tmp_path: Path) -> None:

@@ -302,3 +302,4 @@ def test_tpch_benchmark_prints_every_query_and_the_whole_update() -> None:
         r" Python \d+ MiB, JVM \d+ MiB",
         out,
     )
+    assert re.search(r"beside its MERGE by key\s+[\d.]+s\s+[\d.]+s\s+\d+\.\d\d  \(Spark's", out)

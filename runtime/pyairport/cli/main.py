@@ -4,11 +4,21 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
 from .flags import parser
 from .serve import serve
+
+
+def _py4j_chatter(record: logging.LogRecord) -> bool:
+    """False for py4j's own notes below WARNING: it reports each connection it closes, and
+    each call to a JVM that is gone with its traceback, at INFO, some through the root
+    logger. A supervisor that stops the server's whole process group (systemd's default)
+    stops Spark's JVM with it, and each stop printed four tracebacks. --log-level DEBUG keeps
+    them."""
+    return record.levelno >= logging.WARNING or f"{os.sep}py4j{os.sep}" not in record.pathname
 
 
 def apply_config(args: argparse.Namespace, argv: list[str]) -> None:
@@ -85,6 +95,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     call_log.install()
     logging.basicConfig(level=getattr(args, "log_level", "INFO"), format=call_log.FORMAT)
+    if logging.getLogger().level > logging.DEBUG:
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(_py4j_chatter)
     if args.command == "serve":
         return serve(args)
     if args.command == "worker":

@@ -140,7 +140,8 @@ def serve(args: argparse.Namespace) -> int:
     while not stop.is_set():
         stop.wait(0.2)
         status = engine.exit_status()
-        if status is not None:  # deviation engine_failure_is_unavailable
+        # a stop signal to the whole process group (systemd's default) stops the JVM too
+        if status is not None and not stop.is_set():  # deviation engine_failure_is_unavailable
             server.engine_lost()
             print(
                 f"pyairport: error: Spark's JVM exited (status {status}): stopping so that a"
@@ -279,7 +280,12 @@ def _engine(args: argparse.Namespace, added: list[tuple[str, str]]) -> Engine:
     from pathlib import Path
 
     from ..backends.spark import SparkBackend
-    from ..backends.spark.session import default_driver_memory, jvm_exit_code, spark_session
+    from ..backends.spark.session import (
+        default_driver_memory,
+        engine_lost,
+        jvm_exit_code,
+        spark_session,
+    )
     from ..backends.spark.warm_up import warm_up
     from ..demo.catalogs import spark_demo_catalog
 
@@ -330,7 +336,11 @@ def _engine(args: argparse.Namespace, added: list[tuple[str, str]]) -> Engine:
     def close() -> None:
         for each in backends:
             each.close()
-        session.stop()
+        try:
+            session.stop()
+        except Exception as exc:
+            if not engine_lost(exc):
+                raise  # else the JVM went first, stopped with the server's process group
 
     # The warm-up's tables go in a folder of this machine: only a local Spark shares it.
     local = not args.spark_remote and args.spark_master.startswith("local")

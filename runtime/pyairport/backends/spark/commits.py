@@ -7,8 +7,8 @@ as Spark's own statement with the rowids in it when they are few, else as one ME
 the rowids sent as a view, whose metrics give the statement's row count. A row-tracked
 table's rows are changed by their values (see table.py's doc): read at the version the commit
 starts from, matched by their first column where a count shows that it names them, else by
-the fewest leading columns that do so, else by every column; a few first-column values are listed in the statement (INLINE_KEYS), more are
-joined. The reading and the count are of the version's files where the server reads them (no
+the fewest leading columns that do so, else by every column; a few first-column values are
+listed in the statement (INLINE_KEYS), more are joined. The reading and the count are of the version's files where the server reads them (no
 Spark job), else Spark's. A commit that conflicts with another writer's is retried.
 """
 

@@ -15,8 +15,8 @@ conditions ([DELTA_CANNOT_RESOLVE_COLUMN]), so a row-tracked table's rows are ch
 values: the rows the rowids name are read at the version the commit starts from, and a
 DELETE or MERGE matches them by their first column where no other row holds its values (a
 count says so), else by the fewest leading columns that tell them apart and that no other row
-holds, else by every column; rows that share every value with another row (which
-nothing could tell apart) are refused, not guessed. Delta's UPDATE and MERGE keep the row ids.
+holds, else by every column; rows that share every value with another row (which nothing
+could tell apart) are refused, not guessed. Delta's UPDATE and MERGE keep the row ids.
 """
 
 from __future__ import annotations
