@@ -17,6 +17,7 @@ import pytest
 
 from airport_contracts import flight_pb2
 from pyairport.backends.capabilities import ALL_CAPABILITIES
+from pyairport.backends.spark import commits
 from pyairport.client import AirportClient, RemoteError
 from pyairport.server import AirportServer, ServerConfig
 from pyairport.transactions import MemoryTransactionManager
@@ -612,14 +613,33 @@ def test_row_tracked_changes_by_the_first_column_or_by_every_column(
     }
 
 
+@pytest.mark.parametrize("reads_files", [True, False], ids=["files", "spark"])
 def test_row_tracked_rows_told_apart_by_their_leading_columns_are_matched_by_them(
-    spark_backend: Any, fresh_lake: Path, spark_statements: list[str]
+    spark_backend: Any,
+    fresh_lake: Path,
+    spark_statements: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    reads_files: bool,
 ) -> None:
     """Where the first column repeats, the fewest leading columns that tell the rows to
     change apart (and no other row holds) match them, not every column: counted by Spark
     for some rows, not at all when every row of the version changes (deletion vectors
-    drop rows from the count). Where another row holds them too, every column matches."""
+    drop rows from the count). The columns are read from the version's files as the search
+    reaches them, or by one Spark read of them all where the server does not read the
+    files. Where another row holds them too, every column matches."""
+    from pyairport.backends.spark.table import SparkTable
+
     spark = spark_backend.spark
+    if not reads_files:
+        monkeypatch.setattr(SparkTable, "_files_at", lambda self, version: None)
+    read: list[str] = []  # the columns the rows to change were read with
+    reading = commits.DeltaChanges._tracked_rows
+
+    def tracked_rows(self: Any, ids: Any, version: int, columns: list[str], files: Any) -> Any:
+        read.extend(columns)
+        return reading(self, ids, version, columns, files)
+
+    monkeypatch.setattr(commits.DeltaChanges, "_tracked_rows", tracked_rows)
     ident = f"delta.`{fresh_lake / 'sales' / 'lines'}`"
     spark.sql(
         f"CREATE TABLE {ident} (order_id INT, line INT, note STRING, amount DOUBLE) USING delta"
@@ -637,6 +657,7 @@ def test_row_tracked_rows_told_apart_by_their_leading_columns_are_matched_by_the
 
         def update(notes: list[str], amount: float) -> list[str]:
             spark_statements.clear()
+            read.clear()
             ids = pa.array([rowid[n] for n in notes], pa.int64())
             amounts = pa.array([amount] * len(notes), pa.float64())
             changed = client.update("sales", "lines", pa.table({"amount": amounts, "rowid": ids}))
@@ -652,13 +673,19 @@ def test_row_tracked_rows_told_apart_by_their_leading_columns_are_matched_by_the
         told = update(["a", "b"], 10.0)
         assert "`line`" in merge_on(told) and "`note`" not in merge_on(told)
         assert any(q.startswith("SELECT count(*)") for q in told)
+        if reads_files:
+            assert sorted(read) == ["line", "order_id"]  # each once, no other column
+        else:
+            assert sorted(read) == ["amount", "line", "note", "order_id"]
         # order 2's line 1 is two rows: every column tells the one asked for apart
         one = update(["c"], 30.0)
         assert "`note`" in merge_on(one) and "`amount`" in merge_on(one)
         # every row: (order_id, line) does not tell order 2's apart, all three do; no count
         every = update(["a", "b", "c", "d", "e"], 50.0)
         assert "`note`" in merge_on(every) and "`amount`" not in merge_on(every)
-        assert not any(q.startswith("SELECT count(*)") for q in every)
+        if reads_files:
+            assert not any(q.startswith("SELECT count(*)") for q in every)
+            assert sorted(read) == ["line", "note", "order_id"]
         deleted = client.delete("sales", "lines", [rowid["a"], rowid["c"]])
         assert deleted.total_changed == 2
     after = spark.sql(f"SELECT _metadata.row_id AS rowid, note, amount FROM {ident}").collect()

@@ -15,10 +15,9 @@ import pyarrow as pa
 import pytest
 
 from pyairport.client import AirportClient
-from pyairport.server import AirportServer, ServerConfig
 from pyairport.transactions import MemoryTransactionManager
 
-from ..protocol.conftest import refusal
+from ..protocol.conftest import refusal, serving
 
 pytestmark = pytest.mark.spark
 
@@ -52,15 +51,11 @@ def _remote(
         return view(data)
 
     monkeypatch.setattr(backend, "view", counted)
-    server = AirportServer(backend.catalog, MemoryTransactionManager(), ServerConfig(port=0))
-    server.start()
-    client = AirportClient(server.location)
     try:
-        yield client, groups
-        assert not list(backend.staging.glob("work-*.json"))  # settled
+        with serving(backend.catalog, MemoryTransactionManager()) as running:
+            yield running.client, groups
+            assert not list(backend.staging.glob("work-*.json"))  # settled
     finally:
-        client.close()
-        server.stop(0)
         backend.close()
 
 

@@ -18,8 +18,9 @@ import pyarrow as pa
 import pytest
 
 from pyairport.client import AirportClient
-from pyairport.server import AirportServer, ServerConfig
 from pyairport.transactions import MemoryTransactionManager
+
+from ..protocol.conftest import serving
 
 pytestmark = pytest.mark.spark
 
@@ -70,15 +71,11 @@ def _served(
         return path
 
     monkeypatch.setattr(served, "_view_file", recorded)
-    server = AirportServer(served.catalog, MemoryTransactionManager(), ServerConfig(port=0))
-    server.start()
-    client = AirportClient(server.location)
     try:
-        yield client, made
-        assert not list(served.staging.glob("*.parquet"))
+        with serving(served.catalog, MemoryTransactionManager()) as running:
+            yield running.client, made
+            assert not list(served.staging.glob("*.parquet"))
     finally:
-        client.close()
-        server.stop(0)
         served.close()
 
 

@@ -25,9 +25,10 @@ from pyairport.backends.spark.staging_folders import (
     dead_stagings,
 )
 from pyairport.backends.spark.work_tables import discard, note
-from pyairport.client import AirportClient, RemoteError
-from pyairport.server import AirportServer, ServerConfig
+from pyairport.client import RemoteError
 from pyairport.transactions import MemoryTransactionManager
+
+from ..protocol.conftest import serving
 
 
 def _dead_pid() -> int:
@@ -139,23 +140,18 @@ def test_a_replace_whose_last_move_fails_puts_the_old_table_back(
         return move(schema_name, old_name, new_name)
 
     monkeypatch.setattr(backend, "move_table", failing)
-    server = AirportServer(backend.catalog, MemoryTransactionManager(), ServerConfig(port=0))
-    server.start()
-    client = AirportClient(server.location)
     try:
-        with pytest.raises(RemoteError) as refused:
-            client.create_table("sales", "t", pa.schema([pa.field("x", pa.int8())]), "replace")
-        assert refused.value.code == grpc.StatusCode.INTERNAL, refused.value
-        assert str(lake) not in refused.value.message
-        assert sorted(p.name for p in (lake / "sales").iterdir()) == ["t"]
-        assert client.scan("sales", "t", ["id"]).read_all().column("id").to_pylist() in (
-            [1, 2],
-            [2, 1],
-        )
-        assert not list(backend.staging.glob("work-*.json"))
+        with serving(backend.catalog, MemoryTransactionManager()) as running:
+            client = running.client
+            with pytest.raises(RemoteError) as refused:
+                client.create_table("sales", "t", pa.schema([pa.field("x", pa.int8())]), "replace")
+            assert refused.value.code == grpc.StatusCode.INTERNAL, refused.value
+            assert str(lake) not in refused.value.message
+            assert sorted(p.name for p in (lake / "sales").iterdir()) == ["t"]
+            ids = client.scan("sales", "t", ["id"]).read_all().column("id").to_pylist()
+            assert sorted(ids) == [1, 2]
+            assert not list(backend.staging.glob("work-*.json"))
     finally:
-        client.close()
-        server.stop(0)
         backend.close()
 
 

@@ -12,6 +12,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..distinct_ids import sorted_distinct
+
 MAX_CHUNKS = 256  # the compactor merges chunks once a table has this many
 CHUNKS_BACKSTOP = 4096  # merged at commit beyond this: the compactor has not kept up
 _SMALL_BATCH_ROWS = 16_384  # trailing chunks smaller than this are merged into one
@@ -223,7 +225,7 @@ def count_distinct(positions: np.ndarray) -> int:
     """How many different rows positions name (a client may repeat a rowid)."""
     if _ascending(positions):
         return len(positions)
-    return len(np.unique(positions))
+    return len(sorted_distinct(positions))
 
 
 def lookup_positions(

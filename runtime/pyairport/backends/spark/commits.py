@@ -29,6 +29,7 @@ from airport_contracts import Context, ScanFailed
 
 from ...filters.model import Between
 from ..arrow_convert import convert
+from ..distinct_ids import sorted_distinct
 from ..shaping import full_width
 from . import file_parts
 from .client_errors import client_errors
@@ -103,7 +104,7 @@ class DeltaChanges:
         """The rows with these rowids (at a version), as a DataFrame with a rowid column: a
         filter for few rowids (Delta skips the files whose rowid range holds none), a join
         with them for many."""
-        distinct = np.unique(ids)
+        distinct = sorted_distinct(ids)
         columns = ", ".join(
             f"{self.layout.rowid_sql} AS {quote(ROWID)}" if n == ROWID else quote(n)
             for n in self.layout.schema.names
@@ -131,7 +132,7 @@ class DeltaChanges:
         local = not clause and self.layout.location is not None
         files = self._files_at(self._latest_version()) if local else None
         if files is not None:
-            return self._rows_in_files(files, np.unique(ids)).select(schema.names)
+            return self._rows_in_files(files, sorted_distinct(ids)).select(schema.names)
         read = collected(self._with_rowids(ids, clause).select(*[quote(n) for n in schema.names]))
         served = [full_width(b, schema, schema.names) for b in read.to_batches()]
         return pa.Table.from_batches(served, schema=schema)
@@ -213,7 +214,7 @@ class DeltaChanges:
                     return self._retrying(lambda: self._apply_updates(pending.updates))
             if pending.deletes:
                 with client_errors("delete", self.fqn):
-                    ids = np.unique(np.concatenate(pending.deletes))
+                    ids = sorted_distinct(np.concatenate(pending.deletes))
                     return self._retrying(lambda: self._apply_deletes(ids))
         return None
 
@@ -383,13 +384,9 @@ class DeltaChanges:
                 source = keys  # each value once: the lines of one order are one source row
         else:
             listed = None
-            columns = list(stored.names)
-            current = self._tracked_rows(ids, int(version), columns, files)
-            source = self._keyed(current, columns)
-            telling = self._telling_prefix(source, files, clause)
-            if telling is not None:
-                source = source.select([*telling, ROWID])
-            else:
+            current, telling = self._told_apart(current, ids, int(version), files)
+            source = self._keyed(current, telling or list(stored.names))
+            if telling is None:
                 matches = self._count_joined(source, "JOIN", self._on(source), clause)
                 if matches != current.num_rows:
                     raise ValueError(
@@ -443,28 +440,50 @@ class DeltaChanges:
             )
         return " AND ".join(conditions)
 
-    def _telling_prefix(
-        self, keyed: pa.Table, files: file_parts.PartFiles | None, clause: str
-    ) -> list[str] | None:
-        """The key columns of keyed (every column, _keyed) of the fewest leading columns, two
-        or more and fewer than all, whose values tell keyed's rows apart and are held by no
-        other row of the version (clause's): the MERGE then joins on them, not on every
-        column. None where no such prefix does, or only one with a column whose equality is
-        not Arrow's as it is Spark's (told apart by Arrow here). Most tables lead with their
-        key: TPC-H's lineitem is told apart by 4 of its 16 columns, and its whole-table
-        UPDATE at SF 1 through DuckDB took 97 s by them against 165 s by every column
-        (docs/benchmarks.md)."""
-        names = [n for n in keyed.column_names if n != ROWID]
-        features = self.layout.features
+    def _told_apart(
+        self, current: pa.Table, ids: np.ndarray, version: int, files: file_parts.PartFiles | None
+    ) -> tuple[pa.Table, list[str] | None]:
+        """The rows to change (current: their first column and rowid, at version) with the
+        fewest leading columns, two or more and fewer than all, whose values tell them apart
+        and are held by no other row of the version, and those columns: the MERGE then joins
+        on them, not on every column. Where no such prefix does, or only one with a column
+        whose equality is not Arrow's as it is Spark's (told apart by Arrow here): the rows
+        with every column, and None. Most tables lead with their key: TPC-H's lineitem is
+        told apart by 4 of its 16 columns, and its whole-table UPDATE at SF 1 through DuckDB
+        took 97 s by them against 165 s by every column (docs/benchmarks.md). Columns are
+        read as the search reaches them: a whole-table UPDATE does not hold every value of
+        the table to find its key (where the server reads the version's files)."""
+        stored = self.layout.stored
+        names = list(stored.names)
         exact = 0
-        while exact < len(names) - 1 and _exactly_equal(keyed.field(names[exact]).type, features):
+        while exact < len(names) - 1 and _exactly_equal(
+            stored.field(names[exact]).type, self.layout.features
+        ):
             exact += 1
+
+        def widened(count: int) -> pa.Table:
+            """current with the first count columns at least (rows in rowid order once two
+            reads are put side by side: Spark's reading keeps no order)."""
+            nonlocal current
+            held = len(current.column_names) - 1
+            if count > held:
+                more = self._tracked_rows(ids, version, names[held:count], files)
+                if not more.column(ROWID).equals(current.column(ROWID)):
+                    current, more = current.sort_by(ROWID), more.sort_by(ROWID)
+                for name in names[held:count]:
+                    current = current.add_column(
+                        len(current.column_names) - 1, more.field(name), more.column(name)
+                    )
+            return current
+
         if exact < 2:
-            return None
+            return widened(len(names)), None
+        if files is None:
+            widened(len(names))  # each read is a Spark job: one of every column, not several
 
         def tells(count: int) -> bool:
-            distinct = _distinct(keyed.select(names[:count]))
-            return distinct is not None and distinct.num_rows == keyed.num_rows
+            distinct = _distinct(widened(count).select(names[:count]))
+            return distinct is not None and distinct.num_rows == current.num_rows
 
         # A prefix that tells the rows apart makes every longer one do so too: the shortest
         # is searched for from two columns up, doubling, then halving (each try groups the
@@ -472,19 +491,20 @@ class DeltaChanges:
         shorter, longer = 1, 2
         while not tells(min(longer, exact)):
             if longer >= exact:
-                return None
+                return widened(len(names)), None
             shorter, longer = longer, longer * 2
         longer = min(longer, exact)
         while longer - shorter > 1:
             middle = (shorter + longer) // 2
             shorter, longer = (shorter, middle) if tells(middle) else (middle, longer)
         prefix = names[:longer]
-        live = files.live_rows() if files is not None else [None]
-        if None not in live and sum(n or 0 for n in live) == keyed.num_rows:
-            return prefix  # every row of the version changes: no other row holds the values
-        source = keyed.select([*prefix, ROWID])
-        joined = self._count_joined(source, "JOIN", self._on(source), clause)
-        return prefix if joined == keyed.num_rows else None
+        if files is not None and files.total_live_rows() == current.num_rows:
+            return current, prefix  # every row of the version changes: no other row holds them
+        source = self._keyed(current, prefix)
+        joined = self._count_joined(source, "JOIN", self._on(source), f" VERSION AS OF {version}")
+        if joined == current.num_rows:
+            return current, prefix
+        return widened(len(names)), None
 
     def _names_only(
         self,
@@ -533,7 +553,9 @@ class DeltaChanges:
         if files is None:
             return self.rows_for(ids, f" VERSION AS OF {version}", names)
         every = list(range(files.files.num_rows))
-        reader = file_parts.read(Context.background(), files, every, names, None, 0, np.unique(ids))
+        reader = file_parts.read(
+            Context.background(), files, every, names, None, 0, sorted_distinct(ids)
+        )
         return reader.read_all().select(names)
 
     def _count_joined(self, source: pa.Table, join: str, on: str, clause: str) -> int:

@@ -139,6 +139,11 @@ class PartFiles:
             for rows, path in zip(records, paths, strict=True)
         ]
 
+    def total_live_rows(self) -> int | None:
+        """The version's rows (live_rows summed); None where the log does not count them all."""
+        live = self.live_rows()
+        return None if None in live else sum(n or 0 for n in live)
+
 
 def read(
     ctx: Context,

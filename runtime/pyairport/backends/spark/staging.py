@@ -11,6 +11,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..distinct_ids import sorted_distinct
+
 STAGE_FILE_ROWS = 65_536  # staged INSERT rows per parquet file (DuckDB sends 2048 at a time)
 
 # A staged file is written once and read once, whole, by Spark's INSERT … SELECT: encoding it
@@ -34,7 +36,7 @@ class Pending:
 
 
 def distinct_count(staged: list[np.ndarray]) -> int:
-    return len(np.unique(np.concatenate(staged))) if staged else 0
+    return len(sorted_distinct(np.concatenate(staged))) if staged else 0
 
 
 def flush(pending: Pending) -> None:
@@ -78,7 +80,7 @@ def update_frame(
     """All staged updates as one table: each distinct rowid once, each updated column with
     the value of the last update that set it for that rowid, and a __set_<column> flag saying
     whether any did (calls of one statement may set different columns of the same row)."""
-    distinct = np.unique(np.concatenate([ids for ids, _ in updates]))
+    distinct = sorted_distinct(np.concatenate([ids for ids, _ in updates]))
     arrays: dict[str, pa.Array] = {rowid_name: pa.array(distinct, pa.int64())}
     for column in schema:
         setting = [
