@@ -23,7 +23,7 @@ from pyairport.server import AirportServer, ServerConfig
 from pyairport.transactions import MemoryTransactionManager
 from pyairport.wire.ipc import read_message
 
-from ..protocol.conftest import assert_error_row
+from ..protocol.conftest import Running, assert_error_row, serving
 
 pytestmark = pytest.mark.spark
 
@@ -142,30 +142,31 @@ def test_doput_update_finds_row_tracked_rows_by_their_ids(
 
 
 @contextlib.contextmanager
-def lake_server(spark: Any, lake: Path) -> Iterator[str]:
-    """pyairport serving the lake as `pyairport serve --backend spark --warehouse lake` does;
-    yields its location."""
+def _lake_running(spark: Any, lake: Path) -> Iterator[Running]:
+    """pyairport serving the lake as `pyairport serve --backend spark --warehouse lake` does."""
     from pyairport.backends.spark import SparkBackend
 
     backend = SparkBackend(spark, lake)
     backend.serve_lake_functions()
-    server = AirportServer(backend.catalog, MemoryTransactionManager(), ServerConfig(port=0))
-    server.start()
     try:
-        yield server.location
+        with serving(backend.catalog, MemoryTransactionManager()) as running:
+            yield running
     finally:
-        server.stop(0)
         backend.close()
 
 
 @contextlib.contextmanager
+def lake_server(spark: Any, lake: Path) -> Iterator[str]:
+    """The lake served (see _lake_running); yields its location."""
+    with _lake_running(spark, lake) as running:
+        yield running.server.location
+
+
+@contextlib.contextmanager
 def serving_lake(spark: Any, lake: Path) -> Iterator[AirportClient]:
-    with lake_server(spark, lake) as location:
-        client = AirportClient(location)
-        try:
-            yield client
-        finally:
-            client.close()
+    """The lake served (see _lake_running); yields a client of it."""
+    with _lake_running(spark, lake) as running:
+        yield running.client
 
 
 def _files(root: Path) -> dict[str, tuple[int, int]]:
@@ -624,7 +625,8 @@ def test_row_tracked_rows_told_apart_by_their_leading_columns_are_matched_by_the
     """Where the first column repeats, the fewest leading columns that tell the rows to
     change apart (and no other row holds) match them, not every column: counted by Spark
     for some rows, not at all when every row of the version changes (deletion vectors
-    drop rows from the count). The columns are read from the version's files as the search
+    drop rows from the count), and then without the middle columns the others tell them
+    apart without. The columns are read from the version's files as the search
     reaches them, or by one Spark read of them all where the server does not read the
     files. Where another row holds them too, every column matches."""
     from pyairport.backends.spark.table import SparkTable
@@ -680,12 +682,16 @@ def test_row_tracked_rows_told_apart_by_their_leading_columns_are_matched_by_the
         # order 2's line 1 is two rows: every column tells the one asked for apart
         one = update(["c"], 30.0)
         assert "`note`" in merge_on(one) and "`amount`" in merge_on(one)
-        # every row: (order_id, line) does not tell order 2's apart, all three do; no count
+        # every row: (order_id, line) does not tell order 2's apart, all three do; no count,
+        # and then (order_id, note) without line
         every = update(["a", "b", "c", "d", "e"], 50.0)
         assert "`note`" in merge_on(every) and "`amount`" not in merge_on(every)
         if reads_files:
             assert not any(q.startswith("SELECT count(*)") for q in every)
             assert sorted(read) == ["line", "note", "order_id"]
+            assert "`order_id`" in merge_on(every) and "`line`" not in merge_on(every)
+        else:  # the version's rows are not counted from its files: the prefix whole
+            assert "`line`" in merge_on(every)
         deleted = client.delete("sales", "lines", [rowid["a"], rowid["c"]])
         assert deleted.total_changed == 2
     after = spark.sql(f"SELECT _metadata.row_id AS rowid, note, amount FROM {ident}").collect()

@@ -449,8 +449,9 @@ class DeltaChanges:
         on them, not on every column. Where no such prefix does, or only one with a column
         whose equality is not Arrow's as it is Spark's (told apart by Arrow here): the rows
         with every column, and None. Most tables lead with their key: TPC-H's lineitem is
-        told apart by 4 of its 16 columns, and its whole-table UPDATE at SF 1 through DuckDB
-        took 97 s by them against 165 s by every column (docs/benchmarks.md). Columns are
+        told apart by 4 of its 16 columns, and Spark's MERGE joining on them is much the
+        cheaper (docs/benchmarks.md, the whole-table UPDATE, has the figures); where every
+        row of the version changes, by 2 of them (below). Columns are
         read as the search reaches them: a whole-table UPDATE does not hold every value of
         the table to find its key (where the server reads the version's files)."""
         stored = self.layout.stored
@@ -481,8 +482,9 @@ class DeltaChanges:
         if files is None:
             widened(len(names))  # each read is a Spark job: one of every column, not several
 
-        def tells(count: int) -> bool:
-            distinct = _distinct(widened(count).select(names[:count]))
+        def tells(count: int, leaving_out: frozenset[str] = frozenset()) -> bool:
+            chosen = [name for name in names[:count] if name not in leaving_out]
+            distinct = _distinct(widened(count).select(chosen))
             return distinct is not None and distinct.num_rows == current.num_rows
 
         # A prefix that tells the rows apart makes every longer one do so too: the shortest
@@ -499,7 +501,19 @@ class DeltaChanges:
             shorter, longer = (shorter, middle) if tells(middle) else (middle, longer)
         prefix = names[:longer]
         if files is not None and files.total_live_rows() == current.num_rows:
-            return current, prefix  # every row of the version changes: no other row holds them
+            # Every row of the version changes, so no other row holds their values: the
+            # columns between the first and the last that the rest tell the rows apart
+            # without are left out of the join, which Spark's MERGE pays for per column
+            # (lineitem's key is its 1st and 4th; docs/benchmarks.md). The last is needed
+            # (the prefix without it does not tell); the first is kept, as most tables
+            # lead their key with it. Where only some rows change, each column left out
+            # makes it likelier that another row holds the rest (a Spark count says so,
+            # and then every column matches): the prefix is kept whole.
+            dropped: frozenset[str] = frozenset()
+            for name in prefix[1:-1]:
+                if tells(longer, dropped | {name}):
+                    dropped |= {name}
+            return current, [name for name in prefix if name not in dropped]
         source = self._keyed(current, prefix)
         joined = self._count_joined(source, "JOIN", self._on(source), f" VERSION AS OF {version}")
         if joined == current.num_rows:
