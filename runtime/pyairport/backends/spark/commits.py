@@ -444,15 +444,16 @@ class DeltaChanges:
         self, current: pa.Table, ids: np.ndarray, version: int, files: file_parts.PartFiles | None
     ) -> tuple[pa.Table, list[str] | None]:
         """The rows to change (current: their first column and rowid, at version) with the
-        fewest leading columns, two or more and fewer than all, whose values tell them apart
-        and are held by no other row of the version, and those columns: the MERGE then joins
-        on them, not on every column. Where no such prefix does, or only one with a column
-        whose equality is not Arrow's as it is Spark's (told apart by Arrow here): the rows
-        with every column, and None. Most tables lead with their key: TPC-H's lineitem is
-        told apart by 4 of its 16 columns, and Spark's MERGE joining on them is much the
-        cheaper (docs/benchmarks.md, the whole-table UPDATE, has the figures); where every
-        row of the version changes, by 2 of them (below). Columns are
-        read as the search reaches them: a whole-table UPDATE does not hold every value of
+        columns the MERGE joins them on, not every column: the fewest leading columns, two or
+        more and fewer than all, whose values tell the rows apart and are held by no other
+        row of the version; where every row of the version changes, that prefix less the
+        middle columns the rest tell the rows apart without (below). Where no such prefix
+        does, or only one with a column whose equality is not Arrow's as it is Spark's (told
+        apart by Arrow here): the rows with every column, and None. Most tables lead with
+        their key: TPC-H's lineitem is told apart by its first 4 of 16 columns, by 2 of them
+        when every row changes, and Spark's MERGE joining on fewer is much the cheaper
+        (docs/benchmarks.md, the whole-table UPDATE, has the figures). Columns are read as
+        the search reaches them: a whole-table UPDATE does not hold every value of
         the table to find its key (where the server reads the version's files)."""
         stored = self.layout.stored
         names = list(stored.names)
