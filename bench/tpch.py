@@ -217,10 +217,11 @@ def dml_bench(db: Any, location: str, tracked: Path, plain: Path, spark: Any, ro
 
 
 def whole_update_bench(db: Any, location: str, tracked: Path, spark: Any, pid: int) -> None:
-    """Every row of lineitem updated through DuckDB (which sends each row whole), beside Spark
-    SQL's UPDATE of a copy and Spark's MERGE of the same rows by their key into another, and
-    the server's peak memory meanwhile: an UPDATE's values wait for its commit in the
-    server's memory (staging.py), its MERGE's source in a staged file."""
+    """Every row of lineitem updated through DuckDB (which sends each row's rowid and the
+    columns set), beside Spark SQL's UPDATE of a copy and Spark's MERGE of the same rows by
+    their key into another, and the server's peak memory meanwhile: what it holds is the
+    rowids and the columns that tell the rows apart; the values past 64 MiB, and the MERGE's
+    source, wait in staged files (staging.py)."""
     copy, merged = tracked.parent / "lineitem-copy", tracked.parent / "lineitem-merged"
     shutil.copytree(tracked / tpch.SCHEMA / "lineitem", copy)
     shutil.copytree(tracked / tpch.SCHEMA / "lineitem", merged)

@@ -1,11 +1,17 @@
-"""sorted_distinct gives np.unique's answer, by sorting."""
+"""sorted_distinct gives np.unique's answer, by sorting; a row-tracked UPDATE's test of
+whether columns tell its rows apart (commits._all_distinct) gives Arrow's group_by answer,
+folding integral columns into one integer a row where their ranges allow."""
 
 from __future__ import annotations
 
+import datetime
+
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from pyairport.backends.distinct_ids import sorted_distinct
+from pyairport.backends.spark.commits import _all_distinct, _folded
 
 
 @pytest.mark.parametrize(
@@ -29,3 +35,42 @@ def test_the_input_is_not_reordered() -> None:
     ids = np.array([4, 1, 4, 0], dtype=np.int64)
     sorted_distinct(ids)
     assert ids.tolist() == [4, 1, 4, 0]
+
+
+def _grouped(keys: pa.Table) -> bool:
+    return keys.group_by(keys.column_names).aggregate([]).num_rows == keys.num_rows
+
+
+RNG = np.random.default_rng(7)
+EDGES = {
+    "int8 across its range": pa.table({"a": pa.array([-128, 127, 0, -128], pa.int8())}),
+    "uint64 above 2**63": pa.table(
+        {"a": pa.array([2**64 - 1, 2**64 - 5, 2**64 - 1], pa.uint64()), "b": [1, 2, 3]}
+    ),
+    "dates and timestamps": pa.table(
+        {
+            "d": pa.array([datetime.date(1, 1, 1), datetime.date(9999, 12, 31)] * 2),
+            "t": pa.array([0, 0, 5, 5], pa.timestamp("us", "UTC")),
+        }
+    ),
+    "two columns, one repeat": pa.table(
+        {"a": RNG.integers(0, 50, 2_000), "b": RNG.integers(-3, 3, 2_000, dtype=np.int16)}
+    ),
+    "a key of each row": pa.table({"a": np.arange(5_000), "b": np.arange(5_000) % 7}),
+    "empty": pa.table({"a": pa.array([], pa.int64())}),
+}
+UNFOLDED = {
+    "a null": pa.table({"a": pa.array([1, None, 1], pa.int64())}),
+    "strings": pa.table({"a": [1, 1], "s": ["x", "y"]}),
+    "ranges past 63 bits": pa.table({"a": [-(2**62), 2**62], "b": [-(2**62), 2**62], "c": [0, 0]}),
+}
+
+
+@pytest.mark.parametrize(
+    ("keys", "folds"),
+    [(keys, True) for keys in EDGES.values()] + [(keys, False) for keys in UNFOLDED.values()],
+    ids=[*EDGES, *UNFOLDED],
+)
+def test_rows_told_apart_as_arrow_groups_them(keys: pa.Table, folds: bool) -> None:
+    assert _all_distinct(keys) is _grouped(keys)
+    assert (_folded(keys) is not None) is folds

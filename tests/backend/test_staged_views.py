@@ -1,9 +1,12 @@
 """A MERGE's source over VIEW_INLINE_BYTES reaches Spark as a staged Parquet file rather than
 inside its statement (backend.py: Spark holds a DataFrame made from Arrow data whole in its
-driver, and an UPDATE of every row of a large table ran the driver out of heap). UPDATE and
-DELETE through such files land exactly, for the column types a lake holds, on a row-tracked
-table (matched by every column's value) and on a table with pyairport's rowid column, and
-leave no file behind. A source with a nested value that holds no null stays inline."""
+driver, and an UPDATE of every row of a large table ran the driver out of heap), and an
+UPDATE's values past SPILL_BYTES go to staged files as they come, not held until the commit
+(staging.py). UPDATE and DELETE through such files land exactly, for the column types a lake
+holds, on a row-tracked table (matched by every column's value) and on a table with
+pyairport's rowid column, and leave no file behind. A source with a nested value that holds
+no null stays inline; spilled values whose rowids repeat, or whose calls set other columns,
+are read back and applied as held ones are (the last value of a row wins)."""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -54,12 +58,24 @@ TRACKED = (
 
 @contextlib.contextmanager
 def _served(
-    spark: Any, lake: Path, monkeypatch: pytest.MonkeyPatch
+    spark: Any, lake: Path, monkeypatch: pytest.MonkeyPatch, spills: list[int] | None = None
 ) -> Iterator[tuple[AirportClient, list[Path]]]:
-    """A client of lake, every view of its statements staged as a file (the files made)."""
-    from pyairport.backends.spark import SparkBackend, backend
+    """A client of lake, every view of its statements staged as a file (the files made);
+    with spills, every UPDATE call's values spilled to a file (each spill's rows noted)."""
+    from pyairport.backends.spark import SparkBackend, backend, staging
 
     monkeypatch.setattr(backend, "VIEW_INLINE_BYTES", 0)
+    if spills is not None:
+        monkeypatch.setattr(staging, "SPILL_BYTES", 0)
+        spill = staging.spill
+
+        def noted(pending: Any, stored: pa.Schema) -> bool:
+            rows = sum(len(ids) for ids, _ in pending.updates)
+            done = spill(pending, stored)
+            spills.append(rows if done else 0)
+            return done
+
+        monkeypatch.setattr(staging, "spill", noted)
     served = SparkBackend(spark, lake)
     made: list[Path] = []
     view_file = served._view_file
@@ -99,7 +115,7 @@ def _same(left: list[dict[str, Any]], right: list[dict[str, Any]]) -> bool:
     return sorted(map(key, left)) == sorted(map(key, right))
 
 
-def _update_and_delete(client: AirportClient, name: str) -> None:
+def _update_and_delete(client: AirportClient, name: str, batch_rows: int | None = None) -> None:
     """UPDATE every row as DuckDB sends it (every column and the rowid), then DELETE the
     rows of odd k."""
     scanned = client.scan("sales", name).read_all()
@@ -110,13 +126,17 @@ def _update_and_delete(client: AirportClient, name: str) -> None:
     )
     raised = pa.array([v + 1 for v in scanned.column("amount").to_pylist()], changed["amount"].type)
     changed = changed.set_column(amount, "amount", raised)
-    assert client.update("sales", name, changed).total_changed == ROWS
+    assert client.update("sales", name, changed, batch_rows=batch_rows).total_changed == ROWS
     odd = [r["rowid"] for r in scanned.select(["rowid", "k"]).to_pylist() if r["k"] % 2]
     assert client.delete("sales", name, odd).total_changed == len(odd)
 
 
+SPILLED = pytest.mark.parametrize("spilled", [False, True], ids=["held", "spilled"])
+
+
+@SPILLED
 def test_a_row_tracked_tables_rows_change_through_staged_views(
-    spark_backend: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    spark_backend: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spilled: bool
 ) -> None:
     spark = spark_backend.spark
     lake = tmp_path / "lake"
@@ -124,15 +144,19 @@ def test_a_row_tracked_tables_rows_change_through_staged_views(
     spark.sql(f"CREATE TABLE {ident} ({COLUMNS}) USING delta TBLPROPERTIES ({TRACKED})")
     spark.sql(f"INSERT INTO {ident} SELECT {', '.join(VALUES)} FROM range({ROWS})")
     before = _rows(spark, ident)
-    with _served(spark, lake, monkeypatch) as (client, made):
-        _update_and_delete(client, "tracked")
+    spills: list[int] | None = [] if spilled else None
+    with _served(spark, lake, monkeypatch, spills) as (client, made):
+        _update_and_delete(client, "tracked", 64 if spilled else None)
     assert made  # the MERGEs' sources went as files
+    if spills is not None:  # each call's rows (at most 64) to a file as they came
+        assert sum(spills) == ROWS and len(spills) > 1 and all(spills)
     expected = [r for r in _changed(before) if r["k"] % 2 == 0]
     assert _same(_rows(spark, ident), expected)
 
 
+@SPILLED
 def test_a_rowid_tables_rows_change_through_staged_views(
-    spark_backend: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    spark_backend: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spilled: bool
 ) -> None:
     """pyairport's own table (a rowid column): more rows than its statements list inline, so
     each is a MERGE against the rowids and values sent."""
@@ -140,7 +164,8 @@ def test_a_rowid_tables_rows_change_through_staged_views(
     lake = tmp_path / "lake"
     rows = spark.sql(f"SELECT {', '.join(VALUES)} FROM range({ROWS})").toArrow()
     lake.mkdir()
-    with _served(spark, lake, monkeypatch) as (client, made):
+    spills: list[int] | None = [] if spilled else None
+    with _served(spark, lake, monkeypatch, spills) as (client, made):
         client.create_schema("sales")
         typed = spark.createDataFrame([], COLUMNS).toArrow().schema
         client.create_table("sales", "own", typed)
@@ -151,20 +176,22 @@ def test_a_rowid_tables_rows_change_through_staged_views(
             == ROWS
         )
         before = client.scan("sales", "own").read_all().drop_columns(["rowid"]).to_pylist()
-        _update_and_delete(client, "own")
+        _update_and_delete(client, "own", 64 if spilled else None)
         after = client.scan("sales", "own").read_all().drop_columns(["rowid"]).to_pylist()
     assert made
+    if spills is not None:
+        assert sum(spills) == ROWS and len(spills) > 1 and all(spills)
     assert _same(after, [r for r in _changed(before) if r["k"] % 2 == 0])
 
 
 def test_a_source_with_a_nested_value_that_holds_no_null_stays_in_its_statement() -> None:
     """Spark reads every file's values as nullable; a MERGE cannot set such a struct into a
     column whose field is NOT NULL (DATATYPE_MISMATCH), so that source goes inline."""
-    from pyairport.backends.spark.backend import _kept_by_files
+    from pyairport.backends.spark.staging import kept_by_files
 
     item = pa.field("item", pa.int32(), nullable=False)
-    assert _kept_by_files(pa.schema([pa.field("k", pa.int64(), nullable=False)]))
-    assert _kept_by_files(pa.schema([("m", pa.map_(pa.string(), pa.int32()))]))
+    assert kept_by_files(pa.schema([pa.field("k", pa.int64(), nullable=False)]))
+    assert kept_by_files(pa.schema([("m", pa.map_(pa.string(), pa.int32()))]))
     for nested in (
         pa.struct([pa.field("a", pa.int32(), nullable=False)]),
         pa.list_(item),
@@ -173,4 +200,51 @@ def test_a_source_with_a_nested_value_that_holds_no_null_stays_in_its_statement(
         pa.map_(pa.string(), item),
         pa.struct([("outer", pa.struct([pa.field("a", pa.int32(), nullable=False)]))]),
     ):
-        assert not _kept_by_files(pa.schema([("c", nested)])), nested
+        assert not kept_by_files(pa.schema([("c", nested)])), nested
+
+
+def test_spilled_values_with_a_repeated_rowid_or_other_columns_are_read_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """staging alone (no Spark): calls that set the same columns of distinct rows stay in
+    their files, in the stored types; a rowid set twice, or a call setting other columns,
+    brings every file back ahead of what is held, and the last value of a row wins."""
+    from pyairport.backends.spark import staging
+
+    monkeypatch.setattr(staging, "SPILL_BYTES", 0)
+    stored = pa.schema([("rowid", pa.int64()), ("n", pa.int64()), ("d", pa.decimal128(18, 2))])
+    served = pa.schema([("rowid", pa.int64()), ("n", pa.int64()), ("d", pa.decimal64(18, 2))])
+
+    def call(pending: Any, ids: list[int], **columns: list[Any]) -> None:
+        values = {k: pa.array(v, served.field(k).type) for k, v in columns.items()}
+        staging.stage_update(pending, np.array(ids, np.int64), values, stored)
+
+    def at(pending: Any) -> dict[int, dict[str, Any]]:
+        frame = staging.update_frame(pending.updates, stored, "rowid").to_pylist()
+        return {r.pop("rowid"): r for r in frame}
+
+    apart = staging.Pending(tmp_path / "apart")
+    call(apart, [1, 2], n=[10, 20], d=[1, 2])
+    call(apart, [3], n=[30], d=[3])
+    spilled = staging.spilled_update(apart, stored)
+    assert spilled is not None and spilled.columns == ("n", "d")
+    assert spilled.ids.tolist() == [1, 2, 3] and len(spilled.files()) == 2
+    import pyarrow.parquet as pq
+
+    assert pq.read_schema(spilled.files()[0]).field("d").type == pa.decimal128(18, 2)
+
+    repeated = staging.Pending(tmp_path / "repeated")
+    call(repeated, [1, 2], n=[10, 20], d=[1, 2])
+    call(repeated, [2], n=[21], d=[5])
+    assert staging.spilled_update(repeated, stored) is None
+    assert not repeated.spilled
+    assert at(repeated)[2] == {"n": 21, "d": 5, "__set_n": True, "__set_d": True}
+
+    other = staging.Pending(tmp_path / "other")
+    call(other, [1], n=[10], d=[1])
+    call(other, [1, 2], n=[11, 22])  # only n: held, not spilled
+    assert len(other.spilled) == 1 and len(other.updates) == 1
+    assert staging.spilled_update(other, stored) is None
+    frame = at(other)
+    assert frame[1]["n"] == 11 and frame[1]["d"] == 1
+    assert frame[2]["n"] == 22 and frame[2]["__set_d"] is False

@@ -15,7 +15,7 @@ import logging
 import os
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,7 @@ from .layout import (
 from .layouts import Layouts
 from .session import is_connect
 from .sql import path_ident, quote, string_token
-from .staging import STAGE_FILE_OPTIONS
+from .staging import STAGE_FILE_OPTIONS, kept_by_files
 from .staging_folders import dead_stagings, fresh_staging
 from .table import SparkTable
 from .work_tables import settle_left
@@ -375,7 +375,7 @@ class SparkBackend:
         VIEW_INLINE_BYTES is staged as a Parquet file that Spark reads where it can read this
         process's files: a DataFrame made from Arrow data is held whole in Spark's driver."""
         name = f"pyairport_{uuid.uuid4().hex}"
-        if self.shares_files and data.nbytes > VIEW_INLINE_BYTES and _kept_by_files(data.schema):
+        if self.shares_files and data.nbytes > VIEW_INLINE_BYTES and kept_by_files(data.schema):
             path = self._view_file(name)
             try:
                 pq.write_table(data, path, **STAGE_FILE_OPTIONS)
@@ -387,35 +387,36 @@ class SparkBackend:
             self.spark.createDataFrame(data).createOrReplaceTempView(name)
         return name
 
+    def written_view(self, schema: pa.Schema, parts: Iterable[pa.Table]) -> str:
+        """A temporary view over the rows of parts, written to a staged Parquet file part by
+        part (never held whole), for a large MERGE whose rows are made as they are read
+        (an UPDATE's spilled values: staging.py); drop it with drop_view. Only where Spark
+        reads this process's files, and for a schema kept_by_files."""
+        name = f"pyairport_{uuid.uuid4().hex}"
+        path = self._view_file(name)
+        try:
+            with pq.ParquetWriter(path, schema, **STAGE_FILE_OPTIONS) as writer:
+                for part in parts:
+                    writer.write_table(part)
+            self.spark.read.parquet(str(path)).createOrReplaceTempView(name)
+        except BaseException:
+            path.unlink(missing_ok=True)
+            raise
+        return name
+
+    def files_view(self, directory: Path) -> str:
+        """A temporary view over the staged Parquet files of directory (one schema); drop it
+        with drop_view (the files are their statement's to remove)."""
+        name = f"pyairport_{uuid.uuid4().hex}"
+        self.spark.read.parquet(str(directory)).createOrReplaceTempView(name)
+        return name
+
     def drop_view(self, name: str) -> None:
         self.spark.catalog.dropTempView(name)
         self._view_file(name).unlink(missing_ok=True)
 
     def _view_file(self, name: str) -> Path:
         return self.staging / f"{name}.parquet"
-
-
-def _kept_by_files(schema: pa.Schema) -> bool:
-    """Whether Spark reads data of schema from a Parquet file as the view needs it: not when a
-    nested value says it holds no null (a struct field, list item or map value), which every
-    file Spark reads loses, and which a MERGE then cannot set into a column that says so."""
-
-    def nullable_within(data_type: pa.DataType) -> bool:
-        if pa.types.is_struct(data_type):
-            inner = [data_type.field(i) for i in range(data_type.num_fields)]
-        elif pa.types.is_map(data_type):
-            inner = [data_type.item_field]
-        elif (
-            pa.types.is_list(data_type)
-            or pa.types.is_large_list(data_type)
-            or pa.types.is_fixed_size_list(data_type)
-        ):
-            inner = [data_type.value_field]
-        else:
-            return True
-        return all(f.nullable and nullable_within(f.type) for f in inner)
-
-    return all(nullable_within(field.type) for field in schema)
 
 
 def _named_folders(parent: Path) -> list[tuple[str, Path]]:

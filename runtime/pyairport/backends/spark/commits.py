@@ -4,7 +4,8 @@
 INSERT rows are appended by Spark's own INSERT … VALUES when they are few, else staged as
 parquet files and appended by one INSERT … SELECT of them; UPDATE and DELETE run
 as Spark's own statement with the rowids in it when they are few, else as one MERGE against
-the rowids sent as a view, whose metrics give the statement's row count. A row-tracked
+the rowids sent as a view, whose metrics give the statement's row count (an UPDATE's values
+read from the staged files they went to past staging.SPILL_BYTES). A row-tracked
 table's rows are changed by their values (see table.py's doc): read at the version the commit
 starts from, matched by their first column where a count shows that it names them, else by
 the fewest leading columns that do so, else by every column; a few first-column values are
@@ -18,12 +19,13 @@ import bisect
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from airport_contracts import Context, ScanFailed
 
@@ -36,10 +38,10 @@ from .client_errors import client_errors
 from .lake import Lake
 from .layout import ROWID, Layout
 from .partition_stream import collected
-from .scans import log_version
+from .scans import SCAN_BATCH_ROWS, log_version
 from .sent_rows import sent_rows
 from .sql import affected, quote, sql_literal
-from .staging import Pending, flush, update_frame
+from .staging import Pending, Spilled, flush, kept_by_files, spilled_update, update_frame
 
 log = logging.getLogger("pyairport.spark")
 T = TypeVar("T")
@@ -209,8 +211,11 @@ class DeltaChanges:
             elif pending.files:
                 with client_errors("insert", self.fqn):
                     self._append(pending)
-            if pending.updates:
+            if pending.updates or pending.spilled:
                 with client_errors("update", self.fqn):
+                    spilled = spilled_update(pending, self.layout.stored)
+                    if spilled is not None:
+                        return self._retrying(lambda: self._apply_spilled(spilled))
                     return self._retrying(lambda: self._apply_updates(pending.updates))
             if pending.deletes:
                 with client_errors("delete", self.fqn):
@@ -272,6 +277,56 @@ class DeltaChanges:
         return self._merge(
             source, f"t.{quote(ROWID)} = s.{quote(ROWID)}", f"UPDATE SET {assignments}"
         )
+
+    def _apply_spilled(self, spilled: Spilled) -> int:
+        """An UPDATE whose values went to staged files as they came (staging.py): one MERGE
+        reading them there; what is held is the rowids (and, for a row-tracked table, the
+        values its rows are matched by)."""
+        if self.layout.rowids == "tracked":
+            return self._merge_by_values(pa.table({ROWID: spilled.ids}), "update", spilled)
+        view = self._lake.files_view(spilled.directory)
+        try:
+            return self._merged(view, f"t.{quote(ROWID)} = s.{quote(ROWID)}", _set(spilled))
+        finally:
+            self._lake.drop_view(view)
+
+    def _merge_spilled(self, source: pa.Table, on: str, spilled: Spilled) -> int:
+        """A row-tracked table's UPDATE whose values are in staged files: the MERGE's source
+        written batch by batch, each staged batch's rows with their keys from source (by
+        rowid; rows not at the version are left out, as they are where the values are
+        held)."""
+        ids = source.column(ROWID).to_numpy()
+        order = np.argsort(ids, kind="stable")
+        ordered = ids[order]
+        files = spilled.files()
+        values_schema = pq.read_schema(files[0])
+        named = [values_schema.field(n) for n in spilled.columns]
+        schema = pa.schema([*source.schema, *named])
+
+        def parts() -> Iterator[pa.Table]:
+            for path in files:
+                with pq.ParquetFile(path) as file:
+                    for values in file.iter_batches(batch_size=SCAN_BATCH_ROWS):
+                        wanted = values.column(ROWID).to_numpy()
+                        at = np.searchsorted(ordered, wanted)
+                        found = at < len(ordered)
+                        found[found] = ordered[at[found]] == wanted[found]
+                        keys = source.take(pa.array(order[at[found]]))
+                        kept = values.filter(pa.array(found))
+                        columns = [*keys.columns, *(kept.column(n) for n in spilled.columns)]
+                        yield pa.Table.from_arrays(columns, schema=schema)
+
+        if not kept_by_files(schema):  # a nested key holding no null: the values held
+            held = pa.Table.from_batches(
+                [b for part in parts() for b in part.to_batches()], schema=schema
+            )
+            view = self._lake.view(held)
+        else:
+            view = self._lake.written_view(schema, parts())
+        try:
+            return self._merged(view, on, _set(spilled))
+        finally:
+            self._lake.drop_view(view)
 
     def _assignments(self, changes: pa.Table, source: pa.Table) -> tuple[str, pa.Table]:
         """The MERGE's SET list for the staged changes, and source with the columns it reads."""
@@ -350,19 +405,26 @@ class DeltaChanges:
         """One MERGE of the rows of source (as a view) into the table: the rows it changed."""
         view = self._lake.view(source)
         try:
-            return affected(
-                self._lake.spark.sql(
-                    f"MERGE INTO {self.fqn} t USING {view} s ON {on} WHEN MATCHED THEN {action}"
-                )
-            )
+            return self._merged(view, on, action)
         finally:
             self._lake.drop_view(view)
 
-    def _merge_by_values(self, changes: pa.Table, operation: str) -> int:
+    def _merged(self, view: str, on: str, action: str) -> int:
+        """One MERGE of the rows of view into the table: the rows it changed."""
+        return affected(
+            self._lake.spark.sql(
+                f"MERGE INTO {self.fqn} t USING {view} s ON {on} WHEN MATCHED THEN {action}"
+            )
+        )
+
+    def _merge_by_values(
+        self, changes: pa.Table, operation: str, spilled: Spilled | None = None
+    ) -> int:
         """UPDATE or DELETE of a row-tracked table's rows, matched by their stored values as
         they are at the version the commit starts from (see the module's doc): by the first
         column alone where that names exactly these rows (a key, as most tables lead with),
-        else by every column."""
+        else by every column. changes: the rowids, and an UPDATE's values unless spilled has
+        them."""
         version = self._latest_version()
         clause = f" VERSION AS OF {int(version)}"
         files = self._files_at(version)  # None: Spark reads and counts
@@ -400,6 +462,8 @@ class DeltaChanges:
             on = f"{on} AND t.{listed}"  # the values as literals too: Delta skips files by them
         if operation == "delete":
             return self._merge(source, on, "DELETE")
+        if spilled is not None:
+            return self._merge_spilled(source, on, spilled)
         positions = pc.index_in(current.column(ROWID), changes.column(ROWID))
         assignments, with_values = self._assignments(changes.take(positions), source)
         return self._merge(with_values, on, f"UPDATE SET {assignments}")
@@ -485,8 +549,7 @@ class DeltaChanges:
 
         def tells(count: int, leaving_out: frozenset[str] = frozenset()) -> bool:
             chosen = [name for name in names[:count] if name not in leaving_out]
-            distinct = _distinct(widened(count).select(chosen))
-            return distinct is not None and distinct.num_rows == current.num_rows
+            return _all_distinct(widened(count).select(chosen)) is True
 
         # A prefix that tells the rows apart makes every longer one do so too: the shortest
         # is searched for from two columns up, doubling, then halving (each try groups the
@@ -687,6 +750,54 @@ def _rows_skipped(files: file_parts.PartFiles, column: str, values: pa.ChunkedAr
         return skipped
     except (KeyError, TypeError):  # no such statistics column; bounds of another type
         return None
+
+
+def _set(spilled: Spilled) -> str:
+    """A spilled UPDATE's SET list: every row sets each of its columns (staging.spill)."""
+    return "UPDATE SET " + ", ".join(f"t.{quote(n)} = s.{quote(n)}" for n in spilled.columns)
+
+
+def _all_distinct(keys: pa.Table) -> bool | None:
+    """Whether no two of keys' rows are equal, or None where Arrow cannot group them (nested
+    values, maps). Columns of integers, dates and timestamps without nulls whose ranges
+    multiply within 63 bits are folded into one integer a row and sorted: SF 1's lineitem,
+    6M rows of its 4 leading columns, took Arrow's group_by about a second and 800 MB of
+    memory a try, the sort a fraction of either; other columns are grouped by Arrow."""
+    folded = _folded(keys)
+    if folded is not None:
+        return len(sorted_distinct(folded)) == len(folded)
+    distinct = _distinct(keys)
+    return None if distinct is None else distinct.num_rows == keys.num_rows
+
+
+def _folded(keys: pa.Table) -> np.ndarray | None:
+    """Each row of keys as one integer, equal only for equal rows (each column's offset from
+    its least value, times the product of the ranges before it), or None where a column is
+    not integral, holds a null, or the ranges' product passes 63 bits."""
+    folded = np.zeros(keys.num_rows, dtype=np.int64)
+    if not keys.num_rows:
+        return folded
+    span = 1
+    for column in keys.columns:
+        if column.null_count:
+            return None
+        if pa.types.is_date32(column.type):
+            column = column.cast(pa.int32())
+        elif pa.types.is_date64(column.type) or pa.types.is_timestamp(column.type):
+            column = column.cast(pa.int64())
+        elif not pa.types.is_integer(column.type):
+            return None
+        values = column.to_numpy()
+        low, high = int(values.min()), int(values.max())
+        if span * (high - low + 1) >= 2**63:
+            return None
+        if np.issubdtype(values.dtype, np.unsignedinteger):  # offsets below 2**63 (above)
+            offsets = (values - values.dtype.type(low)).astype(np.int64)
+        else:
+            offsets = values.astype(np.int64) - low
+        folded += offsets * span
+        span *= high - low + 1
+    return folded
 
 
 def _distinct(keys: pa.Table) -> pa.Table | None:

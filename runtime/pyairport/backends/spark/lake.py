@@ -6,6 +6,7 @@ imports them."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -38,6 +39,10 @@ class Lake(Protocol):
     def refresh(self) -> None: ...
 
     def view(self, data: pa.Table) -> str: ...
+
+    def written_view(self, schema: pa.Schema, parts: Iterable[pa.Table]) -> str: ...
+
+    def files_view(self, directory: Path) -> str: ...
 
     def drop_view(self, name: str) -> None: ...
 

@@ -1,17 +1,21 @@
 """One statement's staged changes to a Delta table, kept until the statement commits: INSERT
-rows as parquet files (memory stays bounded however large the input), UPDATE values and DELETE
+rows as parquet files (memory stays bounded however large the input), UPDATE values in memory
+until they pass SPILL_BYTES and then as parquet files too (only their rowids stay), DELETE
 rowids in memory, each folded into one Delta command at commit."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..arrow_convert import convert
 from ..distinct_ids import sorted_distinct
+from .layout import ROWID
 
 STAGE_FILE_ROWS = 65_536  # staged INSERT rows per parquet file (DuckDB sends 2048 at a time)
 
@@ -20,6 +24,11 @@ STAGE_FILE_ROWS = 65_536  # staged INSERT rows per parquet file (DuckDB sends 20
 # files hold about the rows' Arrow size until the statement ends (docs/benchmarks.md,
 # bulk_load.py: a quarter of a large load's time).
 STAGE_FILE_OPTIONS = {"compression": "NONE", "use_dictionary": False, "write_statistics": False}
+
+# An UPDATE's values held in memory past this many bytes go to a staged file: DuckDB sends
+# every column of every row it updates, and an UPDATE of SF 1's lineitem held 2 GiB of them.
+SPILL_BYTES = 64 * 1024 * 1024
+SPILLED = "updates"  # the folder of a statement's staged UPDATE values, in its own
 
 
 @dataclass
@@ -31,6 +40,9 @@ class Pending:
     buffer: list[pa.RecordBatch] = field(default_factory=list)  # staged rows not yet in a file
     buffered_rows: int = 0
     updates: list[tuple[np.ndarray, dict[str, pa.Array]]] = field(default_factory=list)
+    held_bytes: int = 0  # of updates
+    spilled: list[np.ndarray] = field(default_factory=list)  # each spilled file's rowids
+    spilled_columns: tuple[str, ...] = ()  # the columns every spilled file sets
     deletes: list[np.ndarray] = field(default_factory=list)
     given: set[str] = field(default_factory=set)  # computed columns some INSERT row set
 
@@ -51,6 +63,112 @@ def flush(pending: Pending) -> None:
     )
     pending.files += 1
     pending.buffer, pending.buffered_rows = [], 0
+
+
+class Spilled(NamedTuple):
+    """A statement's UPDATE whose values are all in staged files: its rowids (distinct), the
+    files' folder (each file a rowid column and the columns set, in the stored types), and
+    the columns they set."""
+
+    ids: np.ndarray
+    directory: Path
+    columns: tuple[str, ...]
+
+    def files(self) -> list[Path]:
+        return spilled_files(self.directory)
+
+
+def spilled_files(directory: Path) -> list[Path]:
+    """A statement's spilled files, in the order they were written."""
+    return sorted(directory.glob("*.parquet"))
+
+
+def stage_update(
+    pending: Pending, ids: np.ndarray, columns: dict[str, pa.Array], stored: pa.Schema | None
+) -> None:
+    """Keep one call's UPDATE values: in memory, and in a staged file once those held pass
+    SPILL_BYTES. stored: the table's stored types where Spark reads this process's files,
+    else None (all held)."""
+    pending.updates.append((ids, columns))
+    pending.held_bytes += ids.nbytes + sum(values.nbytes for values in columns.values())
+    if stored is not None and pending.held_bytes > SPILL_BYTES:
+        spill(pending, stored)
+
+
+def spill(pending: Pending, stored: pa.Schema) -> bool:
+    """Write the UPDATE values held in memory to one staged file (rowids as they came), where
+    every call set the same columns as the files before and Spark reads their types back as
+    they are (kept_by_files): whether it did."""
+    names = set(pending.updates[0][1]) if pending.updates else set()
+    if not names or any(set(columns) != names for _, columns in pending.updates):
+        return False
+    order = tuple(n for n in stored.names if n in names)
+    if pending.spilled and order != pending.spilled_columns:
+        return False
+    if not kept_by_files(pa.schema([stored.field(n) for n in order])):
+        return False
+    ids = np.concatenate([ids for ids, _ in pending.updates])
+    arrays = {ROWID: pa.array(ids, pa.int64())}
+    for name in order:
+        values = pa.concat_arrays([columns[name] for _, columns in pending.updates])
+        arrays[name] = convert(values, stored.field(name).type)
+    directory = pending.directory / SPILLED
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{len(pending.spilled):06d}.parquet"
+    pq.write_table(pa.table(arrays), path, **STAGE_FILE_OPTIONS)
+    pending.spilled.append(ids)
+    pending.spilled_columns = order
+    pending.updates, pending.held_bytes = [], 0
+    return True
+
+
+def spilled_update(pending: Pending, stored: pa.Schema) -> Spilled | None:
+    """Where a statement's UPDATE values went to files: those still held written too, and
+    the statement's Spilled, where its rowids are distinct (a MERGE sets each row from one
+    source row). Else (a rowid repeated, or calls that set other columns) every file read
+    back into pending.updates ahead of those held, every value in the stored types, so the
+    last value of a row still wins; then None, as where nothing was spilled."""
+    if not pending.spilled:
+        return None
+    if not pending.updates or spill(pending, stored):
+        ids = np.concatenate(pending.spilled)
+        if len(sorted_distinct(ids)) == len(ids):
+            return Spilled(ids, pending.directory / SPILLED, pending.spilled_columns)
+    read_back = []
+    for path in spilled_files(pending.directory / SPILLED):
+        table = pq.read_table(path)
+        values = {n: table.column(n).combine_chunks() for n in pending.spilled_columns}
+        read_back.append((table.column(ROWID).to_numpy(), values))
+    held = [
+        (ids, {n: convert(values, stored.field(n).type) for n, values in columns.items()})
+        for ids, columns in pending.updates
+    ]
+    pending.updates, pending.spilled, pending.spilled_columns = read_back + held, [], ()
+    return None
+
+
+def kept_by_files(schema: pa.Schema) -> bool:
+    """Whether Spark reads data of schema from a staged Parquet file as a MERGE needs it: not
+    when a nested value says it holds no null (a struct field, list item or map value), which
+    every file Spark reads loses, and which a MERGE then cannot set into a column that says
+    so."""
+
+    def nullable_within(data_type: pa.DataType) -> bool:
+        if pa.types.is_struct(data_type):
+            inner = [data_type.field(i) for i in range(data_type.num_fields)]
+        elif pa.types.is_map(data_type):
+            inner = [data_type.item_field]
+        elif (
+            pa.types.is_list(data_type)
+            or pa.types.is_large_list(data_type)
+            or pa.types.is_fixed_size_list(data_type)
+        ):
+            inner = [data_type.value_field]
+        else:
+            return True
+        return all(f.nullable and nullable_within(f.type) for f in inner)
+
+    return all(nullable_within(field.type) for field in schema)
 
 
 def last_positions(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -57,7 +57,7 @@ from .planning import DeltaScanPlanning, StatisticsMemo, pushable, read_version,
 from .rowid_claims import RowidClaims
 from .rowid_counter import RowidCounter
 from .scans import Scanner, as_of, log_version
-from .staging import STAGE_FILE_ROWS, Pending, distinct_count, flush, overlay
+from .staging import STAGE_FILE_ROWS, Pending, distinct_count, flush, overlay, stage_update
 
 log = logging.getLogger("pyairport.spark")
 
@@ -446,6 +446,7 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
         returning = opts is not None and opts.returning
         affected_rows, returned, staged = 0, [], []
         conform = UpdateColumns(self.schema)
+        stored = self.layout.stored if self.backend.shares_files else None  # files Spark reads
         for ids, values in chunks:
             ctx.raise_if_done()
             columns = conform(values)
@@ -458,7 +459,7 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
                     )
                 if given:
                     columns = self._as_stored_dropped(ids, columns, current)
-            pending.updates.append((ids, columns))
+            stage_update(pending, ids, columns, stored)
             staged.append(ids)
             if returning:
                 affected_rows += current.num_rows
