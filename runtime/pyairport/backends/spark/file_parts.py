@@ -271,8 +271,9 @@ class _InOrder:
     Timestamp columns come in the layout's type, as _dataset gives them."""
 
     def __init__(self, part: PartFiles, path: Path) -> None:
-        self._path = path
-        self.schema = pq.read_schema(str(path))
+        # its footer read once; closed when read to the end, else when dropped
+        self._file = pq.ParquetFile(str(path), coerce_int96_timestamp_unit="us")
+        self.schema = self._file.schema_arrow
         served = {part.in_files(f.name): f.type for f in part.schema}
         self._retyped = {
             field.name: served[field.name]
@@ -282,7 +283,7 @@ class _InOrder:
         }
 
     def batches(self, columns: list[str]) -> Iterator[pa.RecordBatch]:
-        with pq.ParquetFile(str(self._path), coerce_int96_timestamp_unit="us") as file:
+        with self._file as file:
             for batch in file.iter_batches(
                 batch_size=SCAN_BATCH_ROWS, columns=columns, use_threads=True
             ):
