@@ -623,3 +623,30 @@ def _worker_process(*args: str) -> tuple[subprocess.Popen[str], str]:
         process.kill()
         raise AssertionError(line + process.communicate()[1])
     return process, match.group(1)
+
+
+def test_py4j_s_report_of_a_call_to_a_gone_jvm_is_left_out_of_the_log() -> None:
+    """py4j logs a call cut off by the JVM's death at ERROR, traceback and all, through the
+    root logger, before it raises it to the server (which then says so itself): a stop of the
+    whole process group raced it into the log. Other py4j errors, and every other logger's,
+    stay; its notes below WARNING go."""
+    import logging
+
+    from pyairport.cli.main import _py4j_chatter
+
+    class Py4JNetworkError(Exception):  # py4j's, by name (py4j is not on every Python here)
+        pass
+
+    inside = os.path.join(os.sep, "site-packages", "py4j", "java_gateway.py")
+
+    def kept(pathname: str, level: int, error: BaseException | None) -> bool:
+        info = (type(error), error, None) if error is not None else None
+        record = logging.LogRecord("root", level, pathname, 1, "a note", None, info)
+        return _py4j_chatter(record)
+
+    assert not kept(inside, logging.ERROR, Py4JNetworkError("gone"))
+    assert not kept(inside, logging.ERROR, ConnectionResetError(104, "reset"))
+    assert not kept(inside, logging.INFO, None)
+    assert kept(inside, logging.ERROR, ValueError("a py4j error of another kind"))
+    assert kept(__file__, logging.ERROR, ConnectionResetError(104, "reset"))
+    assert kept(__file__, logging.INFO, None)

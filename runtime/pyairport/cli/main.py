@@ -13,12 +13,17 @@ from .serve import serve
 
 
 def _py4j_chatter(record: logging.LogRecord) -> bool:
-    """False for py4j's own notes below WARNING: it reports each connection it closes, and
-    each call to a JVM that is gone with its traceback, at INFO, some through the root
-    logger. A supervisor that stops the server's whole process group (systemd's default)
-    stops Spark's JVM with it, and each stop printed four tracebacks. --log-level DEBUG keeps
-    them."""
-    return record.levelno >= logging.WARNING or f"{os.sep}py4j{os.sep}" not in record.pathname
+    """False for py4j's own notes below WARNING, and for its ERROR about a call to a JVM that
+    is gone: it reports each connection it closes, and each such call with its traceback,
+    some through the root logger, before it raises the call's error to the server, which
+    says so itself (UNAVAILABLE, or the JVM's exit). A supervisor that stops the server's
+    whole process group (systemd's default) stops Spark's JVM with it, and a stop printed up
+    to four tracebacks. --log-level DEBUG keeps them."""
+    if f"{os.sep}py4j{os.sep}" not in record.pathname:
+        return True
+    error = record.exc_info[1] if record.exc_info else None
+    gone = isinstance(error, ConnectionError) or type(error).__name__ == "Py4JNetworkError"
+    return record.levelno >= logging.WARNING and not gone
 
 
 def apply_config(args: argparse.Namespace, argv: list[str]) -> None:
