@@ -224,14 +224,16 @@ def test_spilled_values_with_a_repeated_rowid_or_other_columns_are_read_back(
         return {r.pop("rowid"): r for r in frame}
 
     apart = staging.Pending(tmp_path / "apart")
-    call(apart, [1, 2], n=[10, 20], d=[1, 2])
-    call(apart, [3], n=[30], d=[3])
+    call(apart, [3, 1], n=[30, 10], d=[3, 1])
+    call(apart, [2], n=[20], d=[2])
     spilled = staging.spilled_update(apart, stored)
     assert spilled is not None and spilled.columns == ("n", "d")
-    assert spilled.ids.tolist() == [1, 2, 3] and len(spilled.files()) == 2
+    assert spilled.ids.tolist() == [1, 2, 3] and len(spilled.files()) == 2  # ascending
     import pyarrow.parquet as pq
 
-    assert pq.read_schema(spilled.files()[0]).field("d").type == pa.decimal128(18, 2)
+    first = pq.read_table(spilled.files()[0])
+    assert first.schema.field("d").type == pa.decimal128(18, 2)
+    assert first.column("rowid").to_pylist() == [3, 1]  # the files keep the rows as they came
 
     repeated = staging.Pending(tmp_path / "repeated")
     call(repeated, [1, 2], n=[10, 20], d=[1, 2])

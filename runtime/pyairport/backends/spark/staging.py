@@ -66,9 +66,9 @@ def flush(pending: Pending) -> None:
 
 
 class Spilled(NamedTuple):
-    """A statement's UPDATE whose values are all in staged files: its rowids (distinct), the
-    files' folder (each file a rowid column and the columns set, in the stored types), and
-    the columns they set."""
+    """A statement's UPDATE whose values are all in staged files: its rowids (distinct, in
+    ascending order, as the rows' reads take them), the files' folder (each file a rowid
+    column and the columns set, in the stored types), and the columns they set."""
 
     ids: np.ndarray
     directory: Path
@@ -108,10 +108,8 @@ def spill(pending: Pending, stored: pa.Schema) -> bool:
     if not kept_by_files(pa.schema([stored.field(n) for n in order])):
         return False
     ids = np.concatenate([ids for ids, _ in pending.updates])
-    arrays = {ROWID: pa.array(ids, pa.int64())}
-    for name in order:
-        values = pa.concat_arrays([columns[name] for _, columns in pending.updates])
-        arrays[name] = convert(values, stored.field(name).type)
+    values = {n: pa.concat_arrays([columns[n] for _, columns in pending.updates]) for n in order}
+    arrays = {ROWID: pa.array(ids, pa.int64())} | in_stored_types(values, stored)
     directory = pending.directory / SPILLED
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{len(pending.spilled):06d}.parquet"
@@ -132,19 +130,22 @@ def spilled_update(pending: Pending, stored: pa.Schema) -> Spilled | None:
         return None
     if not pending.updates or spill(pending, stored):
         ids = np.concatenate(pending.spilled)
-        if len(sorted_distinct(ids)) == len(ids):
-            return Spilled(ids, pending.directory / SPILLED, pending.spilled_columns)
+        distinct = sorted_distinct(ids)
+        if len(distinct) == len(ids):
+            return Spilled(distinct, pending.directory / SPILLED, pending.spilled_columns)
     read_back = []
     for path in spilled_files(pending.directory / SPILLED):
         table = pq.read_table(path)
         values = {n: table.column(n).combine_chunks() for n in pending.spilled_columns}
         read_back.append((table.column(ROWID).to_numpy(), values))
-    held = [
-        (ids, {n: convert(values, stored.field(n).type) for n, values in columns.items()})
-        for ids, columns in pending.updates
-    ]
+    held = [(ids, in_stored_types(columns, stored)) for ids, columns in pending.updates]
     pending.updates, pending.spilled, pending.spilled_columns = read_back + held, [], ()
     return None
+
+
+def in_stored_types(columns: dict[str, pa.Array], stored: pa.Schema) -> dict[str, pa.Array]:
+    """An UPDATE's values (the served types) in the types the table stores them as."""
+    return {name: convert(values, stored.field(name).type) for name, values in columns.items()}
 
 
 def kept_by_files(schema: pa.Schema) -> bool:
