@@ -1,6 +1,7 @@
-"""sorted_distinct gives np.unique's answer, by sorting; a row-tracked UPDATE's test of
-whether columns tell its rows apart (commits._all_distinct) gives Arrow's group_by answer,
-folding integral columns into one integer a row where their ranges allow."""
+"""sorted_distinct gives np.unique's answer, by flags over a dense range or by sorting; a
+row-tracked UPDATE's test of whether columns tell its rows apart (commits._all_distinct)
+gives Arrow's group_by answer, folding integral columns into one integer a row where their
+ranges allow."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from pyairport.backends import distinct_ids
 from pyairport.backends.distinct_ids import sorted_distinct
 from pyairport.backends.spark.commits import _all_distinct, _folded
 
@@ -22,10 +24,34 @@ from pyairport.backends.spark.commits import _all_distinct, _folded
         np.array([3, 3, 3], dtype=np.int64),
         np.array([5, -1, 5, 2, -1, 9], dtype=np.int64),
         np.random.default_rng(1).integers(-50, 50, size=10_000, dtype=np.int64),
+        np.arange(10_000, dtype=np.int64),  # in order, dense: flags
+        np.array([2**62, 0, 2**62], dtype=np.int64),  # sparse: sorted
+        np.array([2**63 - 1, 2**63 - 3, 2**63 - 1, 2**63 - 2], dtype=np.int64),
+        np.array([-(2**63), -(2**63) + 2, -(2**63)], dtype=np.int64),
+        np.array([2**64 - 1, 2**64 - 5, 2**63, 2**64 - 1], dtype=np.uint64),
+        np.array([9, -4, 9, 0], dtype=np.int32),
+        np.random.default_rng(2).integers(0, 9 * 1_000, size=1_000, dtype=np.int64),
     ],
-    ids=["empty", "one", "repeated", "unordered", "random"],
+    ids=[
+        "empty",
+        "one",
+        "repeated",
+        "unordered",
+        "random",
+        "in-order",
+        "sparse",
+        "int64-top",
+        "int64-bottom",
+        "uint64-top",
+        "int32",
+        "edge-of-dense",
+    ],
 )
-def test_sorted_distinct_is_np_unique(ids: np.ndarray) -> None:
+@pytest.mark.parametrize("dense_span", [distinct_ids.DENSE_SPAN, 0], ids=["flags", "sorted"])
+def test_sorted_distinct_is_np_unique(
+    ids: np.ndarray, dense_span: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(distinct_ids, "DENSE_SPAN", dense_span)  # 0: every range sorted
     found = sorted_distinct(ids)
     assert found.dtype == ids.dtype
     assert np.array_equal(found, np.unique(ids))

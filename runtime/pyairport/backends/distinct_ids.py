@@ -1,20 +1,38 @@
-"""The distinct values of an array of rowids (or row positions), found by sorting.
+"""The distinct values of an array of rowids (or row positions), found without hashing.
 
 Recent numpy (2.4 here) finds `np.unique`'s values by hashing: 6.0 s for the 6.0M rowids of
-an UPDATE of every row of TPC-H SF 1's lineitem on this project's 2-core machine, against
-0.12 s sorting them, and such a statement takes its rowids' distinct values several times.
+an UPDATE of every row of TPC-H SF 1's lineitem on this project's 2-core machine, and such a
+statement takes distinct values several times. A statement's rowids mostly lie close
+together (a row-tracked table's ids are its files' base row ids plus positions; a rowid
+table's are claimed in blocks): where their range is at most DENSE_SPAN values per id, each
+is marked in an array of flags over the range, which gives them in order in one pass
+(0.04-0.14 s for those 6.0M, against 0.36-0.48 s for numpy's quicksort). Other values are
+sorted by numpy's stable sort, a merge sort that takes runs already in order as they are:
+rowids as the files hold them, and a table's leading columns folded in that order
+(commits._all_distinct), come nearly sorted (6.0M of them in 0.01-0.04 s against the
+quicksort's 0.36 s; values in no order 0.44 s against 0.37 s).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+# Flags over a range of at most this many values per id take no more bytes than 8-byte ids.
+DENSE_SPAN = 8
+
 
 def sorted_distinct(ids: np.ndarray) -> np.ndarray:
     """ids' distinct values in ascending order (what np.unique(ids) gives)."""
-    ordered = np.sort(ids)
-    if len(ordered) < 2:
-        return ordered
+    if len(ids) < 2:
+        return np.sort(ids)
+    if np.issubdtype(ids.dtype, np.integer):
+        low, high = ids.min(), ids.max()
+        if int(high) - int(low) < DENSE_SPAN * len(ids):
+            # within the range, ids - low neither overflows nor goes below zero
+            seen = np.zeros(int(high) - int(low) + 1, dtype=bool)
+            seen[ids - low] = True
+            return np.flatnonzero(seen).astype(ids.dtype) + low
+    ordered = np.sort(ids, kind="stable")
     first = np.empty(len(ordered), dtype=bool)
     first[0] = True
     np.not_equal(ordered[1:], ordered[:-1], out=first[1:])

@@ -302,6 +302,7 @@ class DeltaChanges:
         values_schema = pq.read_schema(files[0])
         named = [values_schema.field(n) for n in spilled.columns]
         schema = pa.schema([*source.schema, *named])
+        rows = _Rows(source)
 
         def parts() -> Iterator[pa.Table]:
             for path in files:
@@ -311,7 +312,7 @@ class DeltaChanges:
                         at = np.searchsorted(ordered, wanted)
                         found = at < len(ordered)
                         found[found] = ordered[at[found]] == wanted[found]
-                        keys = source.take(pa.array(order[at[found]]))
+                        keys = rows.at(order[at[found]])
                         kept = values.filter(pa.array(found))
                         columns = [*keys.columns, *(kept.column(n) for n in spilled.columns)]
                         yield pa.Table.from_arrays(columns, schema=schema)
@@ -435,11 +436,13 @@ class DeltaChanges:
         if not current.num_rows:
             return 0
         source = self._keyed(current, leading)
-        keys = _distinct(source.drop_columns([ROWID]))
-        # an UPDATE's MERGE sets each row from one source row: its key values must not repeat
-        narrow = keys is not None and (operation == "delete" or keys.num_rows == current.num_rows)
-        listed = _listed(keys, leading[0], stored) if narrow and keys is not None else None
-        if narrow and self._names_only(keys, current, version, files, listed):
+        firsts = source.drop_columns([ROWID])
+        if operation == "delete":
+            keys = _distinct(firsts)
+        else:  # an UPDATE's MERGE sets each row from one source row: its keys must not repeat
+            keys = firsts if _all_distinct(firsts) is True else None
+        listed = _listed(keys, leading[0], stored) if keys is not None else None
+        if keys is not None and self._names_only(keys, current, version, files, listed):
             if operation == "delete" and listed is not None:  # Spark's own DELETE, files skipped
                 return affected(self._lake.spark.sql(f"DELETE FROM {self.fqn} WHERE {listed}"))
             if operation == "delete":
@@ -750,6 +753,26 @@ def _rows_skipped(files: file_parts.PartFiles, column: str, values: pa.ChunkedAr
         return skipped
     except (KeyError, TypeError):  # no such statistics column; bounds of another type
         return None
+
+
+class _Rows:
+    """A table's rows taken by their positions, a batch's at a time: a run of consecutive
+    positions (DuckDB sends an UPDATE's rows in its scan's order) as a slice, no copy; others
+    taken from the table's chunks combined once. Arrow's take from a table of many chunks
+    resolves each position's chunk: SF 1's 6M rows in 92 chunks, taken 65,536 at a time,
+    1.18 s against 0.03 s from one chunk (0.17 s to combine)."""
+
+    def __init__(self, table: pa.Table) -> None:
+        self._table = table
+        self._combined: pa.Table | None = None
+
+    def at(self, positions: np.ndarray) -> pa.Table:
+        count = len(positions)
+        if not count or np.array_equal(positions, np.arange(positions[0], positions[0] + count)):
+            return self._table.slice(int(positions[0]) if count else 0, count)
+        if self._combined is None:
+            self._combined = self._table.combine_chunks()
+        return self._combined.take(pa.array(positions))
 
 
 def _set(spilled: Spilled) -> str:
