@@ -31,7 +31,8 @@ def sorted_distinct(ids: np.ndarray) -> np.ndarray:
             # within the range, ids - low neither overflows nor goes below zero
             seen = np.zeros(int(high) - int(low) + 1, dtype=bool)
             seen[ids - low] = True
-            return np.flatnonzero(seen).astype(ids.dtype) + low
+            distinct: np.ndarray = np.flatnonzero(seen).astype(ids.dtype) + low
+            return distinct
     ordered = np.sort(ids, kind="stable")
     first = np.empty(len(ordered), dtype=bool)
     first[0] = True
