@@ -30,6 +30,7 @@ from pyairport.backends.spark.commits import _all_distinct, _folded
         np.array([-(2**63), -(2**63) + 2, -(2**63)], dtype=np.int64),
         np.array([2**64 - 1, 2**64 - 5, 2**63, 2**64 - 1], dtype=np.uint64),
         np.array([9, -4, 9, 0], dtype=np.int32),
+        np.array([100, -100, 100, 0] * 40, dtype=np.int8),  # the range passes int8's
         np.random.default_rng(2).integers(0, 9 * 1_000, size=1_000, dtype=np.int64),
     ],
     ids=[
@@ -44,6 +45,7 @@ from pyairport.backends.spark.commits import _all_distinct, _folded
         "int64-bottom",
         "uint64-top",
         "int32",
+        "int8-wide-range",
         "edge-of-dense",
     ],
 )

@@ -28,9 +28,11 @@ def sorted_distinct(ids: np.ndarray) -> np.ndarray:
     if np.issubdtype(ids.dtype, np.integer):
         low, high = ids.min(), ids.max()
         if int(high) - int(low) < DENSE_SPAN * len(ids):
-            # within the range, ids - low neither overflows nor goes below zero
+            # within the range an 8-byte id less low neither overflows nor goes below zero; a
+            # narrower one is widened first, as the range may pass its type's
+            offsets = ids - low if ids.dtype.itemsize == 8 else ids.astype(np.int64) - int(low)
             seen = np.zeros(int(high) - int(low) + 1, dtype=bool)
-            seen[ids - low] = True
+            seen[offsets] = True
             distinct: np.ndarray = np.flatnonzero(seen).astype(ids.dtype) + low
             return distinct
     ordered = np.sort(ids, kind="stable")
