@@ -634,8 +634,8 @@ def test_py4j_s_report_of_a_call_to_a_gone_jvm_is_left_out_of_the_log() -> None:
 
     from pyairport.cli.main import _py4j_chatter
 
-    class Py4JNetworkError(Exception):  # py4j's, by name (py4j is not on every Python here)
-        pass
+    class Py4JNetworkError(Exception):
+        """py4j's, by name: py4j is not installed on every Python the tests run on."""
 
     inside = os.path.join(os.sep, "site-packages", "py4j", "java_gateway.py")
 
