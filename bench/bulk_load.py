@@ -62,7 +62,7 @@ def main() -> None:
         root = Path(scratch)
         source = root / "lineitem.parquet"
         db.execute(f"COPY lineitem TO '{source}' (FORMAT parquet)")
-        spark = _spark()
+        spark = _spark(root)
         print(
             f"CREATE TABLE … AS SELECT * of TPC-H SF {args.scale:g} lineitem ({rows:,} rows),"
             f" best of {args.repeats}"

@@ -116,12 +116,14 @@ def _descendants(pid: int) -> list[int]:
     return found
 
 
-def _spark() -> Any:
+def _spark(scratch: Path) -> Any:
+    """The bench's own Spark; its warehouse (which it writes nothing to: tables go by path)
+    in scratch, not an empty spark-warehouse left in the working directory."""
     from pyairport.backends.spark.session import spark_session
 
     return spark_session(
         master="local[2]",
-        warehouse=None,
+        warehouse=scratch / "spark-warehouse",
         jars_dir=JARS if (JARS / ".fetched").exists() else None,
         app_name="pyairport-tpch-bench",
         conf={"spark.driver.memory": "6g"},
@@ -225,6 +227,7 @@ def whole_update_bench(db: Any, location: str, tracked: Path, spark: Any, pid: i
     copy, merged = tracked.parent / "lineitem-copy", tracked.parent / "lineitem-merged"
     shutil.copytree(tracked / tpch.SCHEMA / "lineitem", copy)
     shutil.copytree(tracked / tpch.SCHEMA / "lineitem", merged)
+    os.sync()  # the copies' 0.4 GB on disk before anything is timed, not written back beside it
     db.execute(f"ATTACH '' AS lake (TYPE airport, LOCATION '{location}')")
     db.execute("SET threads = 1")  # as dml_bench: DuckDB's client spins while it waits
     statement = "UPDATE {t} SET l_comment = 'updated whole'"
@@ -302,7 +305,7 @@ def main() -> None:
         tpch.generate(db, args.scale)
         tpch.write_plain(db, root / "plain")
         wanted = "tracked" in shapes or args.dml or args.whole_update or args.spark_sql
-        spark = _spark() if wanted else None
+        spark = _spark(root) if wanted else None
         if spark is not None and "tracked" in shapes:
             tpch.write_tracked(spark, root / "plain", root / "tracked")
             settle(os.getpid())  # this process's Spark, busy for a while after its writes
