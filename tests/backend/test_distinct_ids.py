@@ -1,4 +1,4 @@
-"""sorted_distinct gives np.unique's answer, by flags over a dense range or by sorting; a
+"""sorted_distinct and distinct_count give np.unique's answer, by flags over a dense range or by sorting; a
 row-tracked UPDATE's test of whether columns tell its rows apart (commits._all_distinct)
 gives Arrow's group_by answer, folding integral columns into one integer a row where their
 ranges allow."""
@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from pyairport.backends import distinct_ids
-from pyairport.backends.distinct_ids import sorted_distinct
+from pyairport.backends.distinct_ids import distinct_count, sorted_distinct
 from pyairport.backends.spark.commits import _all_distinct, _folded
 
 
@@ -50,13 +50,14 @@ from pyairport.backends.spark.commits import _all_distinct, _folded
     ],
 )
 @pytest.mark.parametrize("dense_span", [distinct_ids.DENSE_SPAN, 0], ids=["flags", "sorted"])
-def test_sorted_distinct_is_np_unique(
+def test_sorted_distinct_and_distinct_count_are_np_unique(
     ids: np.ndarray, dense_span: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(distinct_ids, "DENSE_SPAN", dense_span)  # 0: every range sorted
     found = sorted_distinct(ids)
     assert found.dtype == ids.dtype
     assert np.array_equal(found, np.unique(ids))
+    assert distinct_count(ids) == len(np.unique(ids))
 
 
 def test_the_input_is_not_reordered() -> None:
@@ -102,3 +103,23 @@ UNFOLDED = {
 def test_rows_told_apart_as_arrow_groups_them(keys: pa.Table, folds: bool) -> None:
     assert _all_distinct(keys) is _grouped(keys)
     assert (_folded(keys) is not None) is folds
+
+
+def test_folds_order_rows_by_their_columns_in_turn() -> None:
+    """The first column leads the fold, so rows in runs of it fold in runs too (which the
+    stable sort takes cheaply); a fold's order is the rows' order by each column in turn."""
+    keys = pa.table(
+        {
+            "first": RNG.integers(-5, 5, 3_000),
+            "second": RNG.integers(0, 300, 3_000, dtype=np.int32),
+            "third": pa.array(RNG.integers(0, 2, 3_000).astype(bool)).cast(pa.int8()),
+        }
+    )
+    keys = pa.concat_tables([keys.slice(0, 1_000), keys.slice(1_000)])  # chunked columns
+    before = keys.to_pydict()
+    folded = _folded(keys)
+    assert folded is not None
+    assert keys.to_pydict() == before  # folded in arrays of its own, the table untouched
+    columns = [keys.column(name).to_numpy() for name in keys.column_names]
+    by_columns = np.lexsort(columns[::-1])  # lexsort's last key is its primary one
+    assert np.array_equal(folded[by_columns], np.sort(folded))

@@ -1,4 +1,5 @@
-"""The distinct values of an array of rowids (or row positions), found without hashing.
+"""The distinct values of an array of rowids (or row positions), or their count, found
+without hashing.
 
 Recent numpy (2.4 here) finds `np.unique`'s values by hashing: 6.0 s for the 6.0M rowids of
 an UPDATE of every row of TPC-H SF 1's lineitem on this project's 2-core machine, and such a
@@ -25,18 +26,41 @@ def sorted_distinct(ids: np.ndarray) -> np.ndarray:
     """ids' distinct values in ascending order (what np.unique(ids) gives)."""
     if len(ids) < 2:
         return np.sort(ids)
-    if np.issubdtype(ids.dtype, np.integer):
-        low, high = ids.min(), ids.max()
-        if int(high) - int(low) < DENSE_SPAN * len(ids):
-            # within the range an 8-byte id less low neither overflows nor goes below zero; a
-            # narrower one is widened first, as the range may pass its type's
-            offsets = ids - low if ids.dtype.itemsize == 8 else ids.astype(np.int64) - int(low)
-            seen = np.zeros(int(high) - int(low) + 1, dtype=bool)
-            seen[offsets] = True
-            distinct: np.ndarray = np.flatnonzero(seen).astype(ids.dtype) + low
-            return distinct
+    flagged = _flags(ids)
+    if flagged is not None:
+        seen, low = flagged
+        distinct: np.ndarray = np.flatnonzero(seen).astype(ids.dtype) + low
+        return distinct
     ordered = np.sort(ids, kind="stable")
     first = np.empty(len(ordered), dtype=bool)
     first[0] = True
     np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
     return ordered[first]
+
+
+def distinct_count(values: np.ndarray) -> int:
+    """How many distinct values values holds (len(sorted_distinct(values))), found the same
+    way without making them: a gather of 6M values cost a try in the server 0.4 s."""
+    if len(values) < 2:
+        return len(values)
+    flagged = _flags(values)
+    if flagged is not None:
+        return int(np.count_nonzero(flagged[0]))
+    ordered = np.sort(values, kind="stable")
+    return 1 + int(np.count_nonzero(ordered[1:] != ordered[:-1]))
+
+
+def _flags(ids: np.ndarray) -> tuple[np.ndarray, np.integer] | None:
+    """Where integer ids' range is dense (at most DENSE_SPAN values per id): a flag over the
+    range for each value, set where an id holds it, and the range's least value; else None."""
+    if not np.issubdtype(ids.dtype, np.integer):
+        return None
+    low, high = ids.min(), ids.max()
+    if int(high) - int(low) >= DENSE_SPAN * len(ids):
+        return None
+    # within the range an 8-byte id less low neither overflows nor goes below zero; a narrower
+    # one is widened first, as the range may pass its type's
+    offsets = ids - low if ids.dtype.itemsize == 8 else ids.astype(np.int64) - int(low)
+    seen = np.zeros(int(high) - int(low) + 1, dtype=bool)
+    seen[offsets] = True
+    return seen, low

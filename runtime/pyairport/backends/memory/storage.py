@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..distinct_ids import sorted_distinct
+from ..distinct_ids import distinct_count
 
 MAX_CHUNKS = 256  # the compactor merges chunks once a table has this many
 CHUNKS_BACKSTOP = 4096  # merged at commit beyond this: the compactor has not kept up
@@ -225,7 +225,7 @@ def count_distinct(positions: np.ndarray) -> int:
     """How many different rows positions name (a client may repeat a rowid)."""
     if _ascending(positions):
         return len(positions)
-    return len(sorted_distinct(positions))
+    return distinct_count(positions)
 
 
 def lookup_positions(

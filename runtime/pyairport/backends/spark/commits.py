@@ -31,7 +31,7 @@ from airport_contracts import Context, ScanFailed
 
 from ...filters.model import Between
 from ..arrow_convert import convert
-from ..distinct_ids import sorted_distinct
+from ..distinct_ids import distinct_count, sorted_distinct
 from ..shaping import full_width
 from . import file_parts
 from .client_errors import client_errors
@@ -301,8 +301,9 @@ class DeltaChanges:
         files = spilled.files()
         values_schema = pq.read_schema(files[0])
         named = [values_schema.field(n) for n in spilled.columns]
-        schema = pa.schema([*source.schema, *named])
-        rows = _Rows(source)
+        keys_only = source.drop_columns([ROWID])  # the MERGE reads keys and values, no rowid
+        schema = pa.schema([*keys_only.schema, *named])
+        rows = _Rows(keys_only)
 
         def parts() -> Iterator[pa.Table]:
             for path in files:
@@ -463,10 +464,13 @@ class DeltaChanges:
         on = self._on(source)
         if listed is not None and self._skips_enough(files, current.column(leading[0])):
             on = f"{on} AND t.{listed}"  # the values as literals too: Delta skips files by them
-        if operation == "delete":
-            return self._merge(source, on, "DELETE")
         if spilled is not None:
             return self._merge_spilled(source, on, spilled)
+        # The rowids stay out of the MERGE's source: it matches by values (Spark would carry
+        # an unread column through the join).
+        source = source.drop_columns([ROWID]) if ROWID in source.column_names else source
+        if operation == "delete":
+            return self._merge(source, on, "DELETE")
         positions = pc.index_in(current.column(ROWID), changes.column(ROWID))
         assignments, with_values = self._assignments(changes.take(positions), source)
         return self._merge(with_values, on, f"UPDATE SET {assignments}")
@@ -788,20 +792,24 @@ def _all_distinct(keys: pa.Table) -> bool | None:
     (docs/benchmarks.md); other columns are grouped by Arrow."""
     folded = _folded(keys)
     if folded is not None:
-        return len(sorted_distinct(folded)) == len(folded)
+        return distinct_count(folded) == len(folded)
     distinct = _distinct(keys)
     return None if distinct is None else distinct.num_rows == keys.num_rows
 
 
 def _folded(keys: pa.Table) -> np.ndarray | None:
-    """Each row of keys as one integer, equal only for equal rows (each column's offset from
-    its least value, times the product of the ranges before it), or None where a column is
-    not integral, holds a null, or the ranges' product passes 63 bits."""
-    folded = np.zeros(keys.num_rows, dtype=np.int64)
+    """Each row of keys as one integer, equal only for equal rows and ordered as the rows are
+    by their columns in turn (each column's offset from its least value, times the product of
+    the ranges after it), or None where a column is not integral, holds a null, or the ranges'
+    product passes 63 bits. The first column leads because a table's rows mostly come in runs
+    of it (files written in key order): then the folds do too, which distinct_count's stable
+    sort takes as they are (SF 1's row-tracked lineitem, in three runs of l_orderkey: 0.07 s
+    a try against 0.37-0.49 s with the first column folded last)."""
     if not keys.num_rows:
-        return folded
+        return np.zeros(0, dtype=np.int64)
+    folded: np.ndarray | None = None
     span = 1
-    for column in keys.columns:
+    for column in reversed(keys.columns):
         if column.null_count:
             return None
         if pa.types.is_date32(column.type):
@@ -814,11 +822,19 @@ def _folded(keys: pa.Table) -> np.ndarray | None:
         low, high = int(values.min()), int(values.max())
         if span * (high - low + 1) >= 2**63:
             return None
+        # Each column's offsets in an int64 array of their own, shifted and scaled in place
+        # (to_numpy's copy of a chunked column is writable, and kept): new arrays for each
+        # step took twice the time, 6M rows of 4 columns 0.12 s against 0.06 s.
         if np.issubdtype(values.dtype, np.unsignedinteger):  # offsets below 2**63 (above)
             offsets = (values - values.dtype.type(low)).astype(np.int64)
         else:
-            offsets = values.astype(np.int64) - low
-        folded += offsets * span
+            offsets = values.astype(np.int64, copy=not values.flags.writeable)
+            offsets -= low
+        if folded is None:
+            folded = offsets
+        else:
+            offsets *= span
+            folded += offsets
         span *= high - low + 1
     return folded
 

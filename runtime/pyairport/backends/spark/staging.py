@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .. import distinct_ids
 from ..arrow_convert import convert
 from ..distinct_ids import sorted_distinct
 from .layout import ROWID
@@ -48,7 +49,7 @@ class Pending:
 
 
 def distinct_count(staged: list[np.ndarray]) -> int:
-    return len(sorted_distinct(np.concatenate(staged))) if staged else 0
+    return distinct_ids.distinct_count(np.concatenate(staged)) if staged else 0
 
 
 def flush(pending: Pending) -> None:
