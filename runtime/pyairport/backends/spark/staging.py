@@ -48,7 +48,8 @@ class Pending:
     given: set[str] = field(default_factory=set)  # computed columns some INSERT row set
 
 
-def distinct_count(staged: list[np.ndarray]) -> int:
+def distinct_staged(staged: list[np.ndarray]) -> int:
+    """How many distinct rowids the staged arrays of a statement name together."""
     return distinct_ids.distinct_count(np.concatenate(staged)) if staged else 0
 
 

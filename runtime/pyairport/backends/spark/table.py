@@ -57,7 +57,7 @@ from .planning import DeltaScanPlanning, StatisticsMemo, pushable, read_version,
 from .rowid_claims import RowidClaims
 from .rowid_counter import RowidCounter
 from .scans import Scanner, as_of, log_version
-from .staging import STAGE_FILE_ROWS, Pending, distinct_count, flush, overlay, stage_update
+from .staging import STAGE_FILE_ROWS, Pending, distinct_staged, flush, overlay, stage_update
 
 log = logging.getLogger("pyairport.spark")
 
@@ -329,7 +329,7 @@ class SparkTable(BackendTable[Pending], DeltaColumns, DeltaScanPlanning):
         without, no row is read before the commit, which counts them (Statement.changed_rows):
         until then it is at most the distinct rowids given."""
         if not (opts is not None and opts.returning):
-            affected_rows = distinct_count(staged)
+            affected_rows = distinct_staged(staged)
         counted = self._finish_now(ctx, pending, immediate)
         return DMLResult(
             affected_rows=affected_rows if counted is None else counted,
