@@ -20,8 +20,9 @@ JVM's first run of these statements on these tables, the Spark SQL's after its o
 RF2, the server's after its warm-up's; each round and the medians are printed), and the changed
 tables are compared with DuckDB's own after the same statements.
 
-With --whole-update, last, every row of the row-tracked `lineitem` is updated through DuckDB
-beside Spark SQL's UPDATE of a copy, with the server's peak memory meanwhile.
+With --whole-update, last, every row of the row-tracked `lineitem` is updated through DuckDB,
+to one value and then each to its own, beside Spark SQL's UPDATE of a copy and Spark's MERGE
+of the rows into another, with the server's peak memory meanwhile.
 
     python bench/tpch.py --scale 1 --dml
     python bench/tpch.py --scale 1 --shapes plain --serve '--data-socket auto --scan-parts 2'
@@ -218,42 +219,72 @@ def dml_bench(db: Any, location: str, tracked: Path, plain: Path, spark: Any, ro
     db.execute("DETACH lake")
 
 
+# Every row of lineitem updated two ways: each row to a value of its own (the MERGE by values)
+# and to one value (the server runs Spark's own UPDATE: no rows to match); label, the SET as
+# DuckDB and Spark SQL take it, the same value as the MERGE's source computes it, and a check
+# of the lake afterwards: (its count of changed rows, its rows). The MERGE by values first,
+# and Spark's MERGE before its UPDATE, so that each side's MERGE is its JVM's first large one:
+# a JVM's get faster over its first few (47.6 s, then 34.1 s in one JVM, docs/benchmarks.md).
+WHOLE_UPDATES = (
+    (
+        "each its own",
+        "l_quantity = l_quantity + 1",
+        "l_quantity + 1",
+        None,  # against the sum before: sum(l_quantity) grows by one a row
+    ),
+    (
+        "one value",
+        "l_comment = 'updated whole'",
+        "'updated whole'",
+        "count(*) FILTER (WHERE l_comment = 'updated whole'), count(*)",
+    ),
+)
+KEY = ("l_orderkey", "l_partkey", "l_suppkey", "l_linenumber")
+
+
 def whole_update_bench(db: Any, location: str, tracked: Path, spark: Any, pid: int) -> None:
     """Every row of lineitem updated through DuckDB (which sends each row's rowid and the
     columns set), beside Spark SQL's UPDATE of a copy and Spark's MERGE of the same rows by
     their key into another, and the server's peak memory meanwhile: what it holds is the
     rowids and the columns that tell the rows apart; the values past 64 MiB, and the MERGE's
     source, wait in staged files (staging.py)."""
-    copy, merged = tracked.parent / "lineitem-copy", tracked.parent / "lineitem-merged"
-    shutil.copytree(tracked / tpch.SCHEMA / "lineitem", copy)
-    shutil.copytree(tracked / tpch.SCHEMA / "lineitem", merged)
-    os.sync()  # the copies' 0.4 GB on disk before anything is timed, not written back beside it
     db.execute(f"ATTACH '' AS lake (TYPE airport, LOCATION '{location}')")
     db.execute("SET threads = 1")  # as dml_bench: DuckDB's client spins while it waits
-    statement = "UPDATE {t} SET l_comment = 'updated whole'"
-    with peak_rss(pid) as peak:
-        ours, _ = best_of(
-            1, lambda: db.execute(statement.format(t="lake.tpch.lineitem")).fetchall()
+    copy, merged = tracked.parent / "lineitem-copy", tracked.parent / "lineitem-merged"
+    for label, setting, value, check in WHOLE_UPDATES:
+        column = setting.split(" = ")[0]
+        for folder in (copy, merged):
+            shutil.rmtree(folder, ignore_errors=True)
+            shutil.copytree(tracked / tpch.SCHEMA / "lineitem", folder)
+        os.sync()  # the copies' 0.4 GB on disk before anything is timed, not written back beside it
+        (before,) = db.execute("SELECT sum(l_quantity) FROM lake.tpch.lineitem").fetchone()
+        statement = f"UPDATE {{t}} SET {setting}"
+        with peak_rss(pid) as peak:
+            ours, _ = best_of(
+                1, lambda s=statement: db.execute(s.format(t="lake.tpch.lineitem")).fetchall()
+            )
+        merge = (
+            f"MERGE INTO delta.`{merged}` t USING (SELECT {', '.join(KEY)}, {value} AS c"
+            f" FROM delta.`{merged}`) s ON {' AND '.join(f't.{k} = s.{k}' for k in KEY)}"
+            f" WHEN MATCHED THEN UPDATE SET {column} = s.c"
         )
-    theirs, _ = best_of(1, lambda: spark.sql(statement.format(t=f"delta.`{copy}`")).collect())
-    key = ("l_orderkey", "l_partkey", "l_suppkey", "l_linenumber")
-    merge = (
-        f"MERGE INTO delta.`{merged}` t USING (SELECT {', '.join(key)}, 'updated whole' AS c"
-        f" FROM delta.`{merged}`) s ON {' AND '.join(f't.{k} = s.{k}' for k in key)}"
-        " WHEN MATCHED THEN UPDATE SET l_comment = s.c"
-    )
-    by_key, _ = best_of(1, lambda: spark.sql(merge).collect())
+        by_key, _ = best_of(1, lambda m=merge: spark.sql(m).collect())
+        theirs, _ = best_of(
+            1, lambda s=statement: spark.sql(s.format(t=f"delta.`{copy}`")).collect()
+        )
+        if check is None:
+            check = f"sum(l_quantity) - {before}, count(*)"
+        (changed, rows) = db.execute(f"SELECT {check} FROM lake.tpch.lineitem").fetchone()
+        print(
+            f"  {'UPDATE every lineitem':<24}{_timed(ours, theirs)}"
+            f"  {'exact' if changed == rows else f'WRONG: {changed:,} of {rows:,} rows'};"
+            f" {label}: {setting}; server peak RSS: Python {peak['python'] / 1024:.0f} MiB,"
+            f" JVM {peak['jvm'] / 1024:.0f} MiB"
+        )
+        print(
+            f"  {'  beside its MERGE by key':<24}{_timed(ours, by_key)}  (Spark's MERGE of the rows)"
+        )
     db.execute("RESET threads")
-    (updated, rows) = db.execute(
-        "SELECT count(*) FILTER (WHERE l_comment = 'updated whole'), count(*)"
-        " FROM lake.tpch.lineitem"
-    ).fetchone()
-    print(
-        f"  {'UPDATE every lineitem':<24}{_timed(ours, theirs)}"
-        f"  {'exact' if updated == rows else f'WRONG: {updated:,} of {rows:,} rows'};"
-        f" server peak RSS: Python {peak['python'] / 1024:.0f} MiB, JVM {peak['jvm'] / 1024:.0f} MiB"
-    )
-    print(f"  {'  beside its MERGE by key':<24}{_timed(ours, by_key)}  (Spark's MERGE of the rows)")
     db.execute("DETACH lake")
 
 

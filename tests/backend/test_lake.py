@@ -657,11 +657,13 @@ def test_row_tracked_rows_told_apart_by_their_leading_columns_are_matched_by_the
         rows = client.scan("sales", "lines", ["rowid", "note"]).read_all().to_pylist()
         rowid = {r["note"]: r["rowid"] for r in rows}
 
-        def update(notes: list[str], amount: float) -> list[str]:
+        def update(notes: list[str], amount: float, step: float = 0.0) -> list[str]:
+            """Each row its own value where step is not 0 (rows set to one value that their
+            first column's values name are Spark's own UPDATE: test_whole_table.py)."""
             spark_statements.clear()
             read.clear()
             ids = pa.array([rowid[n] for n in notes], pa.int64())
-            amounts = pa.array([amount] * len(notes), pa.float64())
+            amounts = pa.array([amount + step * i for i in range(len(notes))], pa.float64())
             changed = client.update("sales", "lines", pa.table({"amount": amounts, "rowid": ids}))
             assert changed.total_changed == len(notes)
             return list(spark_statements)
@@ -672,7 +674,7 @@ def test_row_tracked_rows_told_apart_by_their_leading_columns_are_matched_by_the
 
         # order 1's two lines: order_id and line tell them apart, a count shows no other
         # row holds theirs
-        told = update(["a", "b"], 10.0)
+        told = update(["a", "b"], 10.0, step=1.0)
         assert "`line`" in merge_on(told) and "`note`" not in merge_on(told)
         assert any(q.startswith("SELECT count(*)") for q in told)
         if reads_files:
@@ -682,9 +684,9 @@ def test_row_tracked_rows_told_apart_by_their_leading_columns_are_matched_by_the
         # order 2's line 1 is two rows: every column tells the one asked for apart
         one = update(["c"], 30.0)
         assert "`note`" in merge_on(one) and "`amount`" in merge_on(one)
-        # every row: (order_id, line) does not tell order 2's apart, all three do; no count,
-        # and then (order_id, note) without line
-        every = update(["a", "b", "c", "d", "e"], 50.0)
+        # every row: (order_id, line) does not tell order 2's apart, all three do; no
+        # count, and then (order_id, note) without line
+        every = update(["a", "b", "c", "d", "e"], 50.0, step=1.0)
         assert "`note`" in merge_on(every) and "`amount`" not in merge_on(every)
         if reads_files:
             assert not any(q.startswith("SELECT count(*)") for q in every)
@@ -696,7 +698,7 @@ def test_row_tracked_rows_told_apart_by_their_leading_columns_are_matched_by_the
         assert deleted.total_changed == 2
     after = spark.sql(f"SELECT _metadata.row_id AS rowid, note, amount FROM {ident}").collect()
     assert sorted(after) == sorted(
-        [(rowid["b"], "b", 50.0), (rowid["d"], "d", 50.0), (rowid["e"], "e", 50.0)]
+        [(rowid["b"], "b", 51.0), (rowid["d"], "d", 53.0), (rowid["e"], "e", 54.0)]
     )
 
 
@@ -719,8 +721,9 @@ def test_row_tracked_update_lists_its_keys_only_where_delta_skips_files_by_them(
         }
 
         def update(keys: list[int], amount: float) -> int:
+            """Each row its own value (rows set to one value are Spark's own UPDATE)."""
             ids = pa.array([rowid[k] for k in keys], pa.int64())
-            amounts = pa.array([amount] * len(keys), pa.float64())
+            amounts = pa.array([amount + i for i in range(len(keys))], pa.float64())
             return client.update(
                 "sales", "tracked", pa.table({"amount": amounts, "rowid": ids})
             ).total_changed
@@ -736,7 +739,7 @@ def test_row_tracked_update_lists_its_keys_only_where_delta_skips_files_by_them(
             f"SELECT * FROM {ident} WHERE amount > 1.0 AND order_id >= 100"
         ).collect()
     }
-    assert changed == {210: 2.0, 220: 2.0, 230: 2.0, 150: 3.0, 250: 3.0, 350: 3.0, 450: 3.0}
+    assert changed == {210: 2.0, 220: 3.0, 230: 4.0, 150: 3.0, 250: 4.0, 350: 5.0, 450: 6.0}
 
 
 def test_rows_no_column_tells_apart_are_refused_not_guessed(

@@ -46,7 +46,7 @@ def test_warm_up_runs_every_statement_and_leaves_nothing(
 def test_a_failed_warm_up_raises_and_leaves_nothing(
     spark_backend: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def refused(table: Any) -> None:
+    def refused(table: Any, *, each_its_own: bool) -> None:
         raise RuntimeError("refused")
 
     monkeypatch.setattr(warm_up_module, "_each_statement", refused)

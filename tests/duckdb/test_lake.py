@@ -148,8 +148,8 @@ def test_a_tables_history_and_changes_from_the_lakes_functions(
         )
         assert [h[0] for h in history] == list(range(len(history))) and len(history) >= 4
         # a row-tracked table's rows are changed by their first column's values: an UPDATE
-        # as one MERGE, a DELETE of a few values as Spark's own DELETE … IN
-        assert [h[1] for h in history][-3:] == ["WRITE", "MERGE", "DELETE"]
+        # to one value as Spark's own UPDATE … IN, a DELETE of a few as its DELETE … IN
+        assert [h[1] for h in history][-3:] == ["WRITE", "UPDATE", "DELETE"]
         first = history[-3][0]
         assert duck.run(
             "SELECT id, name, _change_type, _commit_version - $1"

@@ -9,8 +9,11 @@ read from the staged files they went to past staging.SPILL_BYTES). A row-tracked
 table's rows are changed by their values (see table.py's doc): read at the version the commit
 starts from, matched by their first column where a count shows that it names them, else by
 the fewest leading columns that do so, else by every column; a few first-column values are
-listed in the statement (INLINE_KEYS), more are joined. The reading and the count are of the version's files where the server reads them (no
-Spark job), else Spark's. A commit that conflicts with another writer's is retried.
+listed in the statement (INLINE_KEYS), more are joined; rowids that name every row of the
+version need no matching (Spark's own DELETE, or UPDATE to one value a column), nor do rows
+set to one value that listed first-column values name (Spark's own UPDATE … WHERE). The reading
+and the count are of the version's files where the server reads them (no Spark job), else
+Spark's. A commit that conflicts with another writer's is retried.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
@@ -436,8 +440,19 @@ class DeltaChanges:
         current = self._tracked_rows(ids, int(version), leading, files)
         if not current.num_rows:
             return 0
+        # Spark's own statement where no row needs matching: an UPDATE to one value a column
+        settings = self._one_value_each(changes, spilled) if operation == "update" else None
+        own = self._sparks_own(operation, settings, current, int(version), files)
+        if own is not None:
+            return affected(self._lake.spark.sql(own))
         source = self._keyed(current, leading)
         firsts = source.drop_columns([ROWID])
+        if settings is not None:  # each value once: one value for the rows of each
+            keys = _distinct(firsts)
+            listed = _listed(keys, leading[0], stored) if keys is not None else None
+            if listed is not None and self._names_only(keys, current, version, files, listed):
+                update = f"UPDATE {self.fqn} SET {settings} WHERE {listed}"
+                return affected(self._lake.spark.sql(update))  # files skipped by the list
         if operation == "delete":
             keys = _distinct(firsts)
         else:  # an UPDATE's MERGE sets each row from one source row: its keys must not repeat
@@ -474,6 +489,57 @@ class DeltaChanges:
         positions = pc.index_in(current.column(ROWID), changes.column(ROWID))
         assignments, with_values = self._assignments(changes.take(positions), source)
         return self._merge(with_values, on, f"UPDATE SET {assignments}")
+
+    def _sparks_own(
+        self,
+        operation: str,
+        settings: str | None,
+        current: pa.Table,
+        version: int,
+        files: file_parts.PartFiles | None,
+    ) -> str | None:
+        """Spark's own `DELETE FROM t`, or `UPDATE t SET c = <value>, …` (settings: an UPDATE
+        that sets each column to one value), where the rowids name every row of the table at
+        version (current: the rows they name there): nothing to match, and Spark's UPDATE of
+        every row takes a third of its MERGE's time (TPC-H SF 1's lineitem,
+        docs/benchmarks.md). None where they do not, where the server does not count the
+        version's rows from the log, and where another commit came after version: the
+        statement would change rows the client never read."""
+        if operation == "update" and settings is None:
+            return None
+        if files is None or current.num_rows != files.total_live_rows():
+            return None
+        if operation == "delete":
+            statement = f"DELETE FROM {self.fqn}"
+        else:
+            statement = f"UPDATE {self.fqn} SET {settings}"
+        return statement if self._latest_version() == version else None
+
+    def _one_value_each(self, changes: pa.Table, spilled: Spilled | None) -> str | None:
+        """An UPDATE's SET list of literals where every row sets each column to one value
+        (as `UPDATE t SET c = 'x'` does through DuckDB), else None."""
+        if spilled is not None:
+            files = spilled.files()
+            stored = pq.read_schema(files[0])
+            columns = {n: (stored.field(n).type, _staged(files, n)) for n in spilled.columns}
+        else:
+            names = [n for n in changes.column_names if n != ROWID and not n.startswith("__set_")]
+            if not all(pc.all(changes.column("__set_" + n)).as_py() for n in names):
+                return None
+            columns = {
+                n: (changes.schema.field(n).type, iter(changes.column(n).chunks)) for n in names
+            }
+        settings = []
+        for name, (data_type, chunks) in columns.items():
+            if not (
+                pa.types.is_floating(data_type) or _exactly_equal(data_type, self.layout.features)
+            ):
+                return None  # a collated string's literal is not of its collation
+            literal = _one_literal(chunks, data_type)
+            if literal is None:
+                return None
+            settings.append(f"{quote(name)} = {literal}")
+        return ", ".join(settings) or None
 
     def _latest_version(self) -> int:
         """The table's latest committed version: from its log's folder where the server
@@ -777,6 +843,55 @@ class _Rows:
         if self._combined is None:
             self._combined = self._table.combine_chunks()
         return self._combined.take(pa.array(positions))
+
+
+def _staged(files: list[Path], name: str) -> Iterator[pa.Array]:
+    """One column of a spilled UPDATE's staged files, batch by batch."""
+    for path in files:
+        with pq.ParquetFile(path) as file:
+            for batch in file.iter_batches(batch_size=SCAN_BATCH_ROWS, columns=[name]):
+                yield batch.column(0)
+
+
+def _one_literal(chunks: Iterator[pa.Array], data_type: pa.DataType) -> str | None:
+    """The exact SQL literal (sql_literal) of the one value every row of chunks holds; None
+    where they hold more than one, or none, or the type has no such literal. Equal means the
+    same bits: a float's -0.0 is not its 0.0, as Arrow's comparisons would have it."""
+    if sql_literal(None, data_type) is None:
+        return None
+    bits = None  # a float's values compared as their bits
+    if pa.types.is_floating(data_type):
+        bits = pa.int64() if data_type.bit_width == 64 else pa.int32()
+
+    def comparable(values: pa.Array) -> pa.Array:
+        return values if bits is None else values.view(bits)
+
+    first: pa.Scalar | None = None
+    reference: pa.Scalar | None = None
+    for chunk in chunks:
+        if not len(chunk):
+            continue
+        if first is None:
+            first = chunk[0]
+            reference = comparable(chunk.slice(0, 1))[0]
+        if not first.is_valid:
+            if chunk.null_count != len(chunk):
+                return None
+            continue
+        if chunk.null_count:
+            return None
+        try:
+            bounds = pc.min_max(comparable(chunk))
+        except pa.ArrowNotImplementedError:
+            return None
+        if bounds["min"] != reference or bounds["max"] != reference:
+            return None
+    if first is None:
+        return None
+    try:
+        return sql_literal(first.as_py(), data_type)
+    except (ValueError, OverflowError):  # a date beyond Python's
+        return None
 
 
 def _set(spilled: Spilled) -> str:

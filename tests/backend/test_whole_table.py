@@ -1,0 +1,238 @@
+"""A statement that names every row of a row-tracked table (commits._sparks_own): a DELETE of
+them all runs as Spark's own `DELETE FROM t`, an UPDATE that sets each column to one value as
+Spark's own `UPDATE t SET c = <literal>`, with nothing to match; anything less (a row left
+out, a second value, a float's -0.0 beside its 0.0) runs as the MERGE by values. An UPDATE to
+one value of rows whose first column's values name them and no other row runs as `UPDATE …
+WHERE first IN (…)`, as does one of every row when a commit came after the rows were read.
+Row ids are kept and every value lands exactly. The literal's rule (commits._one_literal) is tested without Spark too."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from datetime import date
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from pyairport.client import AirportClient
+from pyairport.transactions import MemoryTransactionManager
+
+from ..protocol.conftest import serving
+
+ROWS = 300
+TRACKED = "'delta.enableRowTracking' = 'true', 'delta.enableDeletionVectors' = 'true'"
+
+
+@pytest.mark.parametrize(
+    "chunks,data_type,literal",
+    [
+        ([[7, 7], [7]], pa.int64(), "CAST(7 AS BIGINT)"),
+        ([["x", "x"], [], ["x"]], pa.string(), "CAST(X'78' AS STRING)"),
+        ([[Decimal("2.50")] * 3], pa.decimal128(18, 2), "CAST('2.50' AS DECIMAL(18,2))"),
+        ([[date(1500, 1, 1)] * 2], pa.date32(), "DATE'1500-01-01'"),
+        ([[None, None], [None]], pa.string(), "CAST(NULL AS STRING)"),
+        ([[-0.0, -0.0]], pa.float64(), "CAST('-0.0' AS DOUBLE)"),
+        ([[float("nan")] * 2], pa.float32(), "CAST('NaN' AS FLOAT)"),
+        ([[True], [True]], pa.bool_(), "TRUE"),
+        ([[1, 2]], pa.int64(), None),
+        ([[1], [2]], pa.int64(), None),  # each chunk one value, not the same one
+        ([["x", None]], pa.string(), None),
+        ([[None], ["x"]], pa.string(), None),
+        ([[0.0, -0.0]], pa.float64(), None),  # equal as numbers, not as stored
+        ([[], []], pa.int64(), None),  # no value at all
+        ([[1_000_000, 1_000_000]], pa.timestamp("us"), None),  # no literal of its type here
+    ],
+)
+def test_one_literal_only_for_one_value_in_every_row(
+    chunks: list[list[Any]], data_type: pa.DataType, literal: str | None
+) -> None:
+    from pyairport.backends.spark.commits import _one_literal
+
+    arrays = [pa.array(c, data_type) for c in chunks]
+    assert _one_literal(iter(arrays), data_type) == literal
+
+
+def test_one_literal_reads_a_slice_by_its_own_values() -> None:
+    from pyairport.backends.spark.commits import _one_literal
+
+    values = pa.array([1.5, 2.0, 2.0, 3.0], pa.float64())
+    assert _one_literal(iter([values.slice(1, 2)]), pa.float64()) == "CAST('2.0' AS DOUBLE)"
+
+
+@contextlib.contextmanager
+def _client(spark: Any, lake: Path) -> Iterator[AirportClient]:
+    from pyairport.backends.spark import SparkBackend
+
+    served = SparkBackend(spark, lake)
+    try:
+        with serving(served.catalog, MemoryTransactionManager()) as running:
+            yield running.client
+            assert not list(served.staging.glob("*"))
+    finally:
+        served.close()
+
+
+def _table(spark: Any, lake: Path) -> str:
+    ident = f"delta.`{lake / 'sales' / 'tracked'}`"
+    spark.sql(
+        f"CREATE TABLE {ident} (k BIGINT, note STRING, f DOUBLE) USING delta"
+        f" TBLPROPERTIES ({TRACKED})"
+    )
+    # two appends: two files, k repeating (the rows are told apart only by every column)
+    for start in (0, ROWS // 2):
+        spark.sql(
+            f"INSERT INTO {ident} SELECT id DIV 3, concat('n', id), id / 4.0"
+            f" FROM range({start}, {start + ROWS // 2})"
+        )
+    return ident
+
+
+def _last_operation(spark: Any, ident: str) -> str:
+    return str(spark.sql(f"DESCRIBE HISTORY {ident} LIMIT 1").first().operation)
+
+
+def _by_row_id(spark: Any, ident: str) -> dict[int, tuple[Any, ...]]:
+    rows = spark.sql(f"SELECT _metadata.row_id AS id, k, note, f FROM {ident}").collect()
+    return {r.id: (r.k, r.note, r.f) for r in rows}
+
+
+def _sent(
+    client: AirportClient, columns: dict[str, list[Any]], leave_out: int = 0
+) -> tuple[int, list[int]]:
+    """An UPDATE as DuckDB sends one: each row's rowid (in the scan's order, but the last
+    leave_out rows) and the columns it sets; the rows changed, and the rowids sent."""
+    scanned = client.scan("sales", "tracked", ["rowid"]).read_all().column("rowid")
+    rowids = scanned.to_pylist()[: ROWS - leave_out]
+    types = {"note": pa.string(), "f": pa.float64()}
+    rows = pa.table(
+        {"rowid": pa.array(rowids, scanned.type)}
+        | {n: pa.array(v[: len(rowids)], types[n]) for n, v in columns.items()}
+    )
+    return client.update("sales", "tracked", rows, batch_rows=64).total_changed, rowids
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("spilled", [False, True], ids=["held", "spilled"])
+def test_every_row_set_to_one_value_is_sparks_own_update(
+    spark_backend: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spilled: bool
+) -> None:
+    from pyairport.backends.spark import staging
+
+    if spilled:
+        monkeypatch.setattr(staging, "SPILL_BYTES", 0)
+    spark = spark_backend.spark
+    ident = _table(spark, tmp_path)
+    before = _by_row_id(spark, ident)
+    with _client(spark, tmp_path) as client:
+        changed, _ = _sent(client, {"note": ["one 'value'"] * ROWS, "f": [-0.0] * ROWS})
+        assert changed == ROWS
+    assert _last_operation(spark, ident) == "UPDATE"  # not a MERGE
+    after = _by_row_id(spark, ident)
+    assert after.keys() == before.keys()  # row tracking's ids kept
+    assert all(after[i] == (k, "one 'value'", -0.0) for i, (k, _, _) in before.items())
+    assert all(str(f) == "-0.0" for _, _, f in after.values())
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(
+    "case",
+    ["two values", "zero beside minus zero", "a row left out", "a commit after the read"],
+)
+def test_anything_less_is_not_the_whole_tables(
+    spark_backend: Any,
+    spark_statements: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    case: str,
+) -> None:
+    from pyairport.backends.spark.commits import DeltaChanges
+
+    spark = spark_backend.spark
+    ident = _table(spark, tmp_path)
+    before = _by_row_id(spark, ident)
+    notes = ["same"] * ROWS
+    floats = [1.0] * ROWS
+    leave_out = 0
+    if case == "two values":
+        notes[-1] = "other"
+    elif case == "zero beside minus zero":
+        floats = [0.0] * (ROWS - 1) + [-0.0]
+    elif case == "a row left out":
+        leave_out = 1
+    else:  # another writer's commit lands between the rows' read and the statement
+        latest = DeltaChanges._latest_version
+        calls: list[int] = []
+
+        def moved(self: DeltaChanges) -> int:
+            calls.append(1)
+            return latest(self) + (1 if len(calls) > 1 else 0)
+
+        monkeypatch.setattr(DeltaChanges, "_latest_version", moved)
+    spark_statements.clear()
+    with _client(spark, tmp_path) as client:
+        changed, rowids = _sent(client, {"note": notes, "f": floats}, leave_out)
+        assert changed == ROWS - leave_out
+    changes = [q for q in spark_statements if q.startswith(("UPDATE", "MERGE"))]
+    if case == "a commit after the read":  # one value for rows their k's name: listed
+        assert len(changes) == 1 and " WHERE `k` IN (" in changes[0]
+    else:
+        assert _last_operation(spark, ident) == "MERGE"
+    after = _by_row_id(spark, ident)
+    assert after.keys() == before.keys()
+    set_to = {i: (notes[p], str(floats[p])) for p, i in enumerate(rowids)}
+    for row_id, (k, note, f) in before.items():
+        expected = set_to.get(row_id, (note, str(f)))
+        assert (after[row_id][0], after[row_id][1], str(after[row_id][2])) == (k, *expected)
+
+
+@pytest.mark.spark
+def test_a_delete_of_every_row_is_sparks_own_and_of_fewer_is_not(
+    spark_backend: Any, spark_statements: list[str], tmp_path: Path
+) -> None:
+    spark = spark_backend.spark
+    ident = _table(spark, tmp_path)
+    with _client(spark, tmp_path) as client:
+        rowids = client.scan("sales", "tracked", ["rowid"]).read_all().column("rowid")
+        assert client.delete("sales", "tracked", rowids[1:].to_pylist()).total_changed == ROWS - 1
+        assert _last_operation(spark, ident) == "MERGE"
+        spark_statements.clear()
+        assert client.delete("sales", "tracked", rowids[:1].to_pylist()).total_changed == 1
+    deletes = [s for s in spark_statements if s.startswith("DELETE FROM ")]
+    assert len(deletes) == 1 and " WHERE " not in deletes[0]  # the last row: every row
+    assert spark.sql(f"SELECT count(*) AS n FROM {ident}").first().n == 0
+
+
+@pytest.mark.spark
+def test_rows_named_by_their_first_column_set_to_one_value_are_sparks_own_update(
+    spark_backend: Any, spark_statements: list[str], tmp_path: Path
+) -> None:
+    """k repeats three times: rows that are all of their k's are updated by k's values; a row
+    whose k other rows hold too goes by the MERGE."""
+    spark = spark_backend.spark
+    ident = _table(spark, tmp_path)
+    before = _by_row_id(spark, ident)
+    by_k: dict[int, list[int]] = {}
+    for row_id, (k, _, _) in sorted(before.items()):
+        by_k.setdefault(k, []).append(row_id)
+    with _client(spark, tmp_path) as client:
+
+        def update(row_ids: list[int], note: str) -> list[str]:
+            spark_statements.clear()
+            rows = pa.table({"rowid": pa.array(row_ids, pa.int64()), "note": [note] * len(row_ids)})
+            assert client.update("sales", "tracked", rows).total_changed == len(row_ids)
+            return [
+                q.split(" ", 1)[0] for q in spark_statements if q.startswith(("UPDATE", "MERGE"))
+            ]
+
+        whole_ks = by_k[4] + by_k[7]
+        assert update(whole_ks, "by k") == ["UPDATE"]
+        assert any(" WHERE " in q and q.startswith("UPDATE") for q in spark_statements)
+        assert update(by_k[9][:2], "by values") == ["MERGE"]
+    after = _by_row_id(spark, ident)
+    for row_id, (k, note, f) in before.items():
+        expected = "by k" if row_id in whole_ks else "by values" if row_id in by_k[9][:2] else note
+        assert after[row_id] == (k, expected, f)
