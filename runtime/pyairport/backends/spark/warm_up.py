@@ -11,9 +11,9 @@ warm_up runs each kind of statement pyairport sends Spark once, through the back
 code, on two tables (one of a few rows with pyairport's rowid column, one of 200,000 rows
 with Delta's row tracking) in a scratch folder, and deletes the folder. The second's UPDATE
 changes a thousand rows spread over the table, each to a value of its own (rows set to one
-value are Spark's own UPDATE, as the first table's are): what warms a MERGE is data through it. Measured on TPC-H
-SF 1's row-tracked orders (2026-11-30), a client's first UPDATE of 1,500 rows: 7.6 s after a
-warm-up on 8 rows, 3.4 s after this one, which takes the same 26 s.
+value are Spark's own UPDATE, as the first table's are): what warms a MERGE is data through
+it. Measured on TPC-H SF 1's row-tracked orders (2026-11-30), a client's first UPDATE of 1,500
+rows: 7.6 s after a warm-up on 8 rows, 3.4 s after this one, which takes the same 26 s.
 
 The server's scratch folder is in its backend's staging folder, which goes when the server
 stops or, if it was killed, when the next one starts. Nothing is created in the served
