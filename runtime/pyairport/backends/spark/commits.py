@@ -13,7 +13,10 @@ listed in the statement (INLINE_KEYS), more are joined; rowids that name every r
 version need no matching (Spark's own DELETE, or UPDATE to one value a column), nor do rows
 set to one value that listed first-column values name (Spark's own UPDATE … WHERE). The reading
 and the count are of the version's files where the server reads them (no Spark job), else
-Spark's. A commit that conflicts with another writer's is retried.
+Spark's; the statement runs only if no other writer committed after that version (checked
+just before it: matched by values on a later version, it could change rows the client never
+named), else the rows are read again at the new one. A commit that conflicts with another
+writer's is retried.
 """
 
 from __future__ import annotations
@@ -75,6 +78,11 @@ INLINE_KEYS = 16_384
 # 1,500 keys spread over every file: 3.2 s against 2.6 s without, medians of 8 warm runs),
 # and skipping a file saves about its share of the MERGE's reading.
 SKIPPED_SHARE = 0.25
+
+
+class ConcurrentCommit(Exception):
+    """Another writer committed after the version a row-tracked table's statement read its
+    rows at: retried from the read (DeltaChanges._retrying), as Delta's own conflicts are."""
 
 
 class DeltaChanges:
@@ -294,7 +302,7 @@ class DeltaChanges:
         finally:
             self._lake.drop_view(view)
 
-    def _merge_spilled(self, source: pa.Table, on: str, spilled: Spilled) -> int:
+    def _merge_spilled(self, source: pa.Table, on: str, spilled: Spilled, at: int) -> int:
         """A row-tracked table's UPDATE whose values are in staged files: the MERGE's source
         written batch by batch, each staged batch's rows with their keys from source (by
         rowid; rows not at the version are left out, as they are where the values are
@@ -330,7 +338,7 @@ class DeltaChanges:
         else:
             view = self._lake.written_view(schema, parts())
         try:
-            return self._merged(view, on, _set(spilled))
+            return self._merged(view, on, _set(spilled), at)
         finally:
             self._lake.drop_view(view)
 
@@ -407,16 +415,21 @@ class DeltaChanges:
             "DELETE",
         )
 
-    def _merge(self, source: pa.Table, on: str, action: str) -> int:
-        """One MERGE of the rows of source (as a view) into the table: the rows it changed."""
+    def _merge(self, source: pa.Table, on: str, action: str, at: int | None = None) -> int:
+        """One MERGE of the rows of source (as a view) into the table: the rows it changed
+        (at: see _merged)."""
         view = self._lake.view(source)
         try:
-            return self._merged(view, on, action)
+            return self._merged(view, on, action, at)
         finally:
             self._lake.drop_view(view)
 
-    def _merged(self, view: str, on: str, action: str) -> int:
-        """One MERGE of the rows of view into the table: the rows it changed."""
+    def _merged(self, view: str, on: str, action: str, at: int | None = None) -> int:
+        """One MERGE of the rows of view into the table: the rows it changed. at: the
+        version whose rows view holds by their values, where no later commit may have come
+        (_still_at, checked once the view is made)."""
+        if at is not None:
+            self._still_at(at)
         return affected(
             self._lake.spark.sql(
                 f"MERGE INTO {self.fqn} t USING {view} s ON {on} WHEN MATCHED THEN {action}"
@@ -442,9 +455,9 @@ class DeltaChanges:
             return 0
         # Spark's own statement where no row needs matching: an UPDATE to one value a column
         settings = self._one_value_each(changes, spilled) if operation == "update" else None
-        own = self._sparks_own(operation, settings, current, int(version), files)
+        own = self._sparks_own(operation, settings, current, files)
         if own is not None:
-            return affected(self._lake.spark.sql(own))
+            return self._run_at(version, own)
         source = self._keyed(current, leading)
         firsts = source.drop_columns([ROWID])
         if settings is not None:  # each value once: one value for the rows of each
@@ -452,7 +465,7 @@ class DeltaChanges:
             listed = _listed(keys, leading[0], stored) if keys is not None else None
             if listed is not None and self._names_only(keys, current, version, files, listed):
                 update = f"UPDATE {self.fqn} SET {settings} WHERE {listed}"
-                return affected(self._lake.spark.sql(update))  # files skipped by the list
+                return self._run_at(version, update)  # files skipped by the list
         if operation == "delete":
             keys = _distinct(firsts)
         else:  # an UPDATE's MERGE sets each row from one source row: its keys must not repeat
@@ -460,7 +473,7 @@ class DeltaChanges:
         listed = _listed(keys, leading[0], stored) if keys is not None else None
         if keys is not None and self._names_only(keys, current, version, files, listed):
             if operation == "delete" and listed is not None:  # Spark's own DELETE, files skipped
-                return affected(self._lake.spark.sql(f"DELETE FROM {self.fqn} WHERE {listed}"))
+                return self._run_at(version, f"DELETE FROM {self.fqn} WHERE {listed}")
             if operation == "delete":
                 source = keys  # each value once: the lines of one order are one source row
         else:
@@ -480,40 +493,54 @@ class DeltaChanges:
         if listed is not None and self._skips_enough(files, current.column(leading[0])):
             on = f"{on} AND t.{listed}"  # the values as literals too: Delta skips files by them
         if spilled is not None:
-            return self._merge_spilled(source, on, spilled)
+            return self._merge_spilled(source, on, spilled, version)
         # The rowids stay out of the MERGE's source: it matches by values (Spark would carry
         # an unread column through the join).
         source = source.drop_columns([ROWID]) if ROWID in source.column_names else source
         if operation == "delete":
-            return self._merge(source, on, "DELETE")
+            return self._merge(source, on, "DELETE", version)
         positions = pc.index_in(current.column(ROWID), changes.column(ROWID))
         assignments, with_values = self._assignments(changes.take(positions), source)
-        return self._merge(with_values, on, f"UPDATE SET {assignments}")
+        return self._merge(with_values, on, f"UPDATE SET {assignments}", version)
 
     def _sparks_own(
         self,
         operation: str,
         settings: str | None,
         current: pa.Table,
-        version: int,
         files: file_parts.PartFiles | None,
     ) -> str | None:
         """Spark's own `DELETE FROM t`, or `UPDATE t SET c = <value>, …` (settings: an UPDATE
         that sets each column to one value), where the rowids name every row of the table at
-        version (current: the rows they name there): nothing to match, and Spark's UPDATE of
-        every row takes a third of its MERGE's time (TPC-H SF 1's lineitem,
-        docs/benchmarks.md). None where they do not, where the server does not count the
-        version's rows from the log, and where another commit came after version: the
-        statement would change rows the client never read."""
+        the version files are of (current: the rows they name there): nothing to match, and
+        Spark's UPDATE of every row takes a third of its MERGE's time (TPC-H SF 1's lineitem,
+        docs/benchmarks.md). None where they do not, and where the server does not count the
+        version's rows from the log."""
         if operation == "update" and settings is None:
             return None
         if files is None or current.num_rows != files.total_live_rows():
             return None
         if operation == "delete":
-            statement = f"DELETE FROM {self.fqn}"
-        else:
-            statement = f"UPDATE {self.fqn} SET {settings}"
-        return statement if self._latest_version() == version else None
+            return f"DELETE FROM {self.fqn}"
+        return f"UPDATE {self.fqn} SET {settings}"
+
+    def _run_at(self, version: int, statement: str) -> int:
+        """Spark's own statement naming rows as they are at version (_still_at): the rows it
+        changed."""
+        self._still_at(version)
+        return affected(self._lake.spark.sql(statement))
+
+    def _still_at(self, version: int) -> None:
+        """Raise ConcurrentCommit where another writer committed after version: the rows to
+        change were read and counted there, and a statement naming them by their values on
+        a later version could change rows the client never named (appended with a listed
+        key, or with every value of a row to change) and miss rows changed since. Checked
+        just before Spark's statement, so the window left is Spark's planning of it."""
+        if self._latest_version() != version:
+            raise ConcurrentCommit(
+                f"{self._label}: other writers kept committing while this statement read its"
+                " rows; run it again"
+            )
 
     def _one_value_each(self, changes: pa.Table, spilled: Spilled | None) -> str | None:
         """An UPDATE's SET list of literals where every row sets each column to one value
