@@ -857,7 +857,10 @@ def test_constraints_refuse_rows_and_change_nothing(spark_backend: Any, fresh_la
             )
         assert check.value.code == grpc.StatusCode.INVALID_ARGUMENT
         assert check.value.message.startswith("INSERT refused: ")
-        assert "positive" in check.value.message  # the constraint's name
+        assert check.value.message == (  # the constraint and the row's values that broke it
+            "INSERT refused: [DELTA_VIOLATE_CONSTRAINT_WITH_VALUES] CHECK constraint positive"
+            " (amount > 0) violated by row with values: amount : -1.0"
+        )
         assert "\n" not in check.value.message and "at org." not in check.value.message
         with pytest.raises(RemoteError) as not_null:
             client.insert(

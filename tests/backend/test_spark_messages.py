@@ -29,7 +29,14 @@ WRAPPED_CONSTRAINT = (
         (
             WRAPPED_CONSTRAINT,
             "[DELTA_VIOLATE_CONSTRAINT_WITH_VALUES] CHECK constraint positive (amount / 2 > 0)"
-            " violated by row with values",
+            " violated by row with values: amount : -1.0",
+            True,
+        ),
+        (
+            "[DELTA_VIOLATE_CONSTRAINT_WITH_VALUES] CHECK constraint c (a > b) violated by row"
+            " with values:\n - a : 1\n - b : /etc/passwd\n\tat org.apache.spark.Foo(Foo.scala:1)",
+            "[DELTA_VIOLATE_CONSTRAINT_WITH_VALUES] CHECK constraint c (a > b) violated by row"
+            " with values: a : 1; b : <path>",
             True,
         ),
         (

@@ -125,6 +125,10 @@ _NOT_FOR_CLIENTS = re.compile(
 )
 
 
+# A violated CHECK constraint's line ends "with values:", and the row's values follow it, a
+# " - column : value" line each: the client's own row, which it needs to find the row by.
+_ROW_VALUES = re.compile(r"with values:\n((?: - [^\n]*(?:\n|$))+)")
+
 # A file or folder of the server's (its lake, its temporary files): not the client's to see.
 # An absolute path starts a word: "ALTER/CHANGE COLUMN" in Spark's own text is no path.
 _PATH = re.compile(r"(?:file:)?(?<!\w)/(?=[\w.-])[^\s`'\",;)\]]*")
@@ -180,5 +184,9 @@ def one_line(exc: BaseException, limit: int = 300) -> str:
             name, message = causes[-1]
             text = message.strip() or name
     cut = _NOT_FOR_CLIENTS.search(text)
-    line = _PATH.sub("<path>", (text[: cut.start()] if cut else text)).strip().rstrip(".:")
+    line = (text[: cut.start()] if cut else text).strip().rstrip(".:")
+    values = _ROW_VALUES.search(text)
+    if values and cut and values.start(1) == cut.end():  # the values of the line's own row
+        line += ": " + "; ".join(v.strip()[2:] for v in values.group(1).splitlines())
+    line = _PATH.sub("<path>", line)
     return (line[:limit].rstrip() + ("…" if len(line) > limit else "")) or type(exc).__name__
