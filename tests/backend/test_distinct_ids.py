@@ -1,5 +1,5 @@
 """sorted_distinct and distinct_count give np.unique's answer, by flags over a dense range or by sorting; a
-row-tracked UPDATE's test of whether columns tell its rows apart (commits._all_distinct)
+row-tracked UPDATE's test of whether columns tell its rows apart (row_values.all_distinct)
 gives Arrow's group_by answer, folding integral columns into one integer a row where their
 ranges allow."""
 
@@ -13,7 +13,7 @@ import pytest
 
 from pyairport.backends import distinct_ids
 from pyairport.backends.distinct_ids import distinct_count, sorted_distinct
-from pyairport.backends.spark.commits import _all_distinct, _folded
+from pyairport.backends.spark.row_values import all_distinct, folded_rows
 
 
 @pytest.mark.parametrize(
@@ -101,8 +101,8 @@ UNFOLDED = {
     ids=[*EDGES, *UNFOLDED],
 )
 def test_rows_told_apart_as_arrow_groups_them(keys: pa.Table, folds: bool) -> None:
-    assert _all_distinct(keys) is _grouped(keys)
-    assert (_folded(keys) is not None) is folds
+    assert all_distinct(keys) is _grouped(keys)
+    assert (folded_rows(keys) is not None) is folds
 
 
 def test_folds_order_rows_by_their_columns_in_turn() -> None:
@@ -117,7 +117,7 @@ def test_folds_order_rows_by_their_columns_in_turn() -> None:
     )
     keys = pa.concat_tables([keys.slice(0, 1_000), keys.slice(1_000)])  # chunked columns
     before = keys.to_pydict()
-    folded = _folded(keys)
+    folded = folded_rows(keys)
     assert folded is not None
     assert keys.to_pydict() == before  # folded in arrays of its own, the table untouched
     columns = [keys.column(name).to_numpy() for name in keys.column_names]

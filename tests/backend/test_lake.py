@@ -552,14 +552,14 @@ def test_row_tracked_changes_by_the_first_column_or_by_every_column(
     values are listed (a DELETE is Spark's own DELETE … IN), more are joined (a MERGE).
     The rows holding the values are counted in the version's files, or by Spark where the
     column's equality is not Arrow's (floating point, nested) or the files are not read."""
-    from pyairport.backends.spark import commits
+    from pyairport.backends.spark import commits, row_values
 
     spark = spark_backend.spark
     ident = make_table(spark, fresh_lake, "tracked")
     if inline_keys is not None:  # None: the server's own limit
-        monkeypatch.setattr(commits, "INLINE_KEYS", inline_keys)
+        monkeypatch.setattr(row_values, "INLINE_KEYS", inline_keys)
     if counted_by_spark:
-        monkeypatch.setattr(commits, "_exactly_equal", lambda data_type, features: False)
+        monkeypatch.setattr(commits, "exactly_equal", lambda data_type, features: False)
     # order 5 has three lines, order 6 two; a null order_id once
     spark.sql(
         f"INSERT INTO {ident} VALUES (5, 1.0), (5, 2.0), (5, 3.0), (6, 1.0), (6, 2.0), (NULL, 7.0)"

@@ -5,7 +5,7 @@ out, a second value, a float's -0.0 beside its 0.0) runs as the MERGE by values.
 one value of rows whose first column's values name them and no other row runs as `UPDATE …
 WHERE first IN (…)`. Where another writer commits after the rows were read, they are read
 again at its version: no row it added is changed, none it changed is missed. Row ids are kept
-and every value lands exactly. The literal's rule (commits._one_literal) is tested without
+and every value lands exactly. The literal's rule (row_values.one_literal) is tested without
 Spark too."""
 
 from __future__ import annotations
@@ -53,17 +53,17 @@ TRACKED = "'delta.enableRowTracking' = 'true', 'delta.enableDeletionVectors' = '
 def test_one_literal_only_for_one_value_in_every_row(
     chunks: list[list[Any]], data_type: pa.DataType, literal: str | None
 ) -> None:
-    from pyairport.backends.spark.commits import _one_literal
+    from pyairport.backends.spark.row_values import one_literal
 
     arrays = [pa.array(c, data_type) for c in chunks]
-    assert _one_literal(iter(arrays), data_type) == literal
+    assert one_literal(iter(arrays), data_type) == literal
 
 
 def test_one_literal_reads_a_slice_by_its_own_values() -> None:
-    from pyairport.backends.spark.commits import _one_literal
+    from pyairport.backends.spark.row_values import one_literal
 
     values = pa.array([1.5, 2.0, 2.0, 3.0], pa.float64())
-    assert _one_literal(iter([values.slice(1, 2)]), pa.float64()) == "CAST('2.0' AS DOUBLE)"
+    assert one_literal(iter([values.slice(1, 2)]), pa.float64()) == "CAST('2.0' AS DOUBLE)"
 
 
 @contextlib.contextmanager

@@ -2,31 +2,29 @@
 (staging.py) applied as one Delta commit when the statement commits.
 
 INSERT rows are appended by Spark's own INSERT … VALUES when they are few, else staged as
-parquet files and appended by one INSERT … SELECT of them; UPDATE and DELETE run
-as Spark's own statement with the rowids in it when they are few, else as one MERGE against
-the rowids sent as a view, whose metrics give the statement's row count (an UPDATE's values
-read from the staged files they went to past staging.SPILL_BYTES). A row-tracked
-table's rows are changed by their values (see table.py's doc): read at the version the commit
-starts from, matched by their first column where a count shows that it names them, else by
-the fewest leading columns that do so, else by every column; a few first-column values are
-listed in the statement (INLINE_KEYS), more are joined; rowids that name every row of the
-version need no matching (Spark's own DELETE, or UPDATE to one value a column), nor do rows
+parquet files and appended by one INSERT … SELECT of them; UPDATE and DELETE run as Spark's own
+statement with the rowids in it when they are few, else as one MERGE against the rowids sent as
+a view, whose metrics give the statement's row count (an UPDATE's values read from the staged
+files they went to past staging.SPILL_BYTES). A row-tracked table's rows are changed by their
+values (see table.py's doc): read at the version the commit starts from, matched by their first
+column where a count shows that it names them, else by the fewest leading columns that do so,
+else by every column (what tells them apart, and the values' SQL, are row_values.py's); a few
+first-column values are listed in the statement, more are joined; rowids that name every row of
+the version need no matching (Spark's own DELETE, or UPDATE to one value a column), nor do rows
 set to one value that listed first-column values name (Spark's own UPDATE … WHERE). The reading
 and the count are of the version's files where the server reads them (no Spark job), else
-Spark's; the statement runs only if no other writer committed after that version (checked
-just before it: matched by values on a later version, it could change rows the client never
-named), else the rows are read again at the new one. A commit that conflicts with another
-writer's is retried.
+Spark's; the statement runs only if no other writer committed after that version (checked just
+before it: matched by values on a later version, it could change rows the client never named),
+else the rows are read again at the new one. A commit that conflicts with another writer's is
+retried.
 """
 
 from __future__ import annotations
 
-import bisect
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
@@ -38,13 +36,22 @@ from airport_contracts import Context, ScanFailed
 
 from ...filters.model import Between
 from ..arrow_convert import convert
-from ..distinct_ids import distinct_count, sorted_distinct
+from ..distinct_ids import sorted_distinct
 from ..shaping import full_width
 from . import file_parts
 from .client_errors import client_errors
 from .lake import Lake
 from .layout import ROWID, Layout
 from .partition_stream import collected
+from .row_values import (
+    all_distinct,
+    distinct_rows,
+    exactly_equal,
+    holding,
+    key_list,
+    one_literal,
+    rows_skipped,
+)
 from .scans import SCAN_BATCH_ROWS, log_version
 from .sent_rows import sent_rows
 from .sql import affected, quote, sql_literal
@@ -65,14 +72,6 @@ INLINE_UPDATE_ROWS = 64  # rows whose values differ per row, one CASE branch eac
 # as literals: 0.26 s a row against 0.41 s selecting it from its staged file (medians of 10,
 # a 1M-row table, 2026-11-30).
 INLINE_INSERT_ROWS = 64
-# A row-tracked table's DELETE by up to this many values of its first column runs as Spark's
-# own `DELETE … WHERE column IN (…)`, and Spark's count (where the server does not read the
-# files) filters by them: Delta skips the files that hold none of them. On TPC-H SF 1's
-# lineitem, 1,500 order keys: the DELETE 2.7 s against the MERGE's 5.8 s, Spark's count 0.8 s
-# against its semi join's 1.6 s (counted in the files instead: no Spark job). On SF 3's
-# (2026-11-30, warm rounds): 4,500 keys 2.8–5.0 s against the MERGE's 8.4–9.6 s, 18,000 keys
-# 3.5–4.0 s, 36,000 keys 5.3 s against 9.3 s; 144,000 keys 16 s against the MERGE's 12 s.
-INLINE_KEYS = 16_384
 # An UPDATE's MERGE lists them too only where Delta skips files holding at least this share of
 # the table's rows by them: a list it skips nothing by costs the MERGE (TPC-H SF 1's orders,
 # 1,500 keys spread over every file: 3.2 s against 2.6 s without, medians of 8 warm runs),
@@ -461,16 +460,16 @@ class DeltaChanges:
         source = self._keyed(current, leading)
         firsts = source.drop_columns([ROWID])
         if settings is not None:  # each value once: one value for the rows of each
-            keys = _distinct(firsts)
-            listed = _listed(keys, leading[0], stored) if keys is not None else None
+            keys = distinct_rows(firsts)
+            listed = key_list(keys, leading[0], stored) if keys is not None else None
             if listed is not None and self._names_only(keys, current, version, files, listed):
                 update = f"UPDATE {self.fqn} SET {settings} WHERE {listed}"
                 return self._run_at(version, update)  # files skipped by the list
         if operation == "delete":
-            keys = _distinct(firsts)
+            keys = distinct_rows(firsts)
         else:  # an UPDATE's MERGE sets each row from one source row: its keys must not repeat
-            keys = firsts if _all_distinct(firsts) is True else None
-        listed = _listed(keys, leading[0], stored) if keys is not None else None
+            keys = firsts if all_distinct(firsts) is True else None
+        listed = key_list(keys, leading[0], stored) if keys is not None else None
         if keys is not None and self._names_only(keys, current, version, files, listed):
             if operation == "delete" and listed is not None:  # Spark's own DELETE, files skipped
                 return self._run_at(version, f"DELETE FROM {self.fqn} WHERE {listed}")
@@ -546,9 +545,8 @@ class DeltaChanges:
         """An UPDATE's SET list of literals where every row sets each column to one value
         (as `UPDATE t SET c = 'x'` does through DuckDB), else None."""
         if spilled is not None:
-            files = spilled.files()
-            stored = pq.read_schema(files[0])
-            columns = {n: (stored.field(n).type, _staged(files, n)) for n in spilled.columns}
+            stored = pq.read_schema(spilled.files()[0])
+            columns = {n: (stored.field(n).type, spilled.column(n)) for n in spilled.columns}
         else:
             names = [n for n in changes.column_names if n != ROWID and not n.startswith("__set_")]
             if not all(pc.all(changes.column("__set_" + n)).as_py() for n in names):
@@ -559,10 +557,10 @@ class DeltaChanges:
         settings = []
         for name, (data_type, chunks) in columns.items():
             if not (
-                pa.types.is_floating(data_type) or _exactly_equal(data_type, self.layout.features)
+                pa.types.is_floating(data_type) or exactly_equal(data_type, self.layout.features)
             ):
                 return None  # a collated string's literal is not of its collation
-            literal = _one_literal(chunks, data_type)
+            literal = one_literal(chunks, data_type)
             if literal is None:
                 return None
             settings.append(f"{quote(name)} = {literal}")
@@ -622,7 +620,7 @@ class DeltaChanges:
         stored = self.layout.stored
         names = list(stored.names)
         exact = 0
-        while exact < len(names) - 1 and _exactly_equal(
+        while exact < len(names) - 1 and exactly_equal(
             stored.field(names[exact]).type, self.layout.features
         ):
             exact += 1
@@ -649,7 +647,7 @@ class DeltaChanges:
 
         def tells(count: int, leaving_out: frozenset[str] = frozenset()) -> bool:
             chosen = [name for name in names[:count] if name not in leaving_out]
-            return _all_distinct(widened(count).select(chosen)) is True
+            return all_distinct(widened(count).select(chosen)) is True
 
         # A prefix that tells the rows apart makes every longer one do so too: the shortest
         # is searched for from two columns up, doubling, then halving (each try groups the
@@ -700,9 +698,9 @@ class DeltaChanges:
         column (matching every column of a wide table costs Spark several times the MERGE)."""
         column = self.layout.stored.names[0]
         rows = int(current.num_rows)
-        exact = _exactly_equal(current.schema.field(column).type, self.layout.features)
+        exact = exactly_equal(current.schema.field(column).type, self.layout.features)
         if files is not None and exact:
-            return _holding(files, column, current.column(column)) == rows
+            return holding(files, column, current.column(column)) == rows
         clause = f" VERSION AS OF {int(version)}"
         if listed is None:
             on = self._on(keys)
@@ -717,7 +715,7 @@ class DeltaChanges:
         log's partition values and statistics; or where the server does not read the log."""
         if files is None:
             return True
-        skipped = _rows_skipped(files, self.layout.stored.names[0], values)
+        skipped = rows_skipped(files, self.layout.stored.names[0], values)
         total = pc.sum(files.files.column("num_records"), min_count=0).as_py() or 0
         return skipped is None or skipped >= SKIPPED_SHARE * total
 
@@ -758,54 +756,6 @@ def _same(data_type: pa.DataType, left: str, right: str, *, null_safe: bool) -> 
     return f"{left} {equal} {right}"
 
 
-def _listed(keys: pa.Table, column: str, stored: pa.Schema) -> str | None:
-    """`column IN (…)` of keys' one column's values as exact SQL literals, or None where they
-    are too many (a long list costs Spark more to plan than a join), hold a null (which IN
-    never matches) or a value of a type without an exact literal (sql_literal), or floating
-    point (NaN)."""
-    values = keys.column(0)
-    data_type = stored.field(column).type
-    if len(values) > INLINE_KEYS or values.null_count or pa.types.is_floating(data_type):
-        return None
-    try:
-        literals = [sql_literal(value, data_type) for value in values.to_pylist()]
-    except (ValueError, OverflowError):  # a date beyond Python's
-        return None
-    if not literals or any(literal is None for literal in literals):
-        return None
-    return f"{quote(column)} IN ({', '.join(str(literal) for literal in literals)})"
-
-
-def _exactly_equal(data_type: pa.DataType, features: frozenset[str]) -> bool:
-    """Whether Arrow's is_in finds the values Spark's `=` (or `<=>` for a null) matches:
-    where both compare the stored bytes. Not floating point (Spark: NaN = NaN, -0.0 = 0.0),
-    nested values, nor strings in a table with collations (Spark may compare them without
-    case or accents)."""
-    strings = not any("collation" in feature.lower() for feature in features)
-    return bool(
-        pa.types.is_integer(data_type)
-        or pa.types.is_boolean(data_type)
-        or (strings and (pa.types.is_string(data_type) or pa.types.is_large_string(data_type)))
-        or pa.types.is_binary(data_type)
-        or pa.types.is_large_binary(data_type)
-        or pa.types.is_decimal(data_type)
-        or pa.types.is_date(data_type)
-        or pa.types.is_timestamp(data_type)
-    )
-
-
-def _holding(files: file_parts.PartFiles, column: str, values: pa.ChunkedArray) -> int:
-    """How many live rows of files hold one of values in column (a null matching a null):
-    one column of every file read, no Spark job."""
-    wanted = pc.unique(values)
-    every = list(range(files.files.num_rows))
-    reader = file_parts.read(Context.background(), files, every, [column], None, 0)
-    return sum(
-        pc.sum(pc.is_in(batch.column(column), value_set=wanted), min_count=0).as_py()
-        for batch in reader
-    )
-
-
 def _insert_values(fqn: str, pending: Pending, written: list[str]) -> str | None:
     """A small INSERT as Spark's own `INSERT INTO t (…) VALUES (…)`, every value an exact,
     typed SQL literal (sql_literal); None where it does not fit: more than INLINE_INSERT_ROWS
@@ -825,31 +775,6 @@ def _insert_values(fqn: str, pending: Pending, written: list[str]) -> str | None
         columns.append(literals)
     rows = ", ".join(f"({', '.join(row)})" for row in zip(*columns, strict=True))
     return f"INSERT INTO {fqn} ({', '.join(quote(n) for n in written)}) VALUES {rows}"
-
-
-def _rows_skipped(files: file_parts.PartFiles, column: str, values: pa.ChunkedArray) -> int | None:
-    """The rows of the files that hold none of values (non-null) in column, as the log tells
-    (a partition value not among them, or min/max bounds no value falls within): those Delta
-    skips for `column IN (values)`. None where the log's values do not compare with them."""
-    keys = sorted(v for v in values.to_pylist() if v is not None)
-    records = files.files.column("num_records").to_pylist()
-    try:
-        if column in files.partitions:
-            held = set(keys)
-            partition = files.files.column(f"partition.{column}").to_pylist()
-            return sum(n or 0 for n, v in zip(records, partition, strict=True) if v not in held)
-        lows = files.files.column(f"min.{column}").to_pylist()
-        highs = files.files.column(f"max.{column}").to_pylist()
-        skipped = 0
-        for rows, low, high in zip(records, lows, highs, strict=True):
-            if low is None or high is None:
-                continue  # no bounds: Delta reads the file
-            at = bisect.bisect_left(keys, low)
-            if at == len(keys) or keys[at] > high:
-                skipped += rows or 0
-        return skipped
-    except (KeyError, TypeError):  # no such statistics column; bounds of another type
-        return None
 
 
 class _Rows:
@@ -872,121 +797,9 @@ class _Rows:
         return self._combined.take(pa.array(positions))
 
 
-def _staged(files: list[Path], name: str) -> Iterator[pa.Array]:
-    """One column of a spilled UPDATE's staged files, batch by batch."""
-    for path in files:
-        with pq.ParquetFile(path) as file:
-            for batch in file.iter_batches(batch_size=SCAN_BATCH_ROWS, columns=[name]):
-                yield batch.column(0)
-
-
-def _one_literal(chunks: Iterator[pa.Array], data_type: pa.DataType) -> str | None:
-    """The exact SQL literal (sql_literal) of the one value every row of chunks holds; None
-    where they hold more than one, or none, or the type has no such literal. Equal means the
-    same bits: a float's -0.0 is not its 0.0, as Arrow's comparisons would have it."""
-    if sql_literal(None, data_type) is None:
-        return None
-    bits = None  # a float's values compared as their bits
-    if pa.types.is_floating(data_type):
-        bits = pa.int64() if data_type.bit_width == 64 else pa.int32()
-
-    def comparable(values: pa.Array) -> pa.Array:
-        return values if bits is None else values.view(bits)
-
-    first: pa.Scalar | None = None
-    reference: pa.Scalar | None = None
-    for chunk in chunks:
-        if not len(chunk):
-            continue
-        if first is None:
-            first = chunk[0]
-            reference = comparable(chunk.slice(0, 1))[0]
-        if not first.is_valid:
-            if chunk.null_count != len(chunk):
-                return None
-            continue
-        if chunk.null_count:
-            return None
-        try:
-            bounds = pc.min_max(comparable(chunk))
-        except pa.ArrowNotImplementedError:
-            return None
-        if bounds["min"] != reference or bounds["max"] != reference:
-            return None
-    if first is None:
-        return None
-    try:
-        return sql_literal(first.as_py(), data_type)
-    except (ValueError, OverflowError):  # a date beyond Python's
-        return None
-
-
 def _set(spilled: Spilled) -> str:
     """A spilled UPDATE's SET list: every row sets each of its columns (staging.spill)."""
     return "UPDATE SET " + ", ".join(f"t.{quote(n)} = s.{quote(n)}" for n in spilled.columns)
-
-
-def _all_distinct(keys: pa.Table) -> bool | None:
-    """Whether no two of keys' rows are equal, or None where Arrow cannot group them (nested
-    values, maps). Columns of integers, dates and timestamps without nulls whose ranges
-    multiply within 63 bits are folded into one integer a row and sorted: on SF 1's lineitem
-    (6M rows) 0.09-0.18 s a try against Arrow's group_by's 0.36-0.53 s and up to 0.75 GiB
-    (docs/benchmarks.md); other columns are grouped by Arrow."""
-    folded = _folded(keys)
-    if folded is not None:
-        return distinct_count(folded) == len(folded)
-    distinct = _distinct(keys)
-    return None if distinct is None else distinct.num_rows == keys.num_rows
-
-
-def _folded(keys: pa.Table) -> np.ndarray | None:
-    """Each row of keys as one integer, equal only for equal rows and ordered as the rows are
-    by their columns in turn (each column's offset from its least value, times the product of
-    the ranges after it), or None where a column is not integral, holds a null, or the ranges'
-    product passes 63 bits. The first column leads because a table's rows mostly come in runs
-    of it (files written in key order): then the folds do too, which distinct_count's stable
-    sort takes as they are (SF 1's row-tracked lineitem, in three runs of l_orderkey: 0.07 s
-    a try against 0.37-0.49 s with the first column folded last)."""
-    if not keys.num_rows:
-        return np.zeros(0, dtype=np.int64)
-    folded: np.ndarray | None = None
-    span = 1
-    for column in reversed(keys.columns):
-        if column.null_count:
-            return None
-        if pa.types.is_date32(column.type):
-            column = column.cast(pa.int32())
-        elif pa.types.is_date64(column.type) or pa.types.is_timestamp(column.type):
-            column = column.cast(pa.int64())
-        elif not pa.types.is_integer(column.type):
-            return None
-        values = column.to_numpy()
-        low, high = int(values.min()), int(values.max())
-        if span * (high - low + 1) >= 2**63:
-            return None
-        # Each column's offsets in an int64 array of their own, shifted and scaled in place
-        # (to_numpy's copy of a chunked column is writable, and kept): new arrays for each
-        # step took twice the time, 6M rows of 4 columns 0.12 s against 0.06 s.
-        if np.issubdtype(values.dtype, np.unsignedinteger):  # offsets below 2**63 (above)
-            offsets = (values - values.dtype.type(low)).astype(np.int64)
-        else:
-            offsets = values.astype(np.int64, copy=not values.flags.writeable)
-            offsets -= low
-        if folded is None:
-            folded = offsets
-        else:
-            offsets *= span
-            folded += offsets
-        span *= high - low + 1
-    return folded
-
-
-def _distinct(keys: pa.Table) -> pa.Table | None:
-    """keys' distinct rows, or None for a type Arrow cannot group by (nested, maps)."""
-    try:
-        return keys.group_by(keys.column_names).aggregate([])
-    except (pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        return None
 
 
 def as_stored(changes: pa.Table, stored: pa.Schema) -> pa.Table:

@@ -5,6 +5,7 @@ rowids in memory, each folded into one Delta command at commit."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -17,6 +18,7 @@ from .. import distinct_ids
 from ..arrow_convert import convert
 from ..distinct_ids import sorted_distinct
 from .layout import ROWID
+from .scans import SCAN_BATCH_ROWS
 
 STAGE_FILE_ROWS = 65_536  # staged INSERT rows per parquet file (DuckDB sends 2048 at a time)
 
@@ -78,6 +80,13 @@ class Spilled(NamedTuple):
 
     def files(self) -> list[Path]:
         return spilled_files(self.directory)
+
+    def column(self, name: str) -> Iterator[pa.Array]:
+        """One column of the staged files, batch by batch."""
+        for path in self.files():
+            with pq.ParquetFile(path) as file:
+                for batch in file.iter_batches(batch_size=SCAN_BATCH_ROWS, columns=[name]):
+                    yield batch.column(0)
 
 
 def spilled_files(directory: Path) -> list[Path]:
