@@ -103,6 +103,14 @@ def _by_row_id(spark: Any, ident: str) -> dict[int, tuple[Any, ...]]:
     return {r.id: (r.k, r.note, r.f) for r in rows}
 
 
+def _row_ids_by_k(rows: dict[int, tuple[Any, ...]]) -> dict[int, list[int]]:
+    """The row ids of rows (_by_row_id's) holding each value of k, in ascending order."""
+    by_k: dict[int, list[int]] = {}
+    for row_id, (k, _, _) in sorted(rows.items()):
+        by_k.setdefault(k, []).append(row_id)
+    return by_k
+
+
 def _sent(
     client: AirportClient, columns: dict[str, list[Any]], leave_out: int = 0
 ) -> tuple[int, list[int]]:
@@ -198,9 +206,7 @@ def test_rows_named_by_their_first_column_set_to_one_value_are_sparks_own_update
     spark = spark_backend.spark
     ident = _table(spark, tmp_path)
     before = _by_row_id(spark, ident)
-    by_k: dict[int, list[int]] = {}
-    for row_id, (k, _, _) in sorted(before.items()):
-        by_k.setdefault(k, []).append(row_id)
+    by_k = _row_ids_by_k(before)
     with _client(spark, tmp_path) as client:
 
         def update(row_ids: list[int], note: str) -> list[str]:
@@ -253,9 +259,7 @@ def test_a_commit_after_the_read_is_read_again(
     spark = spark_backend.spark
     ident = _table(spark, tmp_path)
     before = _by_row_id(spark, ident)
-    by_k: dict[int, list[int]] = {}
-    for row_id, (k, _, _) in sorted(before.items()):
-        by_k.setdefault(k, []).append(row_id)
+    by_k = _row_ids_by_k(before)
     named = {
         "every row to one value": sorted(before),
         "rows their k names": by_k[4] + by_k[7],
