@@ -199,10 +199,23 @@ def test_a_delete_of_every_row_is_sparks_own_and_of_fewer_is_not(
 
 @pytest.mark.spark
 def test_rows_named_by_their_first_column_set_to_one_value_are_sparks_own_update(
-    spark_backend: Any, spark_statements: list[str], tmp_path: Path
+    spark_backend: Any,
+    spark_statements: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """k repeats three times: rows that are all of their k's are updated by k's values; a row
-    whose k other rows hold too goes by the MERGE."""
+    whose k other rows hold too goes by the MERGE, the rows holding the k's counted once."""
+    from pyairport.backends.spark.commits import DeltaChanges
+
+    counted = DeltaChanges._names_only
+    counts: list[int] = []
+
+    def names_only(self: Any, *args: Any) -> bool:
+        counts.append(1)
+        return counted(self, *args)
+
+    monkeypatch.setattr(DeltaChanges, "_names_only", names_only)
     spark = spark_backend.spark
     ident = _table(spark, tmp_path)
     before = _by_row_id(spark, ident)
@@ -221,9 +234,14 @@ def test_rows_named_by_their_first_column_set_to_one_value_are_sparks_own_update
         assert update(whole_ks, "by k") == ["UPDATE"]
         assert any(" WHERE " in q and q.startswith("UPDATE") for q in spark_statements)
         assert update(by_k[9][:2], "by values") == ["MERGE"]
+        counts.clear()
+        one_each = [by_k[10][0], by_k[11][0]]  # k's apart, each held by two more rows
+        assert update(one_each, "by values") == ["MERGE"]
+        assert len(counts) == 1
     after = _by_row_id(spark, ident)
+    by_values = by_k[9][:2] + one_each
     for row_id, (k, note, f) in before.items():
-        expected = "by k" if row_id in whole_ks else "by values" if row_id in by_k[9][:2] else note
+        expected = "by k" if row_id in whole_ks else "by values" if row_id in by_values else note
         assert after[row_id] == (k, expected, f)
 
 

@@ -459,10 +459,13 @@ class DeltaChanges:
             return self._run_at(version, own)
         source = self._keyed(current, leading)
         firsts = source.drop_columns([ROWID])
+        named: bool | None = None  # whether firsts' values name these rows and no other
         if settings is not None:  # each value once: one value for the rows of each
             keys = distinct_rows(firsts)
             listed = key_list(keys, leading[0], stored) if keys is not None else None
-            if listed is not None and self._names_only(keys, current, version, files, listed):
+            if listed is not None:
+                named = self._names_only(keys, current, version, files, listed)
+            if named:
                 update = f"UPDATE {self.fqn} SET {settings} WHERE {listed}"
                 return self._run_at(version, update)  # files skipped by the list
         if operation == "delete":
@@ -470,7 +473,9 @@ class DeltaChanges:
         else:  # an UPDATE's MERGE sets each row from one source row: its keys must not repeat
             keys = firsts if all_distinct(firsts) is True else None
         listed = key_list(keys, leading[0], stored) if keys is not None else None
-        if keys is not None and self._names_only(keys, current, version, files, listed):
+        if named is None and keys is not None:  # the same values, counted once
+            named = self._names_only(keys, current, version, files, listed)
+        if keys is not None and named:
             if operation == "delete" and listed is not None:  # Spark's own DELETE, files skipped
                 return self._run_at(version, f"DELETE FROM {self.fqn} WHERE {listed}")
             if operation == "delete":
