@@ -72,10 +72,11 @@ INLINE_UPDATE_ROWS = 64  # rows whose values differ per row, one CASE branch eac
 # as literals: 0.26 s a row against 0.41 s selecting it from its staged file (medians of 10,
 # a 1M-row table, 2026-11-30).
 INLINE_INSERT_ROWS = 64
-# An UPDATE's MERGE lists them too only where Delta skips files holding at least this share of
-# the table's rows by them: a list it skips nothing by costs the MERGE (TPC-H SF 1's orders,
-# 1,500 keys spread over every file: 3.2 s against 2.6 s without, medians of 8 warm runs),
-# and skipping a file saves about its share of the MERGE's reading.
+# An UPDATE's MERGE lists its first-column values too (row_values.key_list) only where Delta
+# skips files holding at least this share of the table's rows by them: a list it skips
+# nothing by costs the MERGE (TPC-H SF 1's orders, 1,500 keys spread over every file: 3.2 s
+# against 2.6 s without, medians of 8 warm runs), and skipping a file saves about its share
+# of the MERGE's reading.
 SKIPPED_SHARE = 0.25
 
 
