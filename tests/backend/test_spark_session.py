@@ -3,6 +3,8 @@ client cannot hand it jars). The other failures are tested through the CLI (test
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
 from pyairport.backends.spark.session import SparkSetupError, _require_delta
@@ -30,16 +32,26 @@ def test_a_connect_server_without_delta_is_one_line() -> None:
 
 
 class _Process:
-    def __init__(self, status: int | None) -> None:
+    """A JVM's process: exited with status, or (status None) exiting with `exits` once waited
+    for, or running on (exits None: the wait times out)."""
+
+    def __init__(self, status: int | None, exits: int | None = None) -> None:
         self.status = status
+        self.exits = exits
 
     def poll(self) -> int | None:
         return self.status
 
+    def wait(self, timeout: float) -> int:
+        if self.status is None and self.exits is None:
+            raise subprocess.TimeoutExpired("java", timeout)
+        self.status = self.status if self.status is not None else self.exits
+        return self.status  # type: ignore[return-value]
+
 
 class _Gateway:
-    def __init__(self, status: int | None) -> None:
-        self.proc = _Process(status)
+    def __init__(self, status: int | None, exits: int | None = None) -> None:
+        self.proc = _Process(status, exits)
 
 
 @pytest.mark.spark
@@ -59,6 +71,8 @@ def test_a_call_that_raced_the_jvms_death_is_the_engine_lost(
     assert engine_lost(raced)
     assert engine_lost(Py4JNetworkError("Answer from Java side is empty"))
     assert not engine_lost(ValueError("a client's own mistake"))
+    monkeypatch.setattr(SparkContext, "_gateway", _Gateway(None, exits=-9))
+    assert engine_lost(raced)  # not yet exited when the call failed, a moment later
     monkeypatch.setattr(SparkContext, "_gateway", _Gateway(None))
     assert not engine_lost(raced)
     assert engine_lost(Py4JError("An error occurred: Connection refused"))

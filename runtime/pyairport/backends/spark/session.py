@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -252,6 +253,7 @@ def jvm_exit_code(spark: Any) -> int | None:
 
 
 SPARK_STOPPED = "Spark's JVM has stopped; the server is restarting"
+DYING_SECONDS = 5  # how long a JVM being killed may take to exit
 
 
 def engine_lost(exc: BaseException) -> bool:
@@ -267,9 +269,18 @@ def engine_lost(exc: BaseException) -> bool:
     if "Answer from Java side is empty" in text or "Connection refused" in text:
         return True
     # A call that raced the JVM's death can fail in other words ("PythonUtils does not exist
-    # in the JVM" when a class lookup got no answer): the process's own state decides.
+    # in the JVM" when a class lookup got no answer): the process's own state decides, and a
+    # lookup that failed so is given a moment for a dying JVM to exit (it had not, once, when
+    # asked at once).
     process = _local_jvm()
-    return process is not None and process.poll() is not None
+    if process is None:
+        return False
+    if "does not exist in the JVM" in text:
+        try:
+            process.wait(timeout=DYING_SECONDS)
+        except subprocess.TimeoutExpired:
+            return False
+    return process.poll() is not None
 
 
 def _local_jvm() -> Any:
