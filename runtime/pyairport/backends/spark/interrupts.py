@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -22,6 +23,7 @@ from .session import is_connect
 from .sql import one_line
 
 log = logging.getLogger("pyairport.spark")
+RECANCEL_SECONDS = 0.05  # how often a done statement's later jobs are cancelled
 
 
 @contextlib.contextmanager
@@ -34,10 +36,20 @@ def interrupted_when_done(spark: Any, ctx: Context) -> Iterator[None]:
     if not tags.call("add", tag):
         yield
         return
-    stop = after_func(ctx, lambda: tags.call("cancel", tag))
+    over = threading.Event()
+
+    def cancel_until_over() -> None:
+        # Spark cancels the jobs running under the tag, not those the statement starts after
+        # (a MERGE's next phase, begun between two jobs): cancelled again until the block ends.
+        tags.call("cancel", tag)
+        while not over.wait(RECANCEL_SECONDS):
+            tags.call("cancel", tag, quiet=True)
+
+    stop = after_func(ctx, lambda: threading.Thread(target=cancel_until_over, daemon=True).start())
     try:
         yield
     finally:
+        over.set()
         stop()
         tags.call("remove", tag)
 
@@ -51,14 +63,16 @@ class _Tags:
         self.owner = spark if connect else spark.sparkContext
         self.names = _CONNECT if connect else _CLASSIC
 
-    def call(self, what: str, tag: str) -> bool:
-        """Add, remove or cancel tag; False (logged) where Spark could not."""
+    def call(self, what: str, tag: str, *, quiet: bool = False) -> bool:
+        """Add, remove or cancel tag; False (logged) where Spark could not. quiet: a cancel
+        again, not logged."""
         try:
             getattr(self.owner, self.names[what])(tag)
         except Exception as exc:  # the JVM gone: the statement fails on its own
-            log.warning("could not %s a statement's Spark job tag: %s", what, one_line(exc))
+            if not quiet:
+                log.warning("could not %s a statement's Spark job tag: %s", what, one_line(exc))
             return False
-        if what == "cancel":
+        if what == "cancel" and not quiet:
             log.info("stopped the Spark work of a statement whose call ended")
         return True
 
