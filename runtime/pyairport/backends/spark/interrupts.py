@@ -28,9 +28,10 @@ RECANCEL_SECONDS = 0.05  # how often a done statement's later jobs are cancelled
 
 @contextlib.contextmanager
 def interrupted_when_done(spark: Any, ctx: Context) -> Iterator[None]:
-    """Run the block's Spark work under a tag of its own, cancelled once ctx is done. Where
-    Spark cannot take the tag (its JVM gone), the block runs untagged and fails as it
-    would: the tags never stand in for the statement's own error."""
+    """Run the block's Spark work under a tag of its own, cancelled once ctx is done and
+    again until the block ends. Where Spark cannot take the tag (its JVM gone), the block
+    runs untagged and fails as it would: the tags never stand in for the statement's own
+    error."""
     tag = f"pyairport-{uuid.uuid4().hex}"
     tags = _Tags(spark)
     if not tags.call("add", tag):
