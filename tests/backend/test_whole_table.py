@@ -245,9 +245,20 @@ def test_rows_named_by_their_first_column_set_to_one_value_are_sparks_own_update
         assert after[row_id] == (k, expected, f)
 
 
-def _after_the_read(monkeypatch: pytest.MonkeyPatch, commit: Any, times: int = 1) -> None:
+def _ours(spark: Any, lake: Path, named: list[int], *, delete: bool = False) -> int:
+    """The rows a DELETE of the named rows, or an UPDATE setting their note to 'ours',
+    changed."""
+    with _client(spark, lake) as client:
+        if delete:
+            return client.delete("sales", "tracked", named).total_changed
+        rows = pa.table({"rowid": pa.array(named, pa.int64()), "note": ["ours"] * len(named)})
+        return client.update("sales", "tracked", rows).total_changed
+
+
+def _after_the_read(monkeypatch: pytest.MonkeyPatch, commit: Any, times: int = 1) -> list[int]:
     """Another writer's commit (commit()) lands just after the server first reads a
-    statement's rows, for each of the statement's first times attempts."""
+    statement's rows, for each of the statement's first times attempts; the versions the
+    attempts read at, as they come."""
     from pyairport.backends.spark.commits import DeltaChanges
 
     read = DeltaChanges._tracked_rows
@@ -255,12 +266,14 @@ def _after_the_read(monkeypatch: pytest.MonkeyPatch, commit: Any, times: int = 1
 
     def read_then_another_commits(self: Any, ids: Any, version: int, *args: Any) -> Any:
         rows = read(self, ids, version, *args)
-        if version not in attempts and len(attempts) < times:
+        if version not in attempts:
             attempts.append(version)
-            commit()
+            if len(attempts) <= times:
+                commit()
         return rows
 
     monkeypatch.setattr(DeltaChanges, "_tracked_rows", read_then_another_commits)
+    return attempts
 
 
 @pytest.mark.spark
@@ -289,13 +302,7 @@ def test_a_commit_after_the_read_is_read_again(
     else:  # a row holding k = 4, in every named group of rows
         other = f"INSERT INTO {ident} VALUES (4, 'theirs', 0.5)"
     _after_the_read(monkeypatch, lambda: spark.sql(other))
-    with _client(spark, tmp_path) as client:
-        if statement == "delete every row":
-            changed = client.delete("sales", "tracked", named).total_changed
-        else:
-            rows = pa.table({"rowid": pa.array(named, pa.int64()), "note": ["ours"] * len(named)})
-            changed = client.update("sales", "tracked", rows).total_changed
-    assert changed == len(named)
+    assert _ours(spark, tmp_path, named, delete=statement == "delete every row") == len(named)
     after = _by_row_id(spark, ident)
     added = [row for row_id, row in after.items() if row_id not in before]
     if statement == "delete every row":
@@ -310,10 +317,12 @@ def test_a_commit_after_the_read_is_read_again(
 def test_a_statement_other_writers_keep_overtaking_fails_and_changes_nothing(
     spark_backend: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Another writer rewriting rows after every read (a no-op UPDATE: still a new file and
+    a deletion vector) sends the statement back each time; after four reads it fails."""
     spark = spark_backend.spark
     ident = _table(spark, tmp_path)
     before = _by_row_id(spark, ident)
-    other = f"INSERT INTO {ident} VALUES (-1, 'theirs', 0.5)"
+    other = f"UPDATE {ident} SET note = note WHERE k = 0"
     _after_the_read(monkeypatch, lambda: spark.sql(other), times=99)
     with _client(spark, tmp_path) as client:
         error = refusal(lambda: client.delete("sales", "tracked", sorted(before)))
@@ -324,3 +333,72 @@ def test_a_statement_other_writers_keep_overtaking_fails_and_changes_nothing(
     )
     after = _by_row_id(spark, ident)
     assert {i: after[i] for i in before} == before  # none of the rows deleted
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("statement", ["rows their k names", "rows by their values", "delete"])
+def test_appends_of_rows_it_does_not_name_let_the_statement_run(
+    spark_backend: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, statement: str
+) -> None:
+    """A stream appending just after the read, and again while the server looks at what it
+    appended (rows with a k no statement names), no longer sends the statement back to read
+    again: its rows are read once, and the appended rows are left as they came."""
+    from pyairport.backends.spark import commits
+
+    spark = spark_backend.spark
+    ident = _table(spark, tmp_path)
+    before = _by_row_id(spark, ident)
+    by_k = _row_ids_by_k(before)
+    named = by_k[9][:2] if statement == "rows by their values" else by_k[4] + by_k[7]
+    appended = iter(range(1000, 1099))
+
+    def another_append() -> None:
+        spark.sql(f"INSERT INTO {ident} VALUES ({next(appended)}, 'theirs', 0.5)")
+
+    looked = commits.holds_named
+    looks: list[bool] = []
+
+    def appended_while_looking(*args: Any) -> bool:
+        if not looks:
+            another_append()
+        looks.append(looked(*args))
+        return looks[-1]
+
+    monkeypatch.setattr(commits, "holds_named", appended_while_looking)
+    reads = _after_the_read(monkeypatch, another_append, times=99)
+    assert _ours(spark, tmp_path, named, delete=statement == "delete") == len(named)
+    assert len(reads) == 1  # read once, at the version before the first append
+    after = _by_row_id(spark, ident)
+    assert looks == [False, False]  # the first append, then the one made while looking
+    added = sorted(row for i, row in after.items() if i not in before)
+    assert added == [(1000, "theirs", 0.5), (1001, "theirs", 0.5)]
+    for row_id, (k, note, f) in before.items():
+        if row_id not in named:
+            assert after[row_id] == (k, note, f)
+        elif statement == "delete":
+            assert row_id not in after
+        else:
+            assert after[row_id] == (k, "ours", f)
+
+
+@pytest.mark.spark
+def test_an_appended_row_holding_a_named_rows_values_sends_the_statement_back(
+    spark_backend: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two of k = 9's three rows are named, told apart by (k, note): a row appended with a
+    named row's k and note (another f) would match the MERGE on them. The statement reads
+    its rows again at the new version, where only every column tells them apart, and the
+    appended row is left as it came."""
+    spark = spark_backend.spark
+    ident = _table(spark, tmp_path)
+    before = _by_row_id(spark, ident)
+    named = _row_ids_by_k(before)[9][:2]
+    twin = before[named[0]][:2]
+    other = f"INSERT INTO {ident} VALUES ({twin[0]}, '{twin[1]}', 7.5)"
+    reads = _after_the_read(monkeypatch, lambda: spark.sql(other))
+    assert _ours(spark, tmp_path, named) == len(named)
+    assert len(reads) == 2
+    after = _by_row_id(spark, ident)
+    assert [row for i, row in after.items() if i not in before] == [(*twin, 7.5)]
+    for row_id, (k, note, f) in before.items():
+        assert after[row_id] == (k, "ours" if row_id in named else note, f)

@@ -13,10 +13,10 @@ first-column values are listed in the statement, more are joined; rowids that na
 the version need no matching (Spark's own DELETE, or UPDATE to one value a column), nor do rows
 set to one value that listed first-column values name (Spark's own UPDATE … WHERE). The reading
 and the count are of the version's files where the server reads them (no Spark job), else
-Spark's; the statement runs only if no other writer committed after that version (checked just
-before it: matched by values on a later version, it could change rows the client never named),
-else the rows are read again at the new one. A commit that conflicts with another writer's is
-retried.
+Spark's; the statement runs only if no other writer committed after that version but appends
+holding none of the values it names its rows by (checked just before it, later_commits.py:
+matched by values on a later version, it could change rows the client never named), else the
+rows are read again at the new one. A commit that conflicts with another writer's is retried.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from ..shaping import full_width
 from . import file_parts
 from .client_errors import client_errors
 from .lake import Lake
+from .later_commits import EVERY_ROW, Named, ReadAt, added, holds_named, only_appended
 from .layout import ROWID, Layout
 from .partition_stream import collected
 from .row_values import (
@@ -61,6 +62,9 @@ log = logging.getLogger("pyairport.spark")
 T = TypeVar("T")
 
 COMMIT_ATTEMPTS = 4
+# How many times a statement ready to run looks again at commits other writers appended while
+# it looked at the last ones (later_commits.py) before it reads its rows again.
+APPEND_CHECKS = 8
 # Statements this small run as Spark's own UPDATE/DELETE with the rowids in the statement, as
 # a SQL user would type them, and read rows by a filter Delta can skip files with; larger
 # ones join or MERGE against the rowids sent as a view. (A MERGE and a join cost Spark
@@ -302,7 +306,7 @@ class DeltaChanges:
         finally:
             self._lake.drop_view(view)
 
-    def _merge_spilled(self, source: pa.Table, on: str, spilled: Spilled, at: int) -> int:
+    def _merge_spilled(self, source: pa.Table, on: str, spilled: Spilled, at: ReadAt) -> int:
         """A row-tracked table's UPDATE whose values are in staged files: the MERGE's source
         written batch by batch, each staged batch's rows with their keys from source (by
         rowid; rows not at the version are left out, as they are where the values are
@@ -415,7 +419,7 @@ class DeltaChanges:
             "DELETE",
         )
 
-    def _merge(self, source: pa.Table, on: str, action: str, at: int | None = None) -> int:
+    def _merge(self, source: pa.Table, on: str, action: str, at: ReadAt | None = None) -> int:
         """One MERGE of the rows of source (as a view) into the table: the rows it changed
         (at: see _merged)."""
         view = self._lake.view(source)
@@ -424,9 +428,9 @@ class DeltaChanges:
         finally:
             self._lake.drop_view(view)
 
-    def _merged(self, view: str, on: str, action: str, at: int | None = None) -> int:
-        """One MERGE of the rows of view into the table: the rows it changed. at: the
-        version whose rows view holds by their values, where no later commit may have come
+    def _merged(self, view: str, on: str, action: str, at: ReadAt | None = None) -> int:
+        """One MERGE of the rows of view into the table: the rows it changed. at: where the
+        rows view holds by their values were read, which no later commit may have changed
         (_still_at, checked once the view is made)."""
         if at is not None:
             self._still_at(at)
@@ -457,7 +461,8 @@ class DeltaChanges:
         settings = self._one_value_each(changes, spilled) if operation == "update" else None
         own = self._sparks_own(operation, settings, current, files)
         if own is not None:
-            return self._run_at(version, own)
+            return self._run_at(ReadAt(version, files, EVERY_ROW), own)
+        by_first = ReadAt(version, files, self._named_by(current, leading))
         source = self._keyed(current, leading)
         firsts = source.drop_columns([ROWID])
         named: bool | None = None  # whether firsts' values name these rows and no other
@@ -468,7 +473,7 @@ class DeltaChanges:
                 named = self._names_only(keys, current, version, files, listed)
             if named:
                 update = f"UPDATE {self.fqn} SET {settings} WHERE {listed}"
-                return self._run_at(version, update)  # files skipped by the list
+                return self._run_at(by_first, update)  # files skipped by the list
         if operation == "delete":
             keys = distinct_rows(firsts)
         else:  # an UPDATE's MERGE sets each row from one source row: its keys must not repeat
@@ -478,7 +483,7 @@ class DeltaChanges:
             named = self._names_only(keys, current, version, files, listed)
         if keys is not None and named:
             if operation == "delete" and listed is not None:  # Spark's own DELETE, files skipped
-                return self._run_at(version, f"DELETE FROM {self.fqn} WHERE {listed}")
+                return self._run_at(by_first, f"DELETE FROM {self.fqn} WHERE {listed}")
             if operation == "delete":
                 source = keys  # each value once: the lines of one order are one source row
         else:
@@ -497,16 +502,18 @@ class DeltaChanges:
         on = self._on(source)
         if listed is not None and self._skips_enough(files, current.column(leading[0])):
             on = f"{on} AND t.{listed}"  # the values as literals too: Delta skips files by them
+        matched = [n.removeprefix("__key_") for n in source.column_names if n != ROWID]
+        at = ReadAt(version, files, self._named_by(current, matched))
         if spilled is not None:
-            return self._merge_spilled(source, on, spilled, version)
+            return self._merge_spilled(source, on, spilled, at)
         # The rowids stay out of the MERGE's source: it matches by values (Spark would carry
         # an unread column through the join).
         source = source.drop_columns([ROWID]) if ROWID in source.column_names else source
         if operation == "delete":
-            return self._merge(source, on, "DELETE", version)
+            return self._merge(source, on, "DELETE", at)
         positions = pc.index_in(current.column(ROWID), changes.column(ROWID))
         assignments, with_values = self._assignments(changes.take(positions), source)
-        return self._merge(with_values, on, f"UPDATE SET {assignments}", version)
+        return self._merge(with_values, on, f"UPDATE SET {assignments}", at)
 
     def _sparks_own(
         self,
@@ -529,23 +536,58 @@ class DeltaChanges:
             return f"DELETE FROM {self.fqn}"
         return f"UPDATE {self.fqn} SET {settings}"
 
-    def _run_at(self, version: int, statement: str) -> int:
-        """Spark's own statement naming rows as they are at version (_still_at): the rows it
+    def _run_at(self, at: ReadAt, statement: str) -> int:
+        """Spark's own statement naming rows as they were read (_still_at): the rows it
         changed."""
-        self._still_at(version)
+        self._still_at(at)
         return affected(self._lake.spark.sql(statement))
 
-    def _still_at(self, version: int) -> None:
-        """Raise ConcurrentCommit where another writer committed after version: the rows to
-        change were read and counted there, and a statement naming them by their values on
-        a later version could change rows the client never named (appended with a listed
-        key, or with every value of a row to change) and miss rows changed since. Checked
-        just before Spark's statement, so the window left is Spark's planning of it."""
-        if self._latest_version() != version:
-            raise ConcurrentCommit(
-                f"{self._label}: other writers kept committing while this statement read its"
-                " rows; run it again"
-            )
+    def _still_at(self, at: ReadAt) -> None:
+        """Raise ConcurrentCommit where another writer committed after the version the rows
+        to change were read and counted at, unless its commits only appended rows none of
+        which the statement names (later_commits.py): a statement naming them by their
+        values on a later version could change rows the client never named (appended with
+        a listed key, or with every value of a row to change) and miss rows changed since.
+        Checked just before Spark's statement, so the window left is Spark's planning of it;
+        appends landing while the added files are read are looked at in turn."""
+        version, files = at.version, at.files
+        for _ in range(APPEND_CHECKS):
+            latest = self._latest_version()
+            if latest == version:
+                return
+            files = self._appended_without(at.named, version, files, latest)
+            if files is None:
+                break
+            version = latest
+        raise ConcurrentCommit(
+            f"{self._label}: other writers kept committing while this statement read its"
+            " rows; run it again"
+        )
+
+    def _appended_without(
+        self, named: Named, version: int, files: file_parts.PartFiles | None, latest: int
+    ) -> file_parts.PartFiles | None:
+        """latest's files, where the commits after version (files: its) only added files and
+        no row they added is one named names; else None."""
+        location = self.layout.location
+        if files is None or location is None:
+            return None
+        if not only_appended(location / "_delta_log", version, latest):
+            return None
+        now = self._files_at(latest)
+        if now is None or holds_named(now, added(files, now), named):
+            return None
+        return now
+
+    def _named_by(self, current: pa.Table, columns: list[str]) -> Named:
+        """How a statement matching current's rows by columns names them, for a look at the
+        rows later commits added: by the first of columns whose values Arrow compares as
+        Spark does (any row holding another value there is one it cannot match), else as
+        every row."""
+        for column in columns:
+            if exactly_equal(current.schema.field(column).type, self.layout.features):
+                return Named(column, current.column(column))
+        return EVERY_ROW
 
     def _one_value_each(self, changes: pa.Table, spilled: Spilled | None) -> str | None:
         """An UPDATE's SET list of literals where every row sets each column to one value

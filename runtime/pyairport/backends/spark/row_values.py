@@ -107,12 +107,17 @@ def one_literal(chunks: Iterator[pa.Array], data_type: pa.DataType) -> str | Non
         return None
 
 
-def holding(files: file_parts.PartFiles, column: str, values: pa.ChunkedArray) -> int:
-    """How many live rows of files hold one of values in column (a null matching a null):
-    one column of every file read, no Spark job."""
+def holding(
+    files: file_parts.PartFiles,
+    column: str,
+    values: pa.ChunkedArray,
+    indexes: list[int] | None = None,
+) -> int:
+    """How many live rows of files (those at indexes, or every one) hold one of values in
+    column (a null matching a null): one column of the files read, no Spark job."""
     wanted = pc.unique(values)
-    every = list(range(files.files.num_rows))
-    reader = file_parts.read(Context.background(), files, every, [column], None, 0)
+    chosen = list(range(files.files.num_rows)) if indexes is None else indexes
+    reader = file_parts.read(Context.background(), files, chosen, [column], None, 0)
     return sum(
         pc.sum(pc.is_in(batch.column(column), value_set=wanted), min_count=0).as_py()
         for batch in reader
