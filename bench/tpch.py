@@ -22,7 +22,9 @@ tables are compared with DuckDB's own after the same statements.
 
 With --whole-update, last, every row of the row-tracked `lineitem` is updated through DuckDB,
 to one value and then each to its own, beside Spark SQL's UPDATE of a copy and Spark's MERGE
-of the rows into another, with the server's peak memory meanwhile.
+of the rows into another, with the server's peak memory meanwhile; with --stream-every S too,
+the one-value UPDATE again while this process's Spark, another writer, appends a row every S
+seconds, beside the same UPDATE alone.
 
     python bench/tpch.py --scale 1 --dml
     python bench/tpch.py --scale 1 --shapes plain --serve '--data-socket auto --scan-parts 2'
@@ -44,6 +46,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from statistics import median
 from typing import Any
+
+import duckdb
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -242,7 +246,9 @@ WHOLE_UPDATES = (
 KEY = ("l_orderkey", "l_partkey", "l_suppkey", "l_linenumber")
 
 
-def whole_update_bench(db: Any, location: str, tracked: Path, spark: Any, pid: int) -> None:
+def whole_update_bench(
+    db: Any, location: str, tracked: Path, spark: Any, pid: int, stream_every: float | None
+) -> None:
     """Every row of lineitem updated through DuckDB (which sends each row's rowid and the
     columns set), beside Spark SQL's UPDATE of a copy and Spark's MERGE of the same rows by
     their key into another, and the server's peak memory meanwhile: what it holds is the
@@ -284,8 +290,77 @@ def whole_update_bench(db: Any, location: str, tracked: Path, spark: Any, pid: i
         print(
             f"  {'  beside its MERGE by key':<24}{_timed(ours, by_key)}  (Spark's MERGE of the rows)"
         )
+    if stream_every is not None:
+        streamed_update_bench(db, tracked, spark, stream_every)
     db.execute("RESET threads")
     db.execute("DETACH lake")
+
+
+def streamed_update_bench(db: Any, tracked: Path, spark: Any, every: float) -> None:
+    """Every lineitem set to one value through DuckDB alone, then again while Spark (another
+    writer, this process's JVM) appends a copy of a row under a new, negative order key every
+    `every` seconds. The UPDATE names its rows by their values at the version it read them
+    at; appends of rows holding none of those values let it run on (later_commits.py), and
+    no appended row DuckDB did not scan may change."""
+    folder = tracked / tpch.SCHEMA / "lineitem"
+    source = spark.sql(f"SELECT * FROM delta.`{folder}` WHERE l_orderkey = 1 LIMIT 1")
+    row = source.collect()[0].asDict()
+
+    def append(key: int) -> None:  # a blind append, as a stream's: it reads nothing
+        values = row | {"l_orderkey": key, "l_comment": "appended"}
+        new = spark.createDataFrame([tuple(values[f.name] for f in source.schema)], source.schema)
+        new.write.format("delta").mode("append").save(str(folder))
+
+    timings = {}
+    for label, value in (("alone", "'alone'"), ("under a stream", "'streamed'")):
+        stop = threading.Event()
+        appended: list[int] = []
+
+        def stream(stop: threading.Event = stop, appended: list[int] = appended) -> None:
+            while not stop.wait(every):
+                append(-1 - len(appended))
+                appended.append(1)
+
+        writer = threading.Thread(target=stream, daemon=True)
+        if label != "alone":
+            writer.start()
+        started = time.perf_counter()
+        try:
+            update = f"UPDATE lake.tpch.lineitem SET l_comment = {value}"
+            (changed,) = db.execute(update).fetchone()
+        except duckdb.Error as refused:  # Delta's own conflict check may refuse it
+            changed, why = -1, str(refused).split("message: ")[-1][:160]
+        finally:
+            timings[label] = time.perf_counter() - started
+            stop.set()
+            if writer.is_alive():
+                writer.join()
+        if changed < 0:
+            where = f"WHERE l_comment = {value}"
+            (partly,) = db.execute(f"SELECT count(*) FROM lake.tpch.lineitem {where}").fetchone()
+            print(
+                f"  {'UPDATE every lineitem':<24}{timings[label]:>11.2f}s"
+                f"{timings[label] / timings['alone']:>8.2f}  "
+                f"{'refused' if not partly else f'WRONG: {partly:,} rows changed'};"
+                f" one value, {label}: {len(appended)} rows appended meanwhile: {why}"
+            )
+            continue
+        (set_to, others, kept, stale) = db.execute(
+            f"SELECT count(*) FILTER (WHERE l_comment = {value}),"
+            " count(*) FILTER (WHERE l_orderkey < 0 AND l_comment <> 'appended'"
+            f" AND l_comment <> {value}),"
+            " count(*) FILTER (WHERE l_orderkey < 0 AND l_comment = 'appended'),"
+            f" count(*) FILTER (WHERE l_orderkey > 0 AND l_comment <> {value})"
+            " FROM lake.tpch.lineitem"
+        ).fetchone()
+        exact = set_to == changed and not others and not stale
+        print(
+            f"  {'UPDATE every lineitem':<24}{timings[label]:>11.2f}s"
+            f"{timings[label] / timings['alone']:>8.2f}  "
+            f"{'exact' if exact else f'WRONG: {set_to:,} set, {changed:,} changed, {stale:,} not'};"
+            f" one value, {label}: {len(appended)} rows appended meanwhile, {kept} kept as"
+            " appended"
+        )
 
 
 def _timed(ours: float, theirs: float) -> str:
@@ -317,6 +392,12 @@ def main() -> None:
         "--whole-update",
         action="store_true",
         help="last, UPDATE every row of the row-tracked lineitem, beside Spark SQL's",
+    )
+    parser.add_argument(
+        "--stream-every",
+        type=float,
+        metavar="S",
+        help="with --whole-update: the one-value UPDATE again under appends every S seconds",
     )
     parser.add_argument("--spark-sql", action="store_true", help="time Spark SQL's queries too")
     parser.add_argument(
@@ -368,7 +449,7 @@ def main() -> None:
                 if args.dml and shape == "tracked" and spark is not None:
                     dml_bench(db, location, warehouse, root / "plain", spark, args.dml_rounds)
                 if args.whole_update and shape == "tracked" and spark is not None:
-                    whole_update_bench(db, location, warehouse, spark, pid)
+                    whole_update_bench(db, location, warehouse, spark, pid, args.stream_every)
         db.close()
         if spark is not None:
             spark.stop()

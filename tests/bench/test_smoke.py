@@ -283,10 +283,12 @@ def test_data_plane_floor_prints_each_way_beside_delta_scan() -> None:
 def test_tpch_benchmark_prints_every_query_and_the_whole_update() -> None:
     """TPC-H at a tiny scale on the row-tracked tables: the 22 queries right, each beside
     delta_scan, and the UPDATEs of every lineitem row (to one value, each to its own) exact
-    beside Spark SQL's, with the server's memory."""
+    beside Spark SQL's, with the server's memory; the one-value UPDATE exact alone, and under
+    another writer's appends exact or refused whole."""
     run = subprocess.run(
         [sys.executable, str(BENCH.parent / "tpch.py"), "--scale", "0.01", "--repeats", "1"]
-        + ["--shapes", "tracked", "--whole-update", "--serve=--no-spark-warm-up"],
+        + ["--shapes", "tracked", "--whole-update", "--stream-every", "1"]
+        + ["--serve=--no-spark-warm-up"],
         capture_output=True,
         text=True,
         timeout=900,
@@ -306,3 +308,8 @@ def test_tpch_benchmark_prints_every_query_and_the_whole_update() -> None:
         ), kind
     merges = r"beside its MERGE by key\s+[\d.]+s\s+[\d.]+s\s+\d+\.\d\d  \(Spark's"
     assert len(re.findall(merges, out)) == 2
+    alone = r"UPDATE every lineitem\s+[\d.]+s\s+1\.00  exact; one value, alone: 0 rows appended"
+    assert re.search(alone, out)
+    # under appends: exact, or refused by Delta's own check of them (never partly done)
+    streamed = r"UPDATE every lineitem\s+[\d.]+s\s+\d+\.\d\d  (exact|refused); one value, under a"
+    assert re.search(streamed, out)
